@@ -1,0 +1,27 @@
+// Package conformance is ratekit's shared property-based test suite for
+// stores. Any core.ScriptRunner, ours or a third party's, runs it from its
+// own test in a few lines:
+//
+//	func TestConformance(t *testing.T) {
+//		conformance.Run(t, conformance.Harness{Runner: myrunner.New(client)})
+//	}
+//
+// For every algorithm, rapid (pgregory.net/rapid) state machines drive a
+// limiter on the store under test and the same limiter on the memory store
+// (the reference) with the same random operations: keys from a small set
+// (braces and escape characters included), random costs (invalid ones too),
+// clock steps from zero to many refill intervals or windows, Peek and Reset
+// mixed in, over a spread of configurations. At every step the two Decisions
+// must be equal field by field (or both calls fail with the same sentinel
+// error), and each algorithm's own bound must hold on what was allowed. A
+// failing case shrinks to a minimal sequence that rapid prints and replays.
+//
+// The number of runs follows rapid's flags and environment: -rapid.checks
+// (RAPID_CHECKS, default 100) and -rapid.steps (RAPID_STEPS, default 30).
+//
+// Time: by default the suite passes its own fake clock to every limiter
+// (client-clock mode), so the store's clock is never read. A store whose
+// clock the test can set (miniredis, the memory store) runs in server-time
+// mode by giving Harness.SetTime: limiters then get no clock, and the suite
+// sets the store's time before each step.
+package conformance

@@ -1,0 +1,31 @@
+package core
+
+import "errors"
+
+// Sentinel errors. Every error ratekit returns wraps one of them (with %w),
+// so callers can tell bad input from a failing store with errors.Is.
+var (
+	// ErrInvalidConfig reports a bad configuration; the message names the
+	// field. Constructors return it; a limiter is never built from it.
+	ErrInvalidConfig = errors.New("ratekit: invalid config")
+	// ErrInvalidKey reports a key that cannot be used: empty, or longer than
+	// MaxKeyLen bytes.
+	ErrInvalidKey = errors.New("ratekit: invalid key")
+	// ErrInvalidCost reports a cost n that is not positive, or larger than
+	// the limiter could ever allow at once.
+	ErrInvalidCost = errors.New("ratekit: invalid cost")
+	// ErrInvalidTime reports a time from an injected Clock outside the range
+	// ratekit computes in exactly (1970 to 2112).
+	ErrInvalidTime = errors.New("ratekit: invalid time")
+	// ErrStore reports a failure of the store: a network error, a server
+	// error, a context ending, or a reply of the wrong shape. The store's
+	// own error is wrapped too, so errors.Is(err, context.DeadlineExceeded)
+	// works through it.
+	ErrStore = errors.New("ratekit: store failed")
+	// ErrUnexpectedReply reports a script reply of the wrong shape. It comes
+	// wrapped together with ErrStore.
+	ErrUnexpectedReply = errors.New("ratekit: unexpected script reply")
+)
+
+// MaxKeyLen is the longest key, in bytes, a limiter accepts.
+const MaxKeyLen = 64 << 10

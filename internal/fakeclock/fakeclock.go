@@ -1,0 +1,38 @@
+// Package fakeclock is a manually driven core.Clock for tests.
+package fakeclock
+
+import (
+	"sync"
+	"time"
+)
+
+// Clock is a core.Clock that only moves when told. Safe for concurrent use.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// New returns a Clock at t.
+func New(t time.Time) *Clock { return &Clock{t: t} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Set moves the clock to t.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
+}
+
+// Advance moves the clock forward by d and returns the new time.
+func (c *Clock) Advance(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+	return c.t
+}

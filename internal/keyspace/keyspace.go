@@ -1,0 +1,80 @@
+// Package keyspace names the storage keys of ratekit limiters and clears
+// them.
+//
+// A storage key is prefix + "{" + escaped user key + "}" + suffix. The braces
+// are a Redis Cluster hash tag, so every key of one user key lands in one
+// slot and a multi-key script never fails with CROSSSLOT. The user key is
+// escaped ('%' as %25, '{' as %7B, '}' as %7D), so a user key holding braces
+// cannot move the hash tag, and distinct user keys always give distinct
+// storage keys. A prefix must not hold braces: it is validated by [CheckPrefix].
+package keyspace
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ratekit/ratekit/core"
+)
+
+// CheckPrefix reports an error wrapping core.ErrInvalidConfig when prefix
+// cannot be used.
+func CheckPrefix(prefix string) error {
+	if strings.ContainsAny(prefix, "{}") {
+		return fmt.Errorf("%w: Prefix %q must not contain '{' or '}' (ratekit places the hash tag itself)", core.ErrInvalidConfig, prefix)
+	}
+	return nil
+}
+
+// CheckKey reports an error wrapping core.ErrInvalidKey when key cannot be
+// used.
+func CheckKey(key string) error {
+	if key == "" {
+		return fmt.Errorf("%w: key is empty", core.ErrInvalidKey)
+	}
+	if len(key) > core.MaxKeyLen {
+		return fmt.Errorf("%w: key is %d bytes, longer than core.MaxKeyLen (%d)", core.ErrInvalidKey, len(key), core.MaxKeyLen)
+	}
+	return nil
+}
+
+// Key returns the storage key for a user key. The result is injective in
+// (prefix, key, suffix) for prefixes without braces.
+func Key(prefix, key, suffix string) string {
+	if !strings.ContainsAny(key, "%{}") {
+		return prefix + "{" + key + "}" + suffix
+	}
+	var b strings.Builder
+	b.Grow(len(prefix) + len(key) + len(suffix) + 8)
+	b.WriteString(prefix)
+	b.WriteByte('{')
+	for i := 0; i < len(key); i++ {
+		switch c := key[i]; c {
+		case '%':
+			b.WriteString("%25")
+		case '{':
+			b.WriteString("%7B")
+		case '}':
+			b.WriteString("%7D")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('}')
+	b.WriteString(suffix)
+	return b.String()
+}
+
+// Tag returns the Redis Cluster hash tag of a storage key: the part between
+// the first '{' and the next '}', when that part is not empty; otherwise
+// the whole key. It is how Redis picks a key's slot.
+func Tag(key string) string {
+	i := strings.IndexByte(key, '{')
+	if i < 0 {
+		return key
+	}
+	j := strings.IndexByte(key[i+1:], '}')
+	if j <= 0 {
+		return key
+	}
+	return key[i+1 : i+1+j]
+}

@@ -1,0 +1,125 @@
+// Package params holds the validation and integer-time arithmetic that every
+// ratekit algorithm shares: durations as whole microseconds, times from an
+// injected clock, costs, and the decoding of the common four-integer reply.
+//
+// All arithmetic stays below 2^53 so that a Lua double and a Go int64 agree
+// bit for bit.
+package params
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ratekit/ratekit/core"
+)
+
+const (
+	// MaxTime is the latest time, in Unix microseconds, a limiter computes
+	// with (2^52 µs, in the year 2112).
+	MaxTime = int64(1) << 52
+	// MaxSpan is the longest duration, in microseconds, an algorithm may
+	// need to represent (time to full refill, window): 2^51 µs, about 71 years.
+	// MaxTime + 2*MaxSpan stays at 2^53.
+	MaxSpan = int64(1) << 51
+	// MaxCount bounds counts, capacities and rates (2^50), so that sums and
+	// products used by the scripts stay below 2^53.
+	MaxCount = int64(1) << 50
+	// ServerTime is the "now" argument that tells a script to read the
+	// store's clock (TIME in Lua).
+	ServerTime = int64(-1)
+)
+
+// Micros returns d in whole microseconds. d must be positive, a whole number
+// of microseconds and at most MaxSpan; otherwise the error wraps
+// core.ErrInvalidConfig and names field.
+func Micros(field string, d time.Duration) (int64, error) {
+	switch {
+	case d <= 0:
+		return 0, fmt.Errorf("%w: %s must be positive, got %v", core.ErrInvalidConfig, field, d)
+	case d%time.Microsecond != 0:
+		return 0, fmt.Errorf("%w: %s must be a whole number of microseconds, got %v", core.ErrInvalidConfig, field, d)
+	case d/time.Microsecond > time.Duration(MaxSpan):
+		return 0, fmt.Errorf("%w: %s must be at most %v, got %v", core.ErrInvalidConfig, field, time.Duration(MaxSpan)*time.Microsecond, d)
+	}
+	return int64(d / time.Microsecond), nil
+}
+
+// Count checks a configured count (capacity, limit, rate): positive and at
+// most MaxCount; otherwise the error wraps core.ErrInvalidConfig and names
+// field.
+func Count(field string, v int64) error {
+	if v <= 0 {
+		return fmt.Errorf("%w: %s must be positive, got %d", core.ErrInvalidConfig, field, v)
+	}
+	if v > MaxCount {
+		return fmt.Errorf("%w: %s must be at most %d, got %d", core.ErrInvalidConfig, field, MaxCount, v)
+	}
+	return nil
+}
+
+// Cost checks a request's cost: 1 <= n <= limit.
+func Cost(n, limit int64) error {
+	if n <= 0 {
+		return fmt.Errorf("%w: n must be positive, got %d", core.ErrInvalidCost, n)
+	}
+	if n > limit {
+		return fmt.Errorf("%w: n = %d can never be allowed, the limit is %d", core.ErrInvalidCost, n, limit)
+	}
+	return nil
+}
+
+// Now returns the time to pass to a script: ServerTime when clock is nil,
+// otherwise clock's time in Unix microseconds, which must lie in
+// [0, MaxTime).
+func Now(clock core.Clock) (int64, error) {
+	if clock == nil {
+		return ServerTime, nil
+	}
+	t := clock.Now()
+	us := t.UnixMicro()
+	if us < 0 || us >= MaxTime {
+		return 0, fmt.Errorf("%w: clock returned %v, outside 1970-01-01 to %v", core.ErrInvalidTime, t, time.UnixMicro(MaxTime).UTC())
+	}
+	return us, nil
+}
+
+// CeilDiv returns ceil(a / b) for a >= 0, b > 0.
+func CeilDiv(a, b int64) int64 {
+	return (a + b - 1) / b
+}
+
+// ClockSlackMillis is added to every TTL a script sets when the limiter
+// has its own Clock: the TTL then runs on the store's clock while decisions
+// use the limiter's, and a limiter clock up to this far behind the store's
+// still never sees its state expire early. The Lua scripts hold the same
+// constant (60000).
+const ClockSlackMillis = 60000
+
+// TTL converts a time to live in microseconds to the whole milliseconds a
+// script passes to PEXPIRE / SET PX (rounded up, at least 1), as a duration;
+// clientClock adds ClockSlackMillis.
+func TTL(us int64, clientClock bool) time.Duration {
+	ms := CeilDiv(us, 1000)
+	if ms < 1 {
+		ms = 1
+	}
+	if clientClock {
+		ms += ClockSlackMillis
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// Decision decodes the reply every ratekit algorithm script returns:
+// {allowed (0 or 1), remaining, retry_after_us, reset_after_us}.
+func Decision(reply []int64, limit int64) (core.Decision, error) {
+	if len(reply) != 4 || reply[0] < 0 || reply[0] > 1 || reply[2] < 0 || reply[3] < 0 {
+		return core.Decision{}, fmt.Errorf("%w: %w: want {allowed, remaining, retry_us, reset_us}, got %v", core.ErrStore, core.ErrUnexpectedReply, reply)
+	}
+	return core.Decision{
+		Allowed:    reply[0] == 1,
+		Limit:      limit,
+		Remaining:  reply[1],
+		RetryAfter: time.Duration(reply[2]) * time.Microsecond,
+		ResetAfter: time.Duration(reply[3]) * time.Microsecond,
+	}, nil
+}

@@ -1,0 +1,36 @@
+package goredisstore_test
+
+import (
+	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/ratekit/conformance"
+	"github.com/ratekit/ratekit/internal/redistest"
+	goredisstore "github.com/ratekit/ratekit/store/goredis"
+)
+
+// newClient returns a go-redis client for addr, closed when t ends.
+func newClient(t *testing.T, addr string) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Against a real redis-server, client-clock mode.
+func TestConformance(t *testing.T) {
+	srv := redistest.Start(t)
+	conformance.Run(t, conformance.Harness{Runner: goredisstore.New(newClient(t, srv.Addr))})
+}
+
+// Against miniredis in server-time mode: TIME inside the scripts and the
+// TTLs follow the suite's fake clock. miniredis' EVAL_RO refuses TIME, so
+// read-only scripts go through plain EVALSHA here.
+func TestConformanceMiniredisServerTime(t *testing.T) {
+	m := miniredis.RunT(t)
+	m.ClockTTL(true)
+	r := goredisstore.New(newClient(t, m.Addr()), goredisstore.WithoutReadOnlyCommands())
+	conformance.Run(t, conformance.Harness{Runner: r, SetTime: m.SetTime})
+}

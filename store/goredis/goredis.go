@@ -1,0 +1,109 @@
+// Package goredisstore runs ratekit scripts through go-redis v9
+// (github.com/redis/go-redis/v9). It lives in store/goredis and is named
+// goredisstore so that it reads well beside the client, which is imported
+// as redis and often aliased goredis:
+//
+//	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+//	lim, err := tokenbucket.New(goredisstore.New(rdb), cfg)
+//
+// Any go-redis client that can run scripts works: *redis.Client,
+// *redis.ClusterClient, *redis.Ring, or anything else implementing
+// redis.Scripter. Each call is EVALSHA (EVALSHA_RO for read-only scripts),
+// falling back to EVAL (EVAL_RO) when the server answers NOSCRIPT: after a
+// restart, a failover or SCRIPT FLUSH, scripts load themselves again.
+//
+// Retries: go-redis retries a command after a network error (MaxRetries, 3 by
+// default), so a script whose reply was lost may run twice. ratekit does not
+// change the client it is given. A decision counted twice only ever denies
+// more, never allows more than the limit; to run each decision at most once,
+// build the client with MaxRetries: -1.
+package goredisstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/ratekit/core"
+)
+
+// Runner is a core.ScriptRunner over a go-redis client.
+type Runner struct {
+	c       redis.Scripter
+	plainRO bool
+}
+
+var _ core.ScriptRunner = (*Runner)(nil)
+
+// Option configures a Runner.
+type Option func(*Runner)
+
+// WithoutReadOnlyCommands runs read-only scripts with EVALSHA and EVAL
+// instead of EVALSHA_RO and EVAL_RO: for servers older than Redis 7.0, which
+// lack the _RO commands, and for miniredis, whose EVAL_RO refuses TIME. The
+// scripts still never write; the server just no longer enforces it.
+func WithoutReadOnlyCommands() Option {
+	return func(r *Runner) { r.plainRO = true }
+}
+
+// New returns a Runner that runs scripts with c. It sends nothing to Redis.
+func New(c redis.Scripter, opts ...Option) *Runner {
+	r := &Runner{c: c}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+// RunScript runs s with EVALSHA (EVALSHA_RO when s is read-only), and with
+// EVAL (EVAL_RO) when the server does not know the script. The reply must be
+// an array of integers.
+func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64) ([]int64, error) {
+	if r == nil || r.c == nil {
+		return nil, fmt.Errorf("%w: goredis: Runner has no client", core.ErrStore)
+	}
+	argv := make([]any, len(args))
+	for i, a := range args {
+		argv[i] = a
+	}
+	var cmd *redis.Cmd
+	if s.ReadOnly() && !r.plainRO {
+		cmd = r.c.EvalShaRO(ctx, s.SHA1(), keys, argv...)
+		if isNoScript(cmd.Err()) {
+			cmd = r.c.EvalRO(ctx, s.Lua(), keys, argv...)
+		}
+	} else {
+		cmd = r.c.EvalSha(ctx, s.SHA1(), keys, argv...)
+		if isNoScript(cmd.Err()) {
+			cmd = r.c.Eval(ctx, s.Lua(), keys, argv...)
+		}
+	}
+	v, err := cmd.Result()
+	if err != nil {
+		return nil, fmt.Errorf("%w: goredis: script %q: %w", core.ErrStore, s.Name(), err)
+	}
+	return decode(s, v)
+}
+
+func isNoScript(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+}
+
+// decode checks the reply's shape: an array of integers, nothing else.
+func decode(s *core.Script, v any) ([]int64, error) {
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%w: %w: goredis: script %q replied %T, want an array of integers", core.ErrStore, core.ErrUnexpectedReply, s.Name(), v)
+	}
+	out := make([]int64, len(arr))
+	for i, e := range arr {
+		n, ok := e.(int64)
+		if !ok {
+			return nil, fmt.Errorf("%w: %w: goredis: script %q reply element %d is %T, want an integer", core.ErrStore, core.ErrUnexpectedReply, s.Name(), i, e)
+		}
+		out[i] = n
+	}
+	return out, nil
+}

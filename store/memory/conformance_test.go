@@ -1,0 +1,33 @@
+package memory_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ratekit/ratekit/conformance"
+	"github.com/ratekit/ratekit/internal/fakeclock"
+	"github.com/ratekit/ratekit/store/memory"
+)
+
+// The memory store against itself in client-clock mode: this checks the
+// algorithms' bounds, and that a shared store gives the same decisions as a
+// fresh one.
+func TestConformance(t *testing.T) {
+	s, err := memory.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	conformance.Run(t, conformance.Harness{Runner: s})
+}
+
+// Server-time mode: limiters read the store's own clock.
+func TestConformanceServerTime(t *testing.T) {
+	clock := fakeclock.New(time.Unix(0, 0))
+	s, err := memory.New(memory.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	conformance.Run(t, conformance.Harness{Runner: s, SetTime: clock.Set})
+}

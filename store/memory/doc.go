@@ -1,0 +1,11 @@
+// Package memory is ratekit's in-process store: a sharded keyspace in Go
+// that runs each script's Go twin atomically, with no Lua interpreter and no
+// server. It is the reference every other store is compared with by the
+// conformance suite, the store for unit tests, and a fast limiter for a
+// single process.
+//
+// Keys are sharded by their Redis Cluster hash tag, so a multi-key script
+// (whose keys share one tag) locks one shard. Every key has a time to live,
+// measured on the store's clock: an expired key is dropped when it is next
+// touched, and a background sweep, which Close stops, drops the rest.
+package memory

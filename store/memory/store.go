@@ -1,0 +1,220 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"sync"
+	"time"
+
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/keyspace"
+)
+
+const (
+	numShards = 64
+	// DefaultSweepInterval is how often the background sweep drops expired
+	// keys unless WithSweepInterval says otherwise.
+	DefaultSweepInterval = 10 * time.Second
+)
+
+// Store is the memory store. It implements core.ScriptRunner. The zero
+// value is not usable: build one with New and stop it with Close.
+type Store struct {
+	clock      core.Clock
+	seed       maphash.Seed
+	sweepEvery time.Duration
+	shards     [numShards]shard
+
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+type shard struct {
+	mu sync.Mutex
+	m  map[string]*entry
+	tx tx // reused under mu, so a call allocates no Tx
+	_  [64]byte
+}
+
+type entry struct {
+	vals     []int64
+	expireAt int64 // Unix µs on the store's clock
+}
+
+// Option configures a Store.
+type Option func(*Store) error
+
+// WithClock makes the store read time from c instead of time.Now: the clock
+// scripts see in server-time mode, and the clock TTLs run on.
+func WithClock(c core.Clock) Option {
+	return func(s *Store) error {
+		if c == nil {
+			return fmt.Errorf("%w: memory.WithClock: clock is nil", core.ErrInvalidConfig)
+		}
+		s.clock = c
+		return nil
+	}
+}
+
+// WithSweepInterval sets how often expired keys are swept; 0 turns the
+// sweep off (expired keys are then dropped only when touched).
+func WithSweepInterval(d time.Duration) Option {
+	return func(s *Store) error {
+		if d < 0 {
+			return fmt.Errorf("%w: memory.WithSweepInterval: interval must not be negative, got %v", core.ErrInvalidConfig, d)
+		}
+		s.sweepEvery = d
+		return nil
+	}
+}
+
+// New returns a running Store. Call Close to stop its sweep.
+func New(opts ...Option) (*Store, error) {
+	s := &Store{
+		clock:      core.ClockFunc(time.Now),
+		seed:       maphash.MakeSeed(),
+		sweepEvery: DefaultSweepInterval,
+		stop:       make(chan struct{}),
+		done:       make(chan struct{}),
+	}
+	for _, o := range opts {
+		if err := o(s); err != nil {
+			return nil, err
+		}
+	}
+	for i := range s.shards {
+		s.shards[i].m = make(map[string]*entry)
+		s.shards[i].tx.sh = &s.shards[i]
+	}
+	if s.sweepEvery > 0 {
+		go s.sweepLoop(s.sweepEvery)
+	} else {
+		close(s.done)
+	}
+	return s, nil
+}
+
+// Close stops the background sweep and waits for it to end. The store stays
+// usable afterwards, expiring keys only when they are touched. Close is safe
+// to call more than once.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() { close(s.stop) })
+	<-s.done
+	return nil
+}
+
+// Len returns the number of keys held, live or expired but not yet dropped.
+func (s *Store) Len() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		n += len(sh.m)
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+func (s *Store) now() int64 { return s.clock.Now().UnixMicro() }
+
+func (s *Store) shardOf(key string) int {
+	return int(maphash.String(s.seed, keyspace.Tag(key)) % numShards)
+}
+
+// RunScript runs sc's Go twin atomically: every shard holding one of keys is
+// locked for the call. It fails when ctx has ended or sc has no twin.
+func (s *Store) RunScript(ctx context.Context, sc *core.Script, keys []string, args []int64) ([]int64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: memory: %w", core.ErrStore, err)
+	}
+	twin := sc.Twin()
+	if twin == nil {
+		return nil, fmt.Errorf("%w: memory: script %q has no Go twin", core.ErrStore, sc.Name())
+	}
+	if len(keys) == 0 {
+		// A script without keys still runs, against an empty view.
+		var t multiTx
+		t.s, t.nowUS = s, s.now()
+		return s.runTwin(sc, twin, &t, keys, args)
+	}
+	first := s.shardOf(keys[0])
+	for _, k := range keys[1:] {
+		if s.shardOf(k) != first {
+			return s.runMulti(sc, twin, keys, args)
+		}
+	}
+	sh := &s.shards[first]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.tx.nowUS = s.now()
+	return s.runTwin(sc, twin, &sh.tx, keys, args)
+}
+
+func (s *Store) runTwin(sc *core.Script, twin core.TwinFunc, t errTx, keys []string, args []int64) (reply []int64, err error) {
+	defer func() {
+		// A twin that panics is a bug in the twin; the caller gets an error,
+		// and the store stays usable.
+		if p := recover(); p != nil {
+			reply, err = nil, fmt.Errorf("%w: memory: script %q panicked: %v", core.ErrStore, sc.Name(), p)
+		}
+	}()
+	reply, err = twin(t, keys, args)
+	if err == nil {
+		err = t.takeErr()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: memory: script %q: %w", core.ErrStore, sc.Name(), err)
+	}
+	return reply, nil
+}
+
+// runMulti runs a script whose keys span shards, locking them in index order.
+func (s *Store) runMulti(sc *core.Script, twin core.TwinFunc, keys []string, args []int64) ([]int64, error) {
+	var locked [numShards]bool
+	for _, k := range keys {
+		locked[s.shardOf(k)] = true
+	}
+	for i := range locked {
+		if locked[i] {
+			s.shards[i].mu.Lock()
+			defer s.shards[i].mu.Unlock()
+		}
+	}
+	t := &multiTx{s: s, nowUS: s.now()}
+	return s.runTwin(sc, twin, t, keys, args)
+}
+
+func (s *Store) sweepLoop(every time.Duration) {
+	defer close(s.done)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+			s.Sweep()
+		}
+	}
+}
+
+// Sweep drops every expired key now, one shard at a time, and returns how
+// many it dropped. The background sweep calls it; tests may too.
+func (s *Store) Sweep() int {
+	dropped := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		now := s.now()
+		for k, e := range sh.m {
+			if e.expireAt <= now {
+				delete(sh.m, k)
+				dropped++
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return dropped
+}

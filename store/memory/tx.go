@@ -1,0 +1,102 @@
+package memory
+
+import (
+	"errors"
+	"time"
+
+	"github.com/ratekit/ratekit/core"
+)
+
+// errTx is a core.Tx that remembers a misuse by the twin, reported as the
+// call's error once the twin returns.
+type errTx interface {
+	core.Tx
+	takeErr() error
+}
+
+var errBadTTL = errors.New("Put with a non-positive TTL")
+
+// tx is the core.Tx of a call whose keys live in one shard; the shard's lock
+// is held.
+type tx struct {
+	sh    *shard
+	nowUS int64
+	err   error
+}
+
+func (t *tx) takeErr() error { err := t.err; t.err = nil; return err }
+
+func (t *tx) Now() int64 { return t.nowUS }
+
+func (t *tx) Get(key string) ([]int64, bool) { return get(t.sh, key, t.nowUS) }
+
+func (t *tx) Put(key string, n int, ttl time.Duration) []int64 {
+	return put(t.sh, key, n, ttl, t.nowUS, &t.err)
+}
+
+func (t *tx) Del(key string) bool { return del(t.sh, key, t.nowUS) }
+
+// multiTx is the core.Tx of a call whose keys span shards, all locked.
+type multiTx struct {
+	s     *Store
+	nowUS int64
+	err   error
+}
+
+func (t *multiTx) takeErr() error { return t.err }
+
+func (t *multiTx) Now() int64 { return t.nowUS }
+
+func (t *multiTx) Get(key string) ([]int64, bool) {
+	return get(&t.s.shards[t.s.shardOf(key)], key, t.nowUS)
+}
+
+func (t *multiTx) Put(key string, n int, ttl time.Duration) []int64 {
+	return put(&t.s.shards[t.s.shardOf(key)], key, n, ttl, t.nowUS, &t.err)
+}
+
+func (t *multiTx) Del(key string) bool {
+	return del(&t.s.shards[t.s.shardOf(key)], key, t.nowUS)
+}
+
+func get(sh *shard, key string, now int64) ([]int64, bool) {
+	e, ok := sh.m[key]
+	if !ok {
+		return nil, false
+	}
+	if e.expireAt <= now {
+		delete(sh.m, key)
+		return nil, false
+	}
+	return e.vals, true
+}
+
+func put(sh *shard, key string, n int, ttl time.Duration, now int64, errp *error) []int64 {
+	if ttl <= 0 {
+		// A twin bug, not a caller's: a key must never live forever.
+		*errp = errBadTTL
+		return make([]int64, n)
+	}
+	exp := now + int64(ttl/time.Microsecond)
+	e, ok := sh.m[key]
+	if !ok {
+		e = &entry{}
+		sh.m[key] = e
+	}
+	if cap(e.vals) < n {
+		e.vals = make([]int64, n)
+	}
+	e.vals = e.vals[:n]
+	clear(e.vals)
+	e.expireAt = exp
+	return e.vals
+}
+
+func del(sh *shard, key string, now int64) bool {
+	e, ok := sh.m[key]
+	if !ok {
+		return false
+	}
+	delete(sh.m, key)
+	return e.expireAt > now
+}

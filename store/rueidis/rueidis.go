@@ -1,0 +1,116 @@
+// Package rueidisstore runs ratekit scripts through rueidis
+// (github.com/redis/rueidis). It lives in store/rueidis and is named
+// rueidisstore so that callers need no alias beside the client package:
+//
+//	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"localhost:6379"}})
+//	lim, err := tokenbucket.New(rueidisstore.New(client), cfg)
+//
+// rueidis pipelines concurrent commands on shared connections by itself
+// (auto pipelining), so many goroutines deciding at once share network
+// writes. Each call is EVALSHA (EVALSHA_RO for read-only scripts), falling
+// back to EVAL (EVAL_RO) when the server answers NOSCRIPT.
+//
+// Client options that matter:
+//   - DisableCache: true when the server lacks CLIENT TRACKING (Redis before
+//     6, many proxies, miniredis). ratekit never uses client-side caching.
+//   - ForceSingleClient: true to point a client at miniredis in tests:
+//     miniredis answers CLUSTER SHARDS, and rueidis would otherwise treat it
+//     as a cluster.
+//
+// Retries: rueidis does not retry EVALSHA or EVAL, which may write, so every
+// decision runs at most once; a lost reply is an error. It may retry the
+// read-only variants, which cannot change state.
+//
+// In cluster mode rueidis panics when one command's keys fall in different
+// slots. ratekit's own scripts keep their keys in one slot; RunScript checks
+// the slots of scripts with several keys and returns an error instead.
+package rueidisstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/slot"
+)
+
+// Runner is a core.ScriptRunner over a rueidis client.
+type Runner struct {
+	c       rueidis.Client
+	plainRO bool
+}
+
+var _ core.ScriptRunner = (*Runner)(nil)
+
+// Option configures a Runner.
+type Option func(*Runner)
+
+// WithoutReadOnlyCommands runs read-only scripts with EVALSHA and EVAL
+// instead of EVALSHA_RO and EVAL_RO: for servers older than Redis 7.0, which
+// lack the _RO commands, and for miniredis, whose EVAL_RO refuses TIME. The
+// scripts still never write; the server just no longer enforces it.
+func WithoutReadOnlyCommands() Option {
+	return func(r *Runner) { r.plainRO = true }
+}
+
+// New returns a Runner that runs scripts with c. It sends nothing to Redis.
+func New(c rueidis.Client, opts ...Option) *Runner {
+	r := &Runner{c: c}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+// RunScript runs s with EVALSHA (EVALSHA_RO when s is read-only), and with
+// EVAL (EVAL_RO) when the server does not know the script. The reply must be
+// an array of integers.
+func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64) ([]int64, error) {
+	if r == nil || r.c == nil {
+		return nil, fmt.Errorf("%w: rueidis: Runner has no client", core.ErrStore)
+	}
+	if len(keys) > 1 && !slot.Same(keys) {
+		return nil, fmt.Errorf("%w: rueidis: script %q: keys %q are in different cluster slots", core.ErrStore, s.Name(), keys)
+	}
+	argv := make([]string, len(args))
+	for i, a := range args {
+		argv[i] = strconv.FormatInt(a, 10)
+	}
+	res := r.c.Do(ctx, r.evalSHA(s, keys, argv))
+	if err, ok := rueidis.IsRedisErr(res.Error()); ok && err.IsNoScript() {
+		res = r.c.Do(ctx, r.eval(s, keys, argv))
+	}
+	arr, err := res.ToArray()
+	if err != nil {
+		if rueidis.IsParseErr(err) {
+			return nil, fmt.Errorf("%w: %w: rueidis: script %q: %w", core.ErrStore, core.ErrUnexpectedReply, s.Name(), err)
+		}
+		return nil, fmt.Errorf("%w: rueidis: script %q: %w", core.ErrStore, s.Name(), err)
+	}
+	out := make([]int64, len(arr))
+	for i := range arr {
+		n, err := arr[i].ToInt64()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w: rueidis: script %q reply element %d is not an integer", core.ErrStore, core.ErrUnexpectedReply, s.Name(), i)
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+func (r *Runner) evalSHA(s *core.Script, keys, argv []string) rueidis.Completed {
+	if s.ReadOnly() && !r.plainRO {
+		return r.c.B().EvalshaRo().Sha1(s.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build()
+	}
+	return r.c.B().Evalsha().Sha1(s.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build()
+}
+
+func (r *Runner) eval(s *core.Script, keys, argv []string) rueidis.Completed {
+	if s.ReadOnly() && !r.plainRO {
+		return r.c.B().EvalRo().Script(s.Lua()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build()
+	}
+	return r.c.B().Eval().Script(s.Lua()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build()
+}
