@@ -17,6 +17,10 @@
 // change the client it is given. A decision counted twice only ever denies
 // more, never allows more than the limit; to run each decision at most once,
 // build the client with MaxRetries: -1.
+//
+// A script's keys must share one cluster slot (ratekit's own scripts keep
+// them under one hash tag); RunScript refuses keys in different slots on
+// every topology, so that what works on one node works on a cluster.
 package goredisstore
 
 import (
@@ -27,6 +31,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/slot"
 )
 
 // Runner is a core.ScriptRunner over a go-redis client.
@@ -64,6 +69,9 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 	if r == nil || r.c == nil {
 		return nil, fmt.Errorf("%w: goredis: Runner has no client", core.ErrStore)
 	}
+	if len(keys) > 1 && !slot.Same(keys) {
+		return nil, fmt.Errorf("%w: goredis: script %q: keys %q are in different cluster slots", core.ErrStore, s.Name(), keys)
+	}
 	argv := make([]any, len(args))
 	for i, a := range args {
 		argv[i] = a
@@ -81,6 +89,9 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 		}
 	}
 	v, err := cmd.Result()
+	if err == redis.Nil {
+		return nil, fmt.Errorf("%w: %w: goredis: script %q replied nil, want an array of integers", core.ErrStore, core.ErrUnexpectedReply, s.Name())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: goredis: script %q: %w", core.ErrStore, s.Name(), err)
 	}

@@ -85,7 +85,7 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 	}
 	arr, err := res.ToArray()
 	if err != nil {
-		if rueidis.IsParseErr(err) {
+		if rueidis.IsParseErr(err) || rueidis.IsRedisNil(err) {
 			return nil, fmt.Errorf("%w: %w: rueidis: script %q: %w", core.ErrStore, core.ErrUnexpectedReply, s.Name(), err)
 		}
 		return nil, fmt.Errorf("%w: rueidis: script %q: %w", core.ErrStore, s.Name(), err)

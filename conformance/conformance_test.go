@@ -1,0 +1,95 @@
+package conformance_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/ratekit/ratekit/conformance"
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/store/memory"
+)
+
+// offByOne answers like the memory store, except that every 7th reply
+// reports one more remaining.
+type offByOne struct {
+	*memory.Store
+	calls atomic.Int64
+}
+
+func (o *offByOne) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64) ([]int64, error) {
+	r, err := o.Store.RunScript(ctx, s, keys, args)
+	if err == nil && len(r) > 1 && o.calls.Add(1)%7 == 0 {
+		r[1]++
+	}
+	return r, err
+}
+
+// forgetful loses a key's state now and then, as a store whose TTLs were
+// too short would.
+type forgetful struct {
+	*memory.Store
+	calls atomic.Int64
+}
+
+func (f *forgetful) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64) ([]int64, error) {
+	if f.calls.Add(1)%5 == 0 {
+		f.Store.RunScript(ctx, resetScript, keys, nil)
+	}
+	return f.Store.RunScript(ctx, s, keys, args)
+}
+
+var resetScript = core.NewScript("del", "", func(tx core.Tx, keys []string, _ []int64) ([]int64, error) {
+	for _, k := range keys {
+		tx.Del(k)
+	}
+	return nil, nil
+}, false)
+
+// TestBrokenStore runs the suite on a broken store when the parent test
+// asks for it (in a child process, since the suite must fail there).
+func TestBrokenStore(t *testing.T) {
+	mode := os.Getenv("CONFORMANCE_BROKEN")
+	if mode == "" {
+		t.Skip("run by TestSuiteCatchesBrokenStores")
+	}
+	s, err := memory.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var r core.ScriptRunner = &offByOne{Store: s}
+	if mode == "forgetful" {
+		r = &forgetful{Store: s}
+	}
+	conformance.Run(t, conformance.Harness{Runner: r})
+}
+
+func TestSuiteCatchesBrokenStores(t *testing.T) {
+	for _, mode := range []string{"offbyone", "forgetful"} {
+		t.Run(mode, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenStore$", "-rapid.nofailfile", "-test.count=1")
+			cmd.Env = append(os.Environ(), "CONFORMANCE_BROKEN="+mode)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("the suite passed a broken store:\n%s", out)
+			}
+			if !strings.Contains(string(out), "reference") {
+				t.Fatalf("the suite failed without comparing decisions:\n%s", out)
+			}
+		})
+	}
+}
+
+// The memory store passes, run in this package too.
+func TestMemory(t *testing.T) {
+	s, err := memory.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	conformance.Run(t, conformance.Harness{Runner: s})
+}

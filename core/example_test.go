@@ -1,0 +1,44 @@
+package core_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/store/memory"
+)
+
+// A script is Lua for Redis plus a Go twin for the memory store. This one
+// counts calls per key.
+func ExampleNewScript() {
+	count := core.NewScript("count",
+		`local n = redis.call('INCR', KEYS[1]); redis.call('PEXPIRE', KEYS[1], 60000); return {n}`,
+		func(tx core.Tx, keys []string, _ []int64) ([]int64, error) {
+			var n int64
+			if v, ok := tx.Get(keys[0]); ok {
+				n = v[0]
+			}
+			n++
+			tx.Put(keys[0], 1, time.Minute)[0] = n
+			return []int64{n}, nil
+		}, false)
+
+	var runner core.ScriptRunner
+	store, _ := memory.New()
+	defer store.Close()
+	runner = store
+	for i := 0; i < 2; i++ {
+		reply, err := runner.RunScript(context.Background(), count, []string{"calls"}, nil)
+		fmt.Println(reply, err)
+	}
+	// Output:
+	// [1] <nil>
+	// [2] <nil>
+}
+
+func ExampleClockFunc() {
+	fixed := core.ClockFunc(func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) })
+	fmt.Println(fixed.Now().Year())
+	// Output: 2026
+}

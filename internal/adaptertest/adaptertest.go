@@ -1,0 +1,181 @@
+// Package adaptertest checks what every Redis adapter must do beyond making
+// the same decisions (which the conformance suite checks): load scripts
+// again after NOSCRIPT, send read-only scripts as EVALSHA_RO, check the
+// shape of every reply without panicking, refuse keys in different slots,
+// and wrap every failure with core.ErrStore.
+package adaptertest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratekit/ratekit/algorithms/tokenbucket"
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/fakeclock"
+)
+
+// Harness is the adapter under test.
+type Harness struct {
+	// Runner runs scripts on the server that Do talks to.
+	Runner core.ScriptRunner
+	// Do sends one raw command to the same server (SCRIPT FLUSH, PTTL...)
+	// and returns its reply as a string ("" for nil) or an error.
+	Do func(ctx context.Context, args ...string) (string, error)
+	// Dead is a runner whose server is unreachable.
+	Dead core.ScriptRunner
+}
+
+func noTwin(core.Tx, []string, []int64) ([]int64, error) { return nil, errors.New("no twin") }
+
+// Run runs the adapter tests as subtests of t.
+func Run(t *testing.T, h Harness) {
+	ctx := context.Background()
+	do := func(t *testing.T, args ...string) string {
+		t.Helper()
+		v, err := h.Do(ctx, args...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return v
+	}
+
+	t.Run("NoScriptFallsBackToEval", func(t *testing.T) {
+		s := core.NewScript("echo", `return {tonumber(ARGV[1]) + 1, #KEYS}`, noTwin, false)
+		ro := core.NewScript("echo-ro", `return {tonumber(ARGV[1]) + 2}`, noTwin, true)
+		for i := int64(0); i < 3; i++ {
+			do(t, "SCRIPT", "FLUSH")
+			got, err := h.Runner.RunScript(ctx, s, []string{"adaptertest:{a}"}, []int64{i})
+			if err != nil || len(got) != 2 || got[0] != i+1 || got[1] != 1 {
+				t.Fatalf("after SCRIPT FLUSH: %v, %v", got, err)
+			}
+			got, err = h.Runner.RunScript(ctx, ro, nil, []int64{i})
+			if err != nil || len(got) != 1 || got[0] != i+2 {
+				t.Fatalf("read-only after SCRIPT FLUSH: %v, %v", got, err)
+			}
+		}
+	})
+
+	t.Run("ReadOnlyScriptsCannotWrite", func(t *testing.T) {
+		const lua = `redis.call('SET', KEYS[1], 'x'); return {1}`
+		key := []string{"adaptertest:{ro}"}
+		if _, err := h.Runner.RunScript(ctx, core.NewScript("w", lua, noTwin, true), key, nil); err == nil || !errors.Is(err, core.ErrStore) {
+			t.Fatalf("a read-only script wrote (err = %v): not sent as EVALSHA_RO/EVAL_RO", err)
+		}
+		if v := do(t, "EXISTS", key[0]); v != "0" {
+			t.Fatalf("the read-only script's write took effect")
+		}
+		if _, err := h.Runner.RunScript(ctx, core.NewScript("w", lua, noTwin, false), key, nil); err != nil {
+			t.Fatalf("the same script, not read-only: %v", err)
+		}
+	})
+
+	t.Run("BadRepliesAreErrors", func(t *testing.T) {
+		for _, lua := range []string{
+			`return 'text'`,
+			`return 7`,
+			`return nil`,
+			`return {1, 'x'}`,
+			`return {1, false}`,
+			`return {1, {2}}`,
+			`return {1, 2.5, 'a'}`,
+			`return redis.status_reply('OK')`,
+		} {
+			got, err := h.Runner.RunScript(ctx, core.NewScript("bad", lua, noTwin, false), nil, nil)
+			if !errors.Is(err, core.ErrStore) || !errors.Is(err, core.ErrUnexpectedReply) {
+				t.Errorf("%s: got %v, %v; want ErrStore and ErrUnexpectedReply", lua, got, err)
+			}
+		}
+		got, err := h.Runner.RunScript(ctx, core.NewScript("empty", `return {}`, noTwin, false), nil, nil)
+		if err != nil || len(got) != 0 {
+			t.Errorf("empty array: %v, %v", got, err)
+		}
+	})
+
+	t.Run("ScriptErrorsAreStoreErrors", func(t *testing.T) {
+		_, err := h.Runner.RunScript(ctx, core.NewScript("boom", `return redis.error_reply('ERR boom')`, noTwin, false), nil, nil)
+		if !errors.Is(err, core.ErrStore) || !strings.Contains(err.Error(), "boom") {
+			t.Fatalf("got %v; want ErrStore naming the server's error", err)
+		}
+	})
+
+	t.Run("KeysInDifferentSlotsAreRefused", func(t *testing.T) {
+		s := core.NewScript("two", `return {#KEYS}`, noTwin, false)
+		if got, err := h.Runner.RunScript(ctx, s, []string{"p:{a}:1", "p:{a}:2"}, nil); err != nil || got[0] != 2 {
+			t.Fatalf("keys in one slot: %v, %v", got, err)
+		}
+		if _, err := h.Runner.RunScript(ctx, s, []string{"p:{a}", "p:{b}"}, nil); !errors.Is(err, core.ErrStore) {
+			t.Fatalf("keys in two slots: %v; want ErrStore", err)
+		}
+	})
+
+	t.Run("ContextEnded", func(t *testing.T) {
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		_, err := h.Runner.RunScript(cctx, core.NewScript("echo", `return {1}`, noTwin, false), nil, nil)
+		if !errors.Is(err, core.ErrStore) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled context: %v; want ErrStore wrapping context.Canceled", err)
+		}
+	})
+
+	t.Run("UnreachableServer", func(t *testing.T) {
+		if h.Dead == nil {
+			t.Fatal("Harness.Dead is nil")
+		}
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, err := h.Dead.RunScript(cctx, core.NewScript("echo", `return {1}`, noTwin, false), nil, nil)
+		if !errors.Is(err, core.ErrStore) {
+			t.Fatalf("unreachable server: %v; want ErrStore", err)
+		}
+	})
+
+	t.Run("TokenBucketKeyAndTTL", func(t *testing.T) {
+		clock := fakeclock.New(time.Now())
+		lim, err := tokenbucket.New(h.Runner, tokenbucket.Config{Capacity: 10, RefillRate: 1, RefillInterval: 10 * time.Second, Prefix: "adaptertest:tb:", Clock: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		do(t, "DEL", "adaptertest:tb:{u%7B1%7D}")
+		if d, err := lim.AllowN(ctx, "u{1}", 3); err != nil || !d.Allowed || d.ResetAfter != 30*time.Second {
+			t.Fatalf("AllowN: %+v, %v", d, err)
+		}
+		// Time to full (30 s) plus the minute of slack of client-clock mode.
+		pttl := do(t, "PTTL", "adaptertest:tb:{u%7B1%7D}")
+		if pttl <= "85000" || len(pttl) != 5 || pttl > "90000" {
+			t.Fatalf("PTTL = %s ms, want just under 90000", pttl)
+		}
+		if d, err := lim.Peek(ctx, "u{1}"); err != nil || d.Remaining != 7 {
+			t.Fatalf("Peek: %+v, %v", d, err)
+		}
+		if err := lim.Reset(ctx, "u{1}"); err != nil {
+			t.Fatal(err)
+		}
+		if v := do(t, "EXISTS", "adaptertest:tb:{u%7B1%7D}"); v != "0" {
+			t.Fatal("Reset left the key")
+		}
+	})
+
+	t.Run("TokenBucketServerTime", func(t *testing.T) {
+		lim, err := tokenbucket.New(h.Runner, tokenbucket.Config{Capacity: 2, RefillRate: 1, RefillInterval: time.Hour, Prefix: "adaptertest:st:"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		do(t, "DEL", "adaptertest:st:{k}")
+		for i := 0; i < 2; i++ {
+			if d, err := lim.Allow(ctx, "k"); err != nil || !d.Allowed {
+				t.Fatalf("request %d: %+v, %v", i, d, err)
+			}
+		}
+		d, err := lim.Allow(ctx, "k")
+		if err != nil || d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > time.Hour {
+			t.Fatalf("third request: %+v, %v", d, err)
+		}
+		// Server time: the TTL carries no slack.
+		if pttl := do(t, "PTTL", "adaptertest:st:{k}"); len(pttl) != 7 || pttl > "7200000" || pttl < "7100000" {
+			t.Fatalf("PTTL = %s ms, want just under two hours", pttl)
+		}
+	})
+}

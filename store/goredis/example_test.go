@@ -1,0 +1,30 @@
+package goredisstore_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/ratekit/algorithms/tokenbucket"
+	goredisstore "github.com/ratekit/ratekit/store/goredis"
+)
+
+func ExampleNew() {
+	srv, _ := miniredis.Run() // any Redis: redis.NewClient, NewClusterClient, NewRing
+	defer srv.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
+	defer rdb.Close()
+
+	limiter, _ := tokenbucket.New(goredisstore.New(rdb), tokenbucket.Config{Capacity: 2, RefillRate: 1, RefillInterval: time.Second})
+	for i := 0; i < 3; i++ {
+		d, err := limiter.Allow(context.Background(), "user:42")
+		fmt.Println(d.Allowed, d.Remaining, err)
+	}
+	// Output:
+	// true 1 <nil>
+	// true 0 <nil>
+	// false 0 <nil>
+}

@@ -1,0 +1,40 @@
+package goredisstore_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/ratekit/internal/adaptertest"
+	"github.com/ratekit/ratekit/internal/redistest"
+	goredisstore "github.com/ratekit/ratekit/store/goredis"
+)
+
+func TestAdapter(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, srv.Addr)
+	port, err := redistest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { dead.Close() })
+	adaptertest.Run(t, adaptertest.Harness{
+		Runner: goredisstore.New(c),
+		Dead:   goredisstore.New(dead),
+		Do: func(ctx context.Context, args ...string) (string, error) {
+			a := make([]any, len(args))
+			for i := range args {
+				a[i] = args[i]
+			}
+			v, err := c.Do(ctx, a...).Result()
+			if err == redis.Nil {
+				return "", nil
+			}
+			return fmt.Sprint(v), err
+		},
+	})
+}

@@ -1,0 +1,163 @@
+package memory_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/fakeclock"
+	"github.com/ratekit/ratekit/store/memory"
+)
+
+// counter increments the integer at each key and replies with the new
+// values; the key lives ARGV[1] µs.
+var counter = core.NewScript("counter", "", func(tx core.Tx, keys []string, args []int64) ([]int64, error) {
+	out := make([]int64, len(keys))
+	for i, k := range keys {
+		var n int64
+		if v, ok := tx.Get(k); ok {
+			n = v[0]
+		}
+		n++
+		tx.Put(k, 1, time.Duration(args[0])*time.Microsecond)[0] = n
+		out[i] = n
+	}
+	return out, nil
+}, false)
+
+func newStore(t *testing.T, opts ...memory.Option) *memory.Store {
+	t.Helper()
+	s, err := memory.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestTTLExpiresOnAccessAndSweep(t *testing.T) {
+	clock := fakeclock.New(time.Unix(1000, 0))
+	s := newStore(t, memory.WithClock(clock), memory.WithSweepInterval(0))
+	ctx := context.Background()
+	ttl := []int64{int64(time.Second / time.Microsecond)}
+	for i := 0; i < 3; i++ {
+		got, err := s.RunScript(ctx, counter, []string{"a"}, ttl)
+		if err != nil || got[0] != int64(i+1) {
+			t.Fatalf("run %d: %v, %v", i, got, err)
+		}
+	}
+	if _, err := s.RunScript(ctx, counter, []string{"b"}, ttl); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second - time.Microsecond)
+	if n := s.Sweep(); n != 0 || s.Len() != 2 {
+		t.Fatalf("swept %d keys before their TTL, %d left", n, s.Len())
+	}
+	clock.Advance(time.Microsecond)
+	// Touching "a" finds it expired: it starts again from 1.
+	if got, _ := s.RunScript(ctx, counter, []string{"a"}, ttl); got[0] != 1 {
+		t.Fatalf("expired key still counted: %v", got)
+	}
+	if n := s.Sweep(); n != 1 || s.Len() != 1 {
+		t.Fatalf("sweep dropped %d, %d left; want 1 dropped (b), 1 left (a)", n, s.Len())
+	}
+}
+
+func TestBackgroundSweepAndClose(t *testing.T) {
+	clock := fakeclock.New(time.Unix(1000, 0))
+	s, err := memory.New(memory.WithClock(clock), memory.WithSweepInterval(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RunScript(context.Background(), counter, []string{"a", "b", "c"}, []int64{10}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	deadline := time.Now().Add(5 * time.Second)
+	for s.Len() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("background sweep left %d expired keys", s.Len())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	done := make(chan struct{})
+	go func() { s.Close(); s.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return")
+	}
+	// Still usable after Close.
+	if got, err := s.RunScript(context.Background(), counter, []string{"a"}, []int64{10}); err != nil || got[0] != 1 {
+		t.Fatalf("after Close: %v, %v", got, err)
+	}
+}
+
+func TestKeysAcrossShardsAreAtomic(t *testing.T) {
+	s := newStore(t)
+	keys := []string{"{a}", "{b}", "{c}", "{d}", "{e}", "{f}", "{g}", "{h}"}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				got, err := s.RunScript(context.Background(), counter, keys, []int64{int64(time.Hour / time.Microsecond)})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, v := range got[1:] {
+					if v != got[0] {
+						t.Errorf("a script saw its keys at different counts: %v", got)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestErrors(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	noTwin := core.NewScript("lua-only", "return {1}", nil, false)
+	if _, err := s.RunScript(ctx, noTwin, []string{"k"}, nil); !errors.Is(err, core.ErrStore) || !strings.Contains(err.Error(), "lua-only") {
+		t.Errorf("script without twin: %v", err)
+	}
+	panics := core.NewScript("panics", "", func(core.Tx, []string, []int64) ([]int64, error) { panic("boom") }, false)
+	if _, err := s.RunScript(ctx, panics, []string{"k"}, nil); !errors.Is(err, core.ErrStore) || !strings.Contains(err.Error(), "boom") {
+		t.Errorf("panicking twin: %v", err)
+	}
+	fails := core.NewScript("fails", "", func(core.Tx, []string, []int64) ([]int64, error) { return nil, errors.New("nope") }, false)
+	if _, err := s.RunScript(ctx, fails, []string{"k"}, nil); !errors.Is(err, core.ErrStore) {
+		t.Errorf("failing twin: %v", err)
+	}
+	badTTL := core.NewScript("bad-ttl", "", func(tx core.Tx, k []string, _ []int64) ([]int64, error) {
+		tx.Put(k[0], 1, 0)
+		return []int64{1}, nil
+	}, false)
+	if _, err := s.RunScript(ctx, badTTL, []string{"k"}, nil); !errors.Is(err, core.ErrStore) || s.Len() != 0 {
+		t.Errorf("Put without TTL: %v, %d keys", err, s.Len())
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.RunScript(cctx, counter, []string{"k"}, []int64{1}); !errors.Is(err, core.ErrStore) || !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled context: %v", err)
+	}
+	// The store still works: the lock was released each time.
+	if _, err := s.RunScript(ctx, counter, []string{"k"}, []int64{1000}); err != nil {
+		t.Errorf("after errors: %v", err)
+	}
+	if _, err := memory.New(memory.WithClock(nil)); !errors.Is(err, core.ErrInvalidConfig) {
+		t.Errorf("WithClock(nil): %v", err)
+	}
+	if _, err := memory.New(memory.WithSweepInterval(-1)); !errors.Is(err, core.ErrInvalidConfig) {
+		t.Errorf("WithSweepInterval(-1): %v", err)
+	}
+}

@@ -1,0 +1,21 @@
+package rueidisstore_test
+
+import (
+	"testing"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ratekit/ratekit/internal/benchutil"
+	"github.com/ratekit/ratekit/internal/redistest"
+	rueidisstore "github.com/ratekit/ratekit/store/rueidis"
+)
+
+func BenchmarkTokenBucket(b *testing.B) {
+	srv := redistest.Start(b)
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	benchutil.TokenBucket(b, rueidisstore.New(c))
+}

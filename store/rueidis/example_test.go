@@ -1,0 +1,35 @@
+package rueidisstore_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/rueidis"
+
+	"github.com/ratekit/ratekit/algorithms/tokenbucket"
+	rueidisstore "github.com/ratekit/ratekit/store/rueidis"
+)
+
+func ExampleNew() {
+	srv, _ := miniredis.Run()
+	defer srv.Close()
+	// DisableCache: miniredis has no CLIENT TRACKING. ForceSingleClient:
+	// miniredis answers CLUSTER SHARDS. A real Redis needs neither.
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close()
+
+	limiter, _ := tokenbucket.New(rueidisstore.New(client), tokenbucket.Config{Capacity: 2, RefillRate: 1, RefillInterval: time.Second})
+	for i := 0; i < 3; i++ {
+		d, err := limiter.Allow(context.Background(), "user:42")
+		fmt.Println(d.Allowed, d.Remaining, err)
+	}
+	// Output:
+	// true 1 <nil>
+	// true 0 <nil>
+	// false 0 <nil>
+}
