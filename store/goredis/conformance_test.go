@@ -34,3 +34,11 @@ func TestConformanceMiniredisServerTime(t *testing.T) {
 	r := goredisstore.New(newClient(t, m.Addr()), goredisstore.WithoutReadOnlyCommands())
 	conformance.Run(t, conformance.Harness{Runner: r, SetTime: m.SetTime})
 }
+
+// A Ring (here of one shard) is a client like any other.
+func TestConformanceRing(t *testing.T) {
+	srv := redistest.Start(t)
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"only": srv.Addr}, MaxRetries: -1})
+	t.Cleanup(func() { ring.Close() })
+	conformance.Run(t, conformance.Harness{Runner: goredisstore.New(ring)})
+}

@@ -28,3 +28,22 @@ func ExampleNew() {
 	// true 0 <nil>
 	// false 0 <nil>
 }
+
+// miniredis (and Redis before 7.0) needs read-only scripts sent as plain
+// EVALSHA. With no Clock, the limiter decides at the server's TIME.
+func ExampleWithoutReadOnlyCommands() {
+	srv, _ := miniredis.Run()
+	defer srv.Close()
+	srv.SetTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer rdb.Close()
+
+	store := goredisstore.New(rdb, goredisstore.WithoutReadOnlyCommands())
+	limiter, _ := tokenbucket.New(store, tokenbucket.Config{Capacity: 2, RefillRate: 1, RefillInterval: time.Minute})
+	ctx := context.Background()
+	limiter.AllowN(ctx, "k", 2)
+	srv.SetTime(time.Date(2026, 1, 1, 0, 0, 45, 0, time.UTC))
+	d, err := limiter.Peek(ctx, "k")
+	fmt.Println(d.Allowed, d.RetryAfter, err)
+	// Output: false 15s <nil>
+}

@@ -33,3 +33,18 @@ func ExampleNew() {
 	// true 0 <nil>
 	// false 0 <nil>
 }
+
+// Redis before 7.0 and miniredis need read-only scripts sent as plain
+// EVALSHA.
+func ExampleWithoutReadOnlyCommands() {
+	srv, _ := miniredis.Run()
+	defer srv.Close()
+	client, _ := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true, ForceSingleClient: true})
+	defer client.Close()
+
+	store := rueidisstore.New(client, rueidisstore.WithoutReadOnlyCommands())
+	limiter, _ := tokenbucket.New(store, tokenbucket.Config{Capacity: 2, RefillRate: 1, RefillInterval: time.Minute})
+	d, err := limiter.Peek(context.Background(), "k")
+	fmt.Println(d.Allowed, d.Remaining, err)
+	// Output: true 2 <nil>
+}
