@@ -55,6 +55,27 @@ type variant struct {
 	bound func(history []event) error
 }
 
+// atMost is the partial grant some limiters offer (gcra.Limiter).
+type atMost interface {
+	AllowAtMost(ctx context.Context, key string, n int64) (int64, core.Decision, error)
+}
+
+var algorithms = []algorithm{
+	{name: "tokenbucket", draw: drawTokenBucket},
+	{name: "fixedwindow", draw: drawFixedWindow},
+	{name: "slidinglog", draw: drawSlidingLog},
+	{name: "slidingcounter", draw: drawSlidingCounter},
+	{name: "leakybucket", draw: drawLeakyBucket},
+	{name: "gcra", draw: drawGCRA},
+}
+
+// periods are whole seconds or more: against a real server in client-clock
+// mode, TTLs run on the server's real clock (with a minute of slack).
+var periods = []time.Duration{
+	time.Second, 7 * time.Second, 13*time.Second + 370*time.Millisecond + 11*time.Microsecond,
+	time.Minute, time.Hour,
+}
+
 type event struct {
 	at   int64 // Unix µs
 	cost int64
@@ -123,7 +144,13 @@ func runMachine(t *rapid.T, h Harness, a algorithm) {
 		}
 	}
 
-	t.Repeat(map[string]func(*rapid.T){
+	allowed := func(key string, n int64) {
+		history[key] = append(history[key], event{at: clock.Now().UnixMicro(), cost: n})
+		if err := v.bound(history[key]); err != nil {
+			t.Fatalf("%s: key %q: bound violated: %v", v.desc, key, err)
+		}
+	}
+	actions := map[string]func(*rapid.T){
 		"advance": func(t *rapid.T) {
 			d := step.Draw(t, "step")
 			clock.Advance(time.Duration(d) * time.Microsecond)
@@ -135,10 +162,7 @@ func runMachine(t *rapid.T, h Harness, a algorithm) {
 			dg, eg := got.AllowN(ctx, key, n)
 			compare(t, fmt.Sprintf("AllowN(%q, %d) at %d", key, n, clock.Now().UnixMicro()), dw, ew, dg, eg)
 			if ew == nil && dw.Allowed {
-				history[key] = append(history[key], event{at: clock.Now().UnixMicro(), cost: n})
-				if err := v.bound(history[key]); err != nil {
-					t.Fatalf("%s: key %q: bound violated: %v", v.desc, key, err)
-				}
+				allowed(key, n)
 			}
 		},
 		"peek": func(t *rapid.T) {
@@ -156,7 +180,31 @@ func runMachine(t *rapid.T, h Harness, a algorithm) {
 			compare(t, fmt.Sprintf("Reset(%q)", key), core.Decision{}, ew, core.Decision{}, eg)
 			delete(history, key)
 		},
-	})
+	}
+	if pw, ok := want.(atMost); ok {
+		pg, ok := got.(atMost)
+		if !ok {
+			t.Fatalf("%T has AllowAtMost, %T does not", want, got)
+		}
+		actions["atmost"] = func(t *rapid.T) {
+			key, n := keyGen.Draw(t, "key"), rapid.Int64Range(-1, 2*v.maxCost+2).Draw(t, "n")
+			sync()
+			gw, dw, ew := pw.AllowAtMost(ctx, key, n)
+			gg, dg, eg := pg.AllowAtMost(ctx, key, n)
+			what := fmt.Sprintf("AllowAtMost(%q, %d) at %d", key, n, clock.Now().UnixMicro())
+			compare(t, what, dw, ew, dg, eg)
+			if gw != gg {
+				t.Fatalf("%s: reference granted %d, store %d", what, gw, gg)
+			}
+			if ew == nil && (gw < 0 || gw > n || (gw > 0) != dw.Allowed) {
+				t.Fatalf("%s: granted %d with %+v", what, gw, dw)
+			}
+			if gw > 0 {
+				allowed(key, gw)
+			}
+		}
+	}
+	t.Repeat(actions)
 }
 
 // compare fails t unless the store under test answered like the reference.

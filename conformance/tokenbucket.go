@@ -11,10 +11,6 @@ import (
 	"github.com/ratekit/ratekit/internal/params"
 )
 
-var algorithms = []algorithm{
-	{name: "tokenbucket", draw: drawTokenBucket},
-}
-
 // Refill intervals are whole seconds or more so that, against a real
 // server in client-clock mode, TTLs (which run on the server's real clock)
 // never end inside one check.

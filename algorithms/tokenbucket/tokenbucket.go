@@ -22,13 +22,12 @@
 package tokenbucket
 
 import (
-	"context"
 	_ "embed"
 	"fmt"
 	"time"
 
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/keyspace"
+	"github.com/ratekit/ratekit/internal/engine"
 	"github.com/ratekit/ratekit/internal/params"
 )
 
@@ -67,12 +66,7 @@ type Config struct {
 // Limiter is a token bucket limiter over a [core.ScriptRunner]. It is safe
 // for concurrent use; all its state lives in the store.
 type Limiter struct {
-	runner   core.ScriptRunner
-	clock    core.Clock
-	prefix   string
-	capacity int64
-	rate     int64
-	interval int64 // µs
+	engine.Limiter
 }
 
 var _ core.Limiter = (*Limiter)(nil)
@@ -81,9 +75,6 @@ var _ core.Limiter = (*Limiter)(nil)
 // checks cfg and touches no store; an error wraps core.ErrInvalidConfig and
 // names the bad field.
 func New(runner core.ScriptRunner, cfg Config) (*Limiter, error) {
-	if runner == nil {
-		return nil, fmt.Errorf("%w: runner is nil", core.ErrInvalidConfig)
-	}
 	if err := params.Count("Capacity", cfg.Capacity); err != nil {
 		return nil, err
 	}
@@ -97,67 +88,9 @@ func New(runner core.ScriptRunner, cfg Config) (*Limiter, error) {
 	if refills := params.CeilDiv(cfg.Capacity, cfg.RefillRate); refills > params.MaxSpan/interval {
 		return nil, fmt.Errorf("%w: RefillInterval: a full refill takes %d intervals of %v, longer than %v", core.ErrInvalidConfig, refills, cfg.RefillInterval, time.Duration(params.MaxSpan)*time.Microsecond)
 	}
-	prefix := cfg.Prefix
-	if prefix == "" {
-		prefix = DefaultPrefix
-	}
-	if err := keyspace.CheckPrefix(prefix); err != nil {
+	e, err := engine.New(runner, cfg.Clock, cfg.Prefix, DefaultPrefix, cfg.Capacity, cfg.Capacity, cfg.RefillRate, interval)
+	if err != nil {
 		return nil, err
 	}
-	return &Limiter{
-		runner:   runner,
-		clock:    cfg.Clock,
-		prefix:   prefix,
-		capacity: cfg.Capacity,
-		rate:     cfg.RefillRate,
-		interval: interval,
-	}, nil
-}
-
-// Allow is AllowN(ctx, key, 1).
-func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) {
-	return l.AllowN(ctx, key, 1)
-}
-
-// AllowN takes n tokens from key's bucket when it holds at least n, and
-// reports the decision. Remaining is the tokens left. A denied request takes
-// nothing; its RetryAfter is the wait until n tokens are there. n must be
-// between 1 and Capacity.
-func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
-	return l.run(ctx, allowScript, key, n, 0)
-}
-
-// Peek reports, without writing anything, the decision Allow would get now:
-// Remaining is the tokens in the bucket now.
-func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
-	return l.run(ctx, peekScript, key, 1, 1)
-}
-
-// Reset refills key's bucket: its state is deleted.
-func (l *Limiter) Reset(ctx context.Context, key string) error {
-	if err := keyspace.CheckKey(key); err != nil {
-		return err
-	}
-	_, err := l.runner.RunScript(ctx, keyspace.ResetScript, []string{keyspace.Key(l.prefix, key, "")}, nil)
-	return err
-}
-
-func (l *Limiter) run(ctx context.Context, s *core.Script, key string, n, peek int64) (core.Decision, error) {
-	if err := keyspace.CheckKey(key); err != nil {
-		return core.Decision{}, err
-	}
-	if err := params.Cost(n, l.capacity); err != nil {
-		return core.Decision{}, err
-	}
-	now, err := params.Now(l.clock)
-	if err != nil {
-		return core.Decision{}, err
-	}
-	reply, err := l.runner.RunScript(ctx, s,
-		[]string{keyspace.Key(l.prefix, key, "")},
-		[]int64{now, n, l.capacity, l.rate, l.interval, peek})
-	if err != nil {
-		return core.Decision{}, err
-	}
-	return params.Decision(reply, l.capacity)
+	return &Limiter{engine.NewLimiter(e, allowScript, peekScript)}, nil
 }

@@ -1,0 +1,110 @@
+// Package gcra is the generic cell rate algorithm, as in
+// go-redis/redis_rate and throttled: Rate requests per Period, in bursts of
+// up to Burst, with one key per user holding the theoretical arrival time
+// (TAT). It is the cheapest script here: one GET and one SET with its TTL.
+//
+// The emission interval Period/Rate need not be a whole number of
+// microseconds: the TAT is kept to 1/Rate of a microsecond, in integers, so
+// 3 per second is exactly 3 per second.
+//
+// Beyond AllowN, AllowAtMost grants as many units of a request as fit now
+// (redis_rate's AllowAtMost).
+package gcra
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"time"
+
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/engine"
+	"github.com/ratekit/ratekit/internal/params"
+)
+
+//go:embed gcra.lua
+var lua string
+
+var (
+	allowScript = core.NewScript("gcra", lua, twin, false)
+	peekScript  = core.NewScript("gcra", lua, twin, true)
+)
+
+// DefaultPrefix is the key prefix used when Config.Prefix is empty.
+const DefaultPrefix = "ratekit:gcra:"
+
+// Config configures a GCRA limiter.
+type Config struct {
+	// Rate is how many requests are allowed per Period in the long run.
+	Rate int64
+	// Period is the time over which Rate requests are allowed, a whole
+	// number of microseconds.
+	Period time.Duration
+	// Burst is the most requests (sum of costs) allowed at once, and the
+	// largest cost a single request may have.
+	Burst int64
+	// Prefix is prepended to every storage key, DefaultPrefix when empty.
+	// It must not contain '{' or '}'.
+	Prefix string
+	// Clock, when set, gives the time of every decision; when nil the
+	// store's clock is used (the Redis server's TIME).
+	Clock core.Clock
+}
+
+// Limiter is a GCRA limiter. It is safe for concurrent use. Remaining is
+// how many requests of cost 1 would pass now; ResetAfter is the time until
+// a full burst is available again.
+type Limiter struct {
+	engine.Limiter
+	e *engine.Engine
+}
+
+var _ core.Limiter = (*Limiter)(nil)
+
+// New returns a GCRA limiter storing its state through runner. It touches
+// no store; an error wraps core.ErrInvalidConfig and names the field.
+func New(runner core.ScriptRunner, cfg Config) (*Limiter, error) {
+	if err := params.Count("Rate", cfg.Rate); err != nil {
+		return nil, err
+	}
+	if err := params.Count("Burst", cfg.Burst); err != nil {
+		return nil, err
+	}
+	period, err := params.Micros("Period", cfg.Period)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Burst > params.MaxCount/period {
+		return nil, fmt.Errorf("%w: Burst*Period: %d x %v is too large to compute exactly (at most 2^50 µs)", core.ErrInvalidConfig, cfg.Burst, cfg.Period)
+	}
+	e, err := engine.New(runner, cfg.Clock, cfg.Prefix, DefaultPrefix, cfg.Burst, cfg.Rate, period, cfg.Burst)
+	if err != nil {
+		return nil, err
+	}
+	return &Limiter{Limiter: engine.NewLimiter(e, allowScript, peekScript), e: e}, nil
+}
+
+// AllowAtMost allows as many units of a request of cost n as fit now, at
+// least 1 and at most n, and reports how many it granted (0 when denied).
+// n may exceed Burst; at most Burst units are ever granted at once. When
+// nothing fits, RetryAfter is the wait until one unit would.
+func (l *Limiter) AllowAtMost(ctx context.Context, key string, n int64) (granted int64, d core.Decision, err error) {
+	if n <= 0 || n > params.MaxCount {
+		return 0, core.Decision{}, fmt.Errorf("%w: n must be between 1 and %d, got %d", core.ErrInvalidCost, params.MaxCount, n)
+	}
+	reply, err := l.e.Run(ctx, allowScript, key, n, engine.ModeAtMost)
+	if err != nil {
+		return 0, core.Decision{}, err
+	}
+	if len(reply) == 4 && reply[0] > 1 && reply[0] <= n {
+		// The decoder wants 0 or 1; the count goes to granted.
+		granted, reply = reply[0], []int64{1, reply[1], reply[2], reply[3]}
+	} else if len(reply) == 4 && reply[0] == 1 {
+		granted = 1
+	}
+	d, err = params.Decision(reply, l.e.Limit())
+	if err != nil {
+		return 0, core.Decision{}, err
+	}
+	return granted, d, nil
+}

@@ -1,0 +1,87 @@
+// Package leakybucket is the leaky bucket (policing) of the Redis rate
+// limiter guide: each request pours its cost into a bucket of Capacity that
+// drains continuously, LeakRate units per Per; a request that would overflow
+// is rejected at once (no queueing, no delay).
+//
+// The guide stores a floating-point level; ratekit stores the level scaled
+// by Per in microseconds, so that draining LeakRate units per Per removes
+// exactly LeakRate scaled units per microsecond, all in integers. Configured
+// like the guide (Per = one second), it makes the guide's decisions at the
+// same times, except where the guide's rounding lands a level exactly at
+// Capacity on the other side.
+//
+// Capacity*Per (in microseconds) must be at most 2^51.
+package leakybucket
+
+import (
+	_ "embed"
+	"fmt"
+	"time"
+
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/engine"
+	"github.com/ratekit/ratekit/internal/params"
+)
+
+//go:embed leakybucket.lua
+var lua string
+
+var (
+	allowScript = core.NewScript("leakybucket", lua, twin, false)
+	peekScript  = core.NewScript("leakybucket", lua, twin, true)
+)
+
+// DefaultPrefix is the key prefix used when Config.Prefix is empty.
+const DefaultPrefix = "ratekit:lb:"
+
+// Config configures a leaky bucket.
+type Config struct {
+	// Capacity is the bucket's size: the largest burst, and the largest
+	// cost a single request may have.
+	Capacity int64
+	// LeakRate is how many units drain per Per.
+	LeakRate int64
+	// Per is the time over which LeakRate units drain, a whole number of
+	// microseconds: LeakRate 5, Per time.Second drains 5 units a second.
+	Per time.Duration
+	// Prefix is prepended to every storage key, DefaultPrefix when empty.
+	// It must not contain '{' or '}'.
+	Prefix string
+	// Clock, when set, gives the time of every decision; when nil the
+	// store's clock is used (the Redis server's TIME).
+	Clock core.Clock
+}
+
+// Limiter is a leaky bucket limiter. It is safe for concurrent use.
+// Remaining is the whole units of room left in the bucket; a denied
+// request's RetryAfter is the time until enough has drained; ResetAfter is
+// the time until the bucket is empty.
+type Limiter struct {
+	engine.Limiter
+}
+
+var _ core.Limiter = (*Limiter)(nil)
+
+// New returns a leaky bucket limiter storing its state through runner. It
+// touches no store; an error wraps core.ErrInvalidConfig and names the
+// field.
+func New(runner core.ScriptRunner, cfg Config) (*Limiter, error) {
+	if err := params.Count("Capacity", cfg.Capacity); err != nil {
+		return nil, err
+	}
+	if err := params.Count("LeakRate", cfg.LeakRate); err != nil {
+		return nil, err
+	}
+	per, err := params.Micros("Per", cfg.Per)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Capacity > params.MaxSpan/per {
+		return nil, fmt.Errorf("%w: Capacity*Per: %d x %v is too large to compute exactly (at most 2^51 µs)", core.ErrInvalidConfig, cfg.Capacity, cfg.Per)
+	}
+	e, err := engine.New(runner, cfg.Clock, cfg.Prefix, DefaultPrefix, cfg.Capacity, cfg.Capacity, cfg.LeakRate, per)
+	if err != nil {
+		return nil, err
+	}
+	return &Limiter{engine.NewLimiter(e, allowScript, peekScript)}, nil
+}

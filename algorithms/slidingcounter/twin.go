@@ -1,0 +1,79 @@
+package slidingcounter
+
+import (
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/params"
+)
+
+// twin is slidingcounter.lua in Go. The stored value is
+// {window_number, previous, current}.
+func twin(tx core.Tx, keys []string, args []int64) ([]int64, error) {
+	key := keys[0]
+	now, n, limit, W, peek := args[0], args[1], args[2], args[3], args[4] == 1
+	clientClock := now >= 0
+	if !clientClock {
+		now = tx.Now()
+	}
+
+	wn := now / W
+	var prev, curr int64
+	if v, ok := tx.Get(key); ok {
+		switch a := v[0]; {
+		case a == wn:
+			prev, curr = v[1], v[2]
+		case a == wn-1:
+			prev = v[2]
+		case a > wn:
+			wn, prev, curr = a, v[1], v[2]
+		}
+	}
+	start := wn * W
+	e := max(now-start, 0)
+
+	K := limit - n + 1
+	var allowed int64
+	if prev*(W-e)+curr*W < K*W {
+		allowed = 1
+		if !peek {
+			curr += n
+		}
+	}
+
+	var retry int64
+	if allowed == 0 {
+		at := int64(-1)
+		if curr < K && prev > 0 {
+			if es := W - ((K-curr)*W-1)/prev; es < W {
+				at = start + es
+			}
+		}
+		if at < 0 {
+			if curr == 0 {
+				at = start + W
+			} else if es := max(W-(K*W-1)/curr, 0); es < W {
+				at = start + W + es
+			}
+		}
+		if at < 0 {
+			at = start + 2*W
+		}
+		retry = at - now
+	}
+
+	var reset int64
+	if curr > 0 {
+		reset = start + 2*W - now
+	} else if prev > 0 {
+		reset = start + W - now
+	}
+	if allowed == 1 && !peek {
+		v := tx.Put(key, 3, params.TTL(reset, clientClock))
+		v[0], v[1], v[2] = wn, prev, curr
+	}
+
+	var remaining int64
+	if d := limit*W - curr*W - prev*(W-e); d > 0 {
+		remaining = params.CeilDiv(d, W)
+	}
+	return []int64{allowed, remaining, retry, reset}, nil
+}

@@ -1,0 +1,84 @@
+// Package slidinglog is the sliding window log of the Redis rate limiter
+// guide: an exact rolling window. A request of cost n passes when the units
+// allowed in the last Window, plus n, are at most Limit.
+//
+// Every allowed unit of cost is one entry of a sorted set (one slice element
+// in the memory store), so memory per key is O(Limit): about 60-100 bytes
+// per entry in Redis. Limit is therefore capped at MaxLimit; for larger
+// limits use the sliding window counter or GCRA. Members are made unique by
+// the script itself ("time_us:i"), with no id from the client.
+//
+// Configured alike, it makes the guide's decisions at the same times, except
+// where the guide's floating-point seconds round an entry that is exactly
+// Window old the other way (ratekit's integer microseconds are exact).
+package slidinglog
+
+import (
+	_ "embed"
+	"fmt"
+	"time"
+
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/engine"
+	"github.com/ratekit/ratekit/internal/params"
+)
+
+//go:embed slidinglog.lua
+var lua string
+
+var (
+	allowScript = core.NewScript("slidinglog", lua, twin, false)
+	peekScript  = core.NewScript("slidinglog", lua, twin, true)
+)
+
+// DefaultPrefix is the key prefix used when Config.Prefix is empty.
+const DefaultPrefix = "ratekit:sl:"
+
+// MaxLimit is the largest Limit New accepts: a key can hold Limit entries,
+// about 1 MB in Redis at this size.
+const MaxLimit = 10000
+
+// Config configures a sliding window log.
+type Config struct {
+	// Limit is the most requests (sum of costs) allowed in any Window.
+	Limit int64
+	// Window is the length of the rolling window, a whole number of
+	// microseconds.
+	Window time.Duration
+	// Prefix is prepended to every storage key, DefaultPrefix when empty.
+	// It must not contain '{' or '}'.
+	Prefix string
+	// Clock, when set, gives the time of every decision; when nil the
+	// store's clock is used (the Redis server's TIME).
+	Clock core.Clock
+}
+
+// Limiter is a sliding window log limiter. It is safe for concurrent use.
+// Remaining is the number of units still allowed in the current window; a
+// denied request's RetryAfter is the time until enough entries leave it.
+type Limiter struct {
+	engine.Limiter
+}
+
+var _ core.Limiter = (*Limiter)(nil)
+
+// New returns a sliding window log limiter storing its state through
+// runner. It touches no store; an error wraps core.ErrInvalidConfig and
+// names the field.
+func New(runner core.ScriptRunner, cfg Config) (*Limiter, error) {
+	if err := params.Count("Limit", cfg.Limit); err != nil {
+		return nil, err
+	}
+	if cfg.Limit > MaxLimit {
+		return nil, fmt.Errorf("%w: Limit %d needs up to %d log entries per key, more than MaxLimit (%d); use slidingcounter or gcra for large limits", core.ErrInvalidConfig, cfg.Limit, cfg.Limit, MaxLimit)
+	}
+	window, err := params.Micros("Window", cfg.Window)
+	if err != nil {
+		return nil, err
+	}
+	e, err := engine.New(runner, cfg.Clock, cfg.Prefix, DefaultPrefix, cfg.Limit, cfg.Limit, window)
+	if err != nil {
+		return nil, err
+	}
+	return &Limiter{engine.NewLimiter(e, allowScript, peekScript)}, nil
+}

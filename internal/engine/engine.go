@@ -1,0 +1,91 @@
+// Package engine is the part every ratekit limiter shares: it validates a
+// call (key, cost, clock), builds the storage key, runs the algorithm's
+// script through the store, and decodes the reply. An algorithm package
+// adds its configuration and its script.
+//
+// Every algorithm script takes ARGV = {now_us (-1: server TIME), n, the
+// algorithm's parameters..., mode} and replies {allowed, remaining,
+// retry_after_us, reset_after_us}.
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/keyspace"
+	"github.com/ratekit/ratekit/internal/params"
+)
+
+// Modes passed as the last script argument.
+const (
+	ModeAllow  = 0 // decide for n and count it when allowed
+	ModePeek   = 1 // decide for n, never write
+	ModeAtMost = 2 // allow as many of n as fit (GCRA)
+)
+
+// Engine runs one algorithm's scripts for one configuration.
+type Engine struct {
+	runner core.ScriptRunner
+	clock  core.Clock
+	prefix string
+	limit  int64
+	params []int64
+}
+
+// New checks the shared configuration and returns an Engine. limit is the
+// Decision's Limit and the largest cost AllowN accepts; params are the
+// algorithm's script parameters, sent after now and n.
+func New(runner core.ScriptRunner, clock core.Clock, prefix, defaultPrefix string, limit int64, params ...int64) (*Engine, error) {
+	if runner == nil {
+		return nil, fmt.Errorf("%w: runner is nil", core.ErrInvalidConfig)
+	}
+	if prefix == "" {
+		prefix = defaultPrefix
+	}
+	if err := keyspace.CheckPrefix(prefix); err != nil {
+		return nil, err
+	}
+	return &Engine{runner: runner, clock: clock, prefix: prefix, limit: limit, params: params}, nil
+}
+
+// Limit returns the limit decisions report.
+func (e *Engine) Limit() int64 { return e.limit }
+
+// Decide validates the call and runs s for key at cost n in mode.
+func (e *Engine) Decide(ctx context.Context, s *core.Script, key string, n int64, mode int64) (core.Decision, error) {
+	if err := params.Cost(n, e.limit); err != nil {
+		return core.Decision{}, err
+	}
+	reply, err := e.Run(ctx, s, key, n, mode)
+	if err != nil {
+		return core.Decision{}, err
+	}
+	return params.Decision(reply, e.limit)
+}
+
+// Run validates key and the clock, runs s, and returns the raw reply. It
+// does not check n.
+func (e *Engine) Run(ctx context.Context, s *core.Script, key string, n int64, mode int64) ([]int64, error) {
+	if err := keyspace.CheckKey(key); err != nil {
+		return nil, err
+	}
+	now, err := params.Now(e.clock)
+	if err != nil {
+		return nil, err
+	}
+	args := make([]int64, 0, len(e.params)+3)
+	args = append(args, now, n)
+	args = append(args, e.params...)
+	args = append(args, mode)
+	return e.runner.RunScript(ctx, s, []string{keyspace.Key(e.prefix, key, "")}, args)
+}
+
+// Reset deletes key's state.
+func (e *Engine) Reset(ctx context.Context, key string) error {
+	if err := keyspace.CheckKey(key); err != nil {
+		return err
+	}
+	_, err := e.runner.RunScript(ctx, keyspace.ResetScript, []string{keyspace.Key(e.prefix, key, "")}, nil)
+	return err
+}
