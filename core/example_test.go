@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/store/memory"
 )
@@ -41,4 +42,20 @@ func ExampleClockFunc() {
 	fixed := core.ClockFunc(func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) })
 	fmt.Println(fixed.Now().Year())
 	// Output: 2026
+}
+
+// Wait blocks until the limiter allows the request.
+func ExampleWait() {
+	store, _ := memory.New()
+	defer store.Close()
+	limiter, _ := tokenbucket.New(store, tokenbucket.Config{Capacity: 1, RefillRate: 1, RefillInterval: 10 * time.Millisecond})
+	ctx := context.Background()
+	start := time.Now()
+	for i := 0; i < 3; i++ {
+		if _, err := core.Wait(ctx, limiter, "job", 1); err != nil {
+			panic(err)
+		}
+	}
+	fmt.Println(time.Since(start) >= 20*time.Millisecond)
+	// Output: true
 }

@@ -1,0 +1,69 @@
+package fixedwindow_test
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"pgregory.net/rapid"
+
+	"github.com/ratekit/ratekit/algorithms/fixedwindow"
+	"github.com/ratekit/ratekit/internal/seedtest"
+	goredisstore "github.com/ratekit/ratekit/store/goredis"
+)
+
+//go:embed testdata/seed_fixedwindow.lua
+var seedLua string
+
+// TestSeedParity runs the guide's fixed window, verbatim, beside ours. The
+// guide reads no clock: its window is the key's TTL. So both run on
+// miniredis, whose TTLs and TIME follow SetTime (ClockTTL), and ours reads
+// the server's TIME. No floating point is involved: every decision must
+// match.
+func TestSeedParity(t *testing.T) {
+	m := miniredis.RunT(t)
+	m.ClockTTL(true)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	seed := redis.NewScript(seedLua)
+	ctx := context.Background()
+	run := 0
+	rapid.Check(t, func(t *rapid.T) {
+		run++
+		limit := rapid.Int64Range(1, 8).Draw(t, "limit")
+		window := rapid.Int64Range(1, 5).Draw(t, "window_s")
+		wus := window * 1e6
+		start := rapid.Int64Range(1.6e15, 2e15).Draw(t, "start")
+		m.SetTime(time.UnixMicro(start))
+		lim, err := fixedwindow.New(goredisstore.New(rdb, goredisstore.WithoutReadOnlyCommands()), fixedwindow.Config{Limit: limit, Window: time.Duration(window) * time.Second, Prefix: fmt.Sprintf("ours%d:", run)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seedKey := fmt.Sprintf("seed%d", run)
+		step := rapid.OneOf(rapid.Just(int64(0)), rapid.Int64Range(0, wus/3), rapid.Int64Range(0, 3*wus), rapid.Just(wus), rapid.Just(wus-1))
+		decide := func(now int64, peek bool) bool {
+			m.SetTime(time.UnixMicro(now))
+			f := lim.Allow
+			if peek {
+				f = lim.Peek
+			}
+			d, err := f(ctx, "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d.Allowed
+		}
+		seedtest.Compare(t, start, step, true, seedtest.Step{
+			Seed: func(now int64) bool {
+				m.SetTime(time.UnixMicro(now))
+				return seedtest.Int(t, rdb, seed, []string{seedKey}, limit, window) == 1
+			},
+			Ours:     func(now int64) bool { return decide(now, false) },
+			PeekOurs: func(now int64) bool { return decide(now, true) },
+		})
+	})
+}

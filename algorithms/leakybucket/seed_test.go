@@ -1,0 +1,65 @@
+package leakybucket_test
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"pgregory.net/rapid"
+
+	"github.com/ratekit/ratekit/algorithms/leakybucket"
+	"github.com/ratekit/ratekit/internal/fakeclock"
+	"github.com/ratekit/ratekit/internal/seedtest"
+	goredisstore "github.com/ratekit/ratekit/store/goredis"
+)
+
+//go:embed testdata/seed_leakybucket.lua
+var seedLua string
+
+// TestSeedParity runs the guide's leaky bucket, verbatim but for the time
+// it reads, beside ours (Per = one second) on a real redis-server. The
+// guide's floating-point level may land on the other side of the capacity
+// than the exact one; seedtest.Compare accepts that only at a tie.
+func TestSeedParity(t *testing.T) {
+	rdb := seedtest.Client(t)
+	seed := redis.NewScript(seedtest.WithTime(seedLua))
+	ctx := context.Background()
+	run, ties := 0, 0
+	rapid.Check(t, func(t *rapid.T) {
+		run++
+		capacity := rapid.Int64Range(1, 8).Draw(t, "capacity")
+		rate := rapid.Int64Range(1, 5).Draw(t, "rate")
+		start := rapid.Int64Range(1e11, 1e12).Draw(t, "start")
+		clock := fakeclock.New(time.UnixMicro(start))
+		lim, err := leakybucket.New(goredisstore.New(rdb), leakybucket.Config{Capacity: capacity, LeakRate: rate, Per: time.Second, Prefix: fmt.Sprintf("ours%d:", run), Clock: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seedKey := fmt.Sprintf("seed%d", run)
+		unit := int64(1e6) / rate // the time one unit takes to leak, about
+		step := rapid.OneOf(rapid.Just(int64(0)), rapid.Int64Range(0, unit), rapid.Int64Range(0, 3*capacity*unit), rapid.Just(unit))
+		decide := func(now int64, peek bool) bool {
+			clock.Set(time.UnixMicro(now))
+			f := lim.Allow
+			if peek {
+				f = lim.Peek
+			}
+			d, err := f(ctx, "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d.Allowed
+		}
+		ties += seedtest.Compare(t, start, step, false, seedtest.Step{
+			Seed: func(now int64) bool {
+				return seedtest.Int(t, rdb, seed, []string{seedKey}, append([]any{capacity, rate}, seedtest.TimeArgs(now)...)...) == 1
+			},
+			Ours:     func(now int64) bool { return decide(now, false) },
+			PeekOurs: func(now int64) bool { return decide(now, true) },
+		})
+	})
+	t.Logf("%d sequences, %d ended at a floating-point tie", run, ties)
+}

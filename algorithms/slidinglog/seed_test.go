@@ -1,0 +1,65 @@
+package slidinglog_test
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"pgregory.net/rapid"
+
+	"github.com/ratekit/ratekit/algorithms/slidinglog"
+	"github.com/ratekit/ratekit/internal/fakeclock"
+	"github.com/ratekit/ratekit/internal/seedtest"
+	goredisstore "github.com/ratekit/ratekit/store/goredis"
+)
+
+//go:embed testdata/seed_slidinglog.lua
+var seedLua string
+
+// TestSeedParity runs the guide's sliding window log, verbatim but for the
+// time it reads, beside ours on a real redis-server.
+func TestSeedParity(t *testing.T) {
+	rdb := seedtest.Client(t)
+	seed := redis.NewScript(seedtest.WithTime(seedLua))
+	ctx := context.Background()
+	run, ties := 0, 0
+	rapid.Check(t, func(t *rapid.T) {
+		run++
+		limit := rapid.Int64Range(1, 8).Draw(t, "limit")
+		window := rapid.Int64Range(1, 5).Draw(t, "window_s")
+		wus := window * 1e6
+		start := rapid.Int64Range(1e11, 1e12).Draw(t, "start")
+		clock := fakeclock.New(time.UnixMicro(start))
+		lim, err := slidinglog.New(goredisstore.New(rdb), slidinglog.Config{Limit: limit, Window: time.Duration(window) * time.Second, Prefix: fmt.Sprintf("ours%d:", run), Clock: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seedKey, member := fmt.Sprintf("seed%d", run), 0
+		step := rapid.OneOf(rapid.Just(int64(0)), rapid.Int64Range(0, wus/2), rapid.Int64Range(0, 3*wus), rapid.Just(wus))
+		decide := func(now int64, peek bool) bool {
+			clock.Set(time.UnixMicro(now))
+			f := lim.Allow
+			if peek {
+				f = lim.Peek
+			}
+			d, err := f(ctx, "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d.Allowed
+		}
+		ties += seedtest.Compare(t, start, step, true, seedtest.Step{
+			Seed: func(now int64) bool {
+				member++
+				args := append([]any{limit, window, fmt.Sprintf("m%d", member)}, seedtest.TimeArgs(now)...)
+				return seedtest.Int(t, rdb, seed, []string{seedKey}, args...) == 1
+			},
+			Ours:     func(now int64) bool { return decide(now, false) },
+			PeekOurs: func(now int64) bool { return decide(now, true) },
+		})
+	})
+	t.Logf("%d sequences, %d ended at a floating-point tie", run, ties)
+}

@@ -1,0 +1,101 @@
+// Package seedtest runs the Redis rate limiter guide's scripts (the seed)
+// beside ratekit's algorithms and compares their decisions.
+//
+// The guide's time-based scripts call redis.call('TIME'). WithTime wraps a
+// script, unchanged, so that TIME answers a time passed as the last two
+// arguments: the seed's own logic runs verbatim on a real Redis, at times
+// the test chooses.
+package seedtest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"pgregory.net/rapid"
+
+	"github.com/ratekit/ratekit/internal/redistest"
+)
+
+// timeWrapper shadows redis with a table whose call answers TIME from the
+// last two ARGV entries (seconds, microseconds) and passes everything else
+// to the real redis.call.
+const timeWrapper = `local real_redis = redis
+local redis = setmetatable({
+  call = function(cmd, ...)
+    if cmd == 'TIME' or cmd == 'time' then return {ARGV[#ARGV - 1], ARGV[#ARGV]} end
+    return real_redis.call(cmd, ...)
+  end,
+}, {__index = real_redis})
+`
+
+// WithTime returns the seed script lua, unchanged, preceded by a wrapper
+// that makes TIME return the last two arguments.
+func WithTime(lua string) string { return timeWrapper + lua }
+
+// TimeArgs returns the two extra arguments WithTime reads for a time in
+// Unix microseconds.
+func TimeArgs(us int64) []any { return []any{us / 1e6, us % 1e6} }
+
+// Step is one moment of a comparison.
+type Step struct {
+	// Seed runs the guide's script at now (µs) and reports its decision.
+	Seed func(now int64) bool
+	// Ours decides at now with ratekit's limiter.
+	Ours func(now int64) bool
+	// PeekOurs reports, without writing, ratekit's decision at now.
+	PeekOurs func(now int64) bool
+}
+
+// Compare draws a sequence of times starting at start, advancing by steps
+// drawn from step, and requires the seed and ratekit to decide alike at
+// each. ratekit's Peek must agree with its Allow too.
+//
+// When exact is false (the seed computes in floating point), a difference
+// is tolerated only at a tie: where ratekit's decision flips within one
+// microsecond of now, so the exact value sits on the boundary and the
+// seed's rounding fell on the other side. The sequence ends at the first
+// tie, since the two states differ afterwards. It returns the number of
+// ties (0 or 1).
+func Compare(t *rapid.T, start int64, step *rapid.Generator[int64], exact bool, s Step) (ties int) {
+	now := start
+	steps := rapid.IntRange(1, 60).Draw(t, "steps")
+	for i := 0; i < steps; i++ {
+		now += step.Draw(t, "advance")
+		at := time.Duration(now-start) * time.Microsecond
+		want := s.Seed(now)
+		peek := s.PeekOurs(now)
+		if peek != want {
+			if exact {
+				t.Fatalf("step %d at +%v: the guide's script says allowed=%v, ratekit says %v", i, at, want, peek)
+			}
+			if s.PeekOurs(now-1) == peek && s.PeekOurs(now+1) == peek {
+				t.Fatalf("step %d at +%v: the guide's script says allowed=%v, ratekit says %v, and this is no tie: ratekit decides the same 1µs either side", i, at, want, peek)
+			}
+			return 1
+		}
+		if got := s.Ours(now); got != peek {
+			t.Fatalf("step %d at +%v: Peek said %v, Allow said %v", i, at, peek, got)
+		}
+	}
+	return 0
+}
+
+// Client starts a throwaway redis-server for t and returns a go-redis
+// client for it, closed when t ends.
+func Client(t *testing.T) *redis.Client {
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Int runs a script and returns its reply's first integer.
+func Int(t interface{ Fatalf(string, ...any) }, c redis.Scripter, s *redis.Script, keys []string, args ...any) int64 {
+	v, err := s.Run(context.Background(), c, keys, args...).Int64Slice()
+	if err != nil || len(v) == 0 {
+		t.Fatalf("seed script: %v, %v", v, err)
+	}
+	return v[0]
+}
