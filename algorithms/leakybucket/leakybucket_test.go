@@ -1,0 +1,52 @@
+package leakybucket_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ratekit/ratekit/algorithms/leakybucket"
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/limitertest"
+)
+
+const ms = time.Millisecond
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	env := limitertest.New(t)
+	ok := leakybucket.Config{Capacity: 10, LeakRate: 1, Per: time.Second}
+	for _, c := range []struct {
+		name, field string
+		edit        func(*leakybucket.Config)
+	}{
+		{"zero capacity", "Capacity", func(c *leakybucket.Config) { c.Capacity = 0 }},
+		{"negative rate", "LeakRate", func(c *leakybucket.Config) { c.LeakRate = -1 }},
+		{"zero per", "Per", func(c *leakybucket.Config) { c.Per = 0 }},
+		{"sub-microsecond per", "Per", func(c *leakybucket.Config) { c.Per = time.Nanosecond }},
+		{"capacity x per too large", "Capacity*Per", func(c *leakybucket.Config) { c.Capacity, c.Per = 1<<40, time.Hour }},
+		{"prefix with brace", "Prefix", func(c *leakybucket.Config) { c.Prefix = "{}" }},
+	} {
+		cfg := ok
+		c.edit(&cfg)
+		limitertest.BadConfig(t, c.name, c.field, func() error { _, err := leakybucket.New(env.Store, cfg); return err })
+	}
+}
+
+func TestDecisions(t *testing.T) {
+	env := limitertest.New(t)
+	// Capacity 4, draining 2 a second: one unit every 500 ms.
+	l, err := leakybucket.New(env.Store, leakybucket.Config{Capacity: 4, LeakRate: 2, Per: time.Second, Clock: env.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limitertest.BadCalls(t, l, 4)
+	env.PeekNeverWrites(t, l)
+	env.Walk(t, l, []limitertest.Step{
+		{Advance: 0, N: 3, Want: core.Decision{Allowed: true, Limit: 4, Remaining: 1, ResetAfter: 1500 * ms}},
+		// Level 2.5: 2 more would overflow by 0.5, which drains in 250 ms.
+		{Advance: 250 * ms, N: 2, Want: core.Decision{Allowed: false, Limit: 4, Remaining: 1, RetryAfter: 250 * ms, ResetAfter: 1250 * ms}},
+		{Advance: 250 * ms, N: 2, Want: core.Decision{Allowed: true, Limit: 4, Remaining: 0, ResetAfter: 2000 * ms}},
+		{Advance: 0, N: 0, Want: core.Decision{Allowed: false, Limit: 4, Remaining: 0, RetryAfter: 500 * ms, ResetAfter: 2000 * ms}},
+		// Empty again after 2 s.
+		{Advance: 2000 * ms, N: 0, Want: core.Decision{Allowed: true, Limit: 4, Remaining: 4}},
+	})
+}
