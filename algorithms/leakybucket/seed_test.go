@@ -59,6 +59,19 @@ func TestSeedParity(t *testing.T) {
 			},
 			Ours:     func(now int64) bool { return decide(now, false) },
 			PeekOurs: func(now int64) bool { return decide(now, true) },
+			// The exact level, drained to now, plus one unit is exactly
+			// the capacity.
+			Tie: func(now int64) bool {
+				const per = int64(1e6)
+				var level int64
+				if st := seedtest.State(t, rdb, fmt.Sprintf("ours%d:{k}", run)); st != nil {
+					level = st[0]
+					if el := now - st[1]; el > 0 {
+						level = max(level-el*rate, 0)
+					}
+				}
+				return level+per == capacity*per
+			},
 		})
 	})
 	t.Logf("%d sequences, %d ended at a floating-point tie", run, ties)

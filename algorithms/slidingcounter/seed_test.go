@@ -59,6 +59,20 @@ func TestSeedParity(t *testing.T) {
 			},
 			Ours:     func(now int64) bool { return decide(now, false) },
 			PeekOurs: func(now int64) bool { return decide(now, true) },
+			// The exact estimate is exactly the limit.
+			Tie: func(now int64) bool {
+				wn, e := now/wus, now%wus
+				var prev, curr int64
+				if st := seedtest.State(t, rdb, fmt.Sprintf("ours%d:{k}", run)); st != nil {
+					switch st[0] {
+					case wn:
+						prev, curr = st[1], st[2]
+					case wn - 1:
+						prev = st[2]
+					}
+				}
+				return prev*(wus-e)+curr*wus == limit*wus
+			},
 		})
 	})
 	t.Logf("%d sequences, %d ended at a floating-point tie", run, ties)
