@@ -60,6 +60,11 @@ type atMost interface {
 	AllowAtMost(ctx context.Context, key string, n int64) (int64, core.Decision, error)
 }
 
+// batcher is what every ratekit limiter offers for batches.
+type batcher interface {
+	AllowMany(ctx context.Context, reqs []core.Request) []core.Result
+}
+
 var algorithms = []algorithm{
 	{name: "tokenbucket", draw: drawTokenBucket},
 	{name: "fixedwindow", draw: drawFixedWindow},
@@ -205,6 +210,28 @@ func runMachine(t *rapid.T, h Harness, a algorithm) {
 			}
 			if gw > 0 {
 				allowed(key, gw)
+			}
+		}
+	}
+	if bg, ok := got.(batcher); ok {
+		// A batch on the store under test decides like the same requests
+		// one by one, in order, on the reference.
+		actions["batch"] = func(t *rapid.T) {
+			reqs := make([]core.Request, rapid.IntRange(1, 8).Draw(t, "size"))
+			for i := range reqs {
+				reqs[i] = core.Request{Key: keyGen.Draw(t, "key"), N: costGen.Draw(t, "n")}
+			}
+			sync()
+			res := bg.AllowMany(ctx, reqs)
+			if len(res) != len(reqs) {
+				t.Fatalf("AllowMany of %d requests returned %d results", len(reqs), len(res))
+			}
+			for i, r := range reqs {
+				dw, ew := want.AllowN(ctx, r.Key, r.N)
+				compare(t, fmt.Sprintf("AllowMany item %d: AllowN(%q, %d) at %d", i, r.Key, r.N, clock.Now().UnixMicro()), dw, ew, res[i].Decision, res[i].Err)
+				if ew == nil && dw.Allowed {
+					allowed(r.Key, r.N)
+				}
 			}
 		}
 	}

@@ -8,6 +8,7 @@ package adaptertest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -155,6 +156,58 @@ func Run(t *testing.T, h Harness) {
 		}
 		if v := do(t, "EXISTS", "adaptertest:tb:{u%7B1%7D}"); v != "0" {
 			t.Fatal("Reset left the key")
+		}
+	})
+
+	t.Run("BatchAfterScriptFlush", func(t *testing.T) {
+		br, ok := h.Runner.(core.BatchRunner)
+		if !ok {
+			t.Fatalf("%T is not a core.BatchRunner", h.Runner)
+		}
+		echo := core.NewScript("echo", `return {tonumber(ARGV[1])}`, noTwin, false)
+		other := core.NewScript("echo2", `return {tonumber(ARGV[1]) * 2}`, noTwin, false)
+		for round := 0; round < 3; round++ {
+			do(t, "SCRIPT", "FLUSH")
+			var calls []core.ScriptCall
+			for i := int64(0); i < 10; i++ {
+				s := echo
+				if i%3 == 0 {
+					s = other
+				}
+				calls = append(calls, core.ScriptCall{Script: s, Keys: []string{fmt.Sprintf("adaptertest:{b%d}", i)}, Args: []int64{i}})
+			}
+			calls = append(calls, core.ScriptCall{Script: echo, Keys: []string{"p:{a}", "p:{b}"}})
+			res := br.RunScripts(ctx, calls)
+			if len(res) != len(calls) {
+				t.Fatalf("%d results for %d calls", len(res), len(calls))
+			}
+			for i, r := range res[:10] {
+				want := int64(i)
+				if i%3 == 0 {
+					want *= 2
+				}
+				if r.Err != nil || len(r.Reply) != 1 || r.Reply[0] != want {
+					t.Fatalf("round %d call %d: %v, %v", round, i, r.Reply, r.Err)
+				}
+			}
+			if !errors.Is(res[10].Err, core.ErrStore) {
+				t.Fatalf("keys in two slots: %v", res[10].Err)
+			}
+		}
+		// A limiter's batch decides in order on one key.
+		lim, err := tokenbucket.New(h.Runner, tokenbucket.Config{Capacity: 3, RefillRate: 1, RefillInterval: time.Hour, Prefix: fmt.Sprintf("adaptertest:batch:%d:", time.Now().UnixNano())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		do(t, "SCRIPT", "FLUSH")
+		res := lim.AllowMany(ctx, []core.Request{{Key: "k", N: 2}, {Key: "k", N: 2}, {Key: "j", N: 3}, {Key: "k", N: 1}, {Key: "", N: 1}, {Key: "k", N: 9}})
+		var got []string
+		for _, r := range res {
+			got = append(got, fmt.Sprint(r.Decision.Allowed, r.Decision.Remaining, r.Err != nil))
+		}
+		want := []string{"true 1 false", "false 1 false", "true 0 false", "true 0 false", "false 0 true", "false 0 true"}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("AllowMany = %v, want %v", got, want)
 		}
 	})
 

@@ -74,11 +74,15 @@ func (e *Engine) Run(ctx context.Context, s *core.Script, key string, n int64, m
 	if err != nil {
 		return nil, err
 	}
+	return e.runner.RunScript(ctx, s, []string{keyspace.Key(e.prefix, key, "")}, e.args(now, n, mode))
+}
+
+// args returns a script's arguments: now, n, the parameters, mode.
+func (e *Engine) args(now, n, mode int64) []int64 {
 	args := make([]int64, 0, len(e.params)+3)
 	args = append(args, now, n)
 	args = append(args, e.params...)
-	args = append(args, mode)
-	return e.runner.RunScript(ctx, s, []string{keyspace.Key(e.prefix, key, "")}, args)
+	return append(args, mode)
 }
 
 // Reset deletes key's state.
@@ -88,4 +92,50 @@ func (e *Engine) Reset(ctx context.Context, key string) error {
 	}
 	_, err := e.runner.RunScript(ctx, keyspace.ResetScript, []string{keyspace.Key(e.prefix, key, "")}, nil)
 	return err
+}
+
+// AllowMany decides every request with s in mode, in order, in one
+// RunScripts call when the runner is a core.BatchRunner and one RunScript
+// call per request otherwise. Each result carries its own error.
+func (e *Engine) AllowMany(ctx context.Context, s *core.Script, reqs []core.Request) []core.Result {
+	out := make([]core.Result, len(reqs))
+	now, err := params.Now(e.clock)
+	if err != nil {
+		for i := range out {
+			out[i].Err = err
+		}
+		return out
+	}
+	calls := make([]core.ScriptCall, 0, len(reqs))
+	index := make([]int, 0, len(reqs)) // calls[j] decides reqs[index[j]]
+	for i, r := range reqs {
+		if err := keyspace.CheckKey(r.Key); err != nil {
+			out[i].Err = err
+			continue
+		}
+		if err := params.Cost(r.N, e.limit); err != nil {
+			out[i].Err = err
+			continue
+		}
+		calls = append(calls, core.ScriptCall{Script: s, Keys: []string{keyspace.Key(e.prefix, r.Key, "")}, Args: e.args(now, r.N, ModeAllow)})
+		index = append(index, i)
+	}
+	var results []core.ScriptResult
+	if br, ok := e.runner.(core.BatchRunner); ok {
+		results = br.RunScripts(ctx, calls)
+	} else {
+		results = make([]core.ScriptResult, len(calls))
+		for j, c := range calls {
+			results[j].Reply, results[j].Err = e.runner.RunScript(ctx, c.Script, c.Keys, c.Args)
+		}
+	}
+	for j, res := range results {
+		i := index[j]
+		if res.Err != nil {
+			out[i].Err = res.Err
+			continue
+		}
+		out[i].Decision, out[i].Err = params.Decision(res.Reply, e.limit)
+	}
+	return out
 }

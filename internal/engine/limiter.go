@@ -44,3 +44,11 @@ func (l Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
 func (l Limiter) Reset(ctx context.Context, key string) error {
 	return l.e.Reset(ctx, key)
 }
+
+// AllowMany decides many requests in one call: one pipelined round trip
+// per server on the Redis stores. Each request is decided exactly as
+// AllowN would decide it, in order (requests on one key see each other);
+// each result carries its own error.
+func (l Limiter) AllowMany(ctx context.Context, reqs []core.Request) []core.Result {
+	return l.e.AllowMany(ctx, l.allow, reqs)
+}

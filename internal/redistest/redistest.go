@@ -51,14 +51,23 @@ func Binary(t testing.TB) string {
 // it when t ends.
 func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
-	bin := Binary(t)
+	s, err := launch(Binary(t), t.TempDir(), extra...)
+	if err != nil {
+		t.Fatalf("redistest: cannot start redis-server: %v", err)
+	}
+	t.Cleanup(s.Kill)
+	return s
+}
+
+// launch starts a server in dir on a free port, trying a few ports.
+func launch(bin, dir string, extra ...string) (*Server, error) {
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
 		port, err := FreePort()
 		if err != nil {
-			t.Fatalf("redistest: %v", err)
+			return nil, err
 		}
-		s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, bin: bin, dir: t.TempDir()}
+		s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, bin: bin, dir: dir}
 		s.args = append([]string{
 			"--port", strconv.Itoa(port),
 			"--bind", "127.0.0.1",
@@ -69,12 +78,10 @@ func Start(t testing.TB, extra ...string) *Server {
 			"--loglevel", "warning",
 		}, extra...)
 		if lastErr = s.start(); lastErr == nil {
-			t.Cleanup(s.Kill)
-			return s
+			return s, nil
 		}
 	}
-	t.Fatalf("redistest: cannot start redis-server: %v", lastErr)
-	return nil
+	return nil, lastErr
 }
 
 // Restart starts the server again on the same port after Kill.
@@ -83,6 +90,8 @@ func (s *Server) Restart() error { return s.start() }
 func (s *Server) start() error {
 	cmd := exec.Command(s.bin, s.args...)
 	cmd.Dir = s.dir
+	// If the test binary dies, so does the server.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

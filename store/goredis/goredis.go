@@ -62,6 +62,79 @@ func New(c redis.Scripter, opts ...Option) *Runner {
 	return r
 }
 
+// pipeliner is what a go-redis client needs for batches; *redis.Client,
+// *redis.ClusterClient and *redis.Ring all have it.
+type pipeliner interface {
+	Pipeline() redis.Pipeliner
+}
+
+// RunScripts runs calls in one pipeline (one round trip per node on a
+// cluster or ring): EVALSHA for each, then, for the calls that met
+// NOSCRIPT, one more pipeline of EVAL, which loads the script where it was
+// missing. go-redis pipelines have no EVAL fallback of their own. A client
+// without Pipeline runs the calls one by one.
+//
+// If another client loads a missing script while the first pipeline runs,
+// a later call on a key can succeed before an earlier one that met
+// NOSCRIPT is retried: the two then apply in the other order. Every
+// decision is still atomic and within the limit.
+func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core.ScriptResult {
+	out := make([]core.ScriptResult, len(calls))
+	p, ok := r.c.(pipeliner)
+	if !ok {
+		for i, c := range calls {
+			out[i].Reply, out[i].Err = r.RunScript(ctx, c.Script, c.Keys, c.Args)
+		}
+		return out
+	}
+	cmds := make([]*redis.Cmd, len(calls))
+	pipe := p.Pipeline()
+	for i, c := range calls {
+		if len(c.Keys) > 1 && !slot.Same(c.Keys) {
+			out[i].Err = fmt.Errorf("%w: goredis: script %q: keys %q are in different cluster slots", core.ErrStore, c.Script.Name(), c.Keys)
+			continue
+		}
+		if c.Script.ReadOnly() && !r.plainRO {
+			cmds[i] = pipe.EvalShaRO(ctx, c.Script.SHA1(), c.Keys, argv(c.Args)...)
+		} else {
+			cmds[i] = pipe.EvalSha(ctx, c.Script.SHA1(), c.Keys, argv(c.Args)...)
+		}
+	}
+	_, _ = pipe.Exec(ctx) // each command carries its own error
+	var retry []int
+	for i, cmd := range cmds {
+		if cmd != nil && isNoScript(cmd.Err()) {
+			retry = append(retry, i)
+		}
+	}
+	if len(retry) > 0 {
+		pipe := p.Pipeline()
+		for _, i := range retry {
+			c := calls[i]
+			if c.Script.ReadOnly() && !r.plainRO {
+				cmds[i] = pipe.EvalRO(ctx, c.Script.Lua(), c.Keys, argv(c.Args)...)
+			} else {
+				cmds[i] = pipe.Eval(ctx, c.Script.Lua(), c.Keys, argv(c.Args)...)
+			}
+		}
+		_, _ = pipe.Exec(ctx)
+	}
+	for i, cmd := range cmds {
+		if cmd != nil {
+			out[i].Reply, out[i].Err = reply(calls[i].Script, cmd)
+		}
+	}
+	return out
+}
+
+func argv(args []int64) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		out[i] = a
+	}
+	return out
+}
+
 // RunScript runs s with EVALSHA (EVALSHA_RO when s is read-only), and with
 // EVAL (EVAL_RO) when the server does not know the script. The reply must be
 // an array of integers.
@@ -72,22 +145,24 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 	if len(keys) > 1 && !slot.Same(keys) {
 		return nil, fmt.Errorf("%w: goredis: script %q: keys %q are in different cluster slots", core.ErrStore, s.Name(), keys)
 	}
-	argv := make([]any, len(args))
-	for i, a := range args {
-		argv[i] = a
-	}
+	a := argv(args)
 	var cmd *redis.Cmd
 	if s.ReadOnly() && !r.plainRO {
-		cmd = r.c.EvalShaRO(ctx, s.SHA1(), keys, argv...)
+		cmd = r.c.EvalShaRO(ctx, s.SHA1(), keys, a...)
 		if isNoScript(cmd.Err()) {
-			cmd = r.c.EvalRO(ctx, s.Lua(), keys, argv...)
+			cmd = r.c.EvalRO(ctx, s.Lua(), keys, a...)
 		}
 	} else {
-		cmd = r.c.EvalSha(ctx, s.SHA1(), keys, argv...)
+		cmd = r.c.EvalSha(ctx, s.SHA1(), keys, a...)
 		if isNoScript(cmd.Err()) {
-			cmd = r.c.Eval(ctx, s.Lua(), keys, argv...)
+			cmd = r.c.Eval(ctx, s.Lua(), keys, a...)
 		}
 	}
+	return reply(s, cmd)
+}
+
+// reply checks a script command's outcome and decodes its reply.
+func reply(s *core.Script, cmd *redis.Cmd) ([]int64, error) {
 	v, err := cmd.Result()
 	if err == redis.Nil {
 		return nil, fmt.Errorf("%w: %w: goredis: script %q replied nil, want an array of integers", core.ErrStore, core.ErrUnexpectedReply, s.Name())

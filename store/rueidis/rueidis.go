@@ -75,14 +75,78 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 	if len(keys) > 1 && !slot.Same(keys) {
 		return nil, fmt.Errorf("%w: rueidis: script %q: keys %q are in different cluster slots", core.ErrStore, s.Name(), keys)
 	}
-	argv := make([]string, len(args))
+	a := argv(args)
+	res := r.c.Do(ctx, r.evalSHA(s, keys, a))
+	if isNoScript(res.Error()) {
+		res = r.c.Do(ctx, r.eval(s, keys, a))
+	}
+	return decode(s, res)
+}
+
+// RunScripts runs calls with one DoMulti of EVALSHA commands (one round
+// trip per node on a cluster), then one DoMulti of EVAL for the calls that
+// met NOSCRIPT, which loads the script where it was missing.
+//
+// If another client loads a missing script while the first DoMulti runs, a
+// later call on a key can succeed before an earlier one that met NOSCRIPT
+// is retried: the two then apply in the other order. Every decision is
+// still atomic and within the limit.
+func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core.ScriptResult {
+	out := make([]core.ScriptResult, len(calls))
+	if r == nil || r.c == nil {
+		for i := range out {
+			out[i].Err = fmt.Errorf("%w: rueidis: Runner has no client", core.ErrStore)
+		}
+		return out
+	}
+	cmds := make(rueidis.Commands, 0, len(calls))
+	index := make([]int, 0, len(calls))
+	args := make([][]string, len(calls))
+	for i, c := range calls {
+		if len(c.Keys) > 1 && !slot.Same(c.Keys) {
+			out[i].Err = fmt.Errorf("%w: rueidis: script %q: keys %q are in different cluster slots", core.ErrStore, c.Script.Name(), c.Keys)
+			continue
+		}
+		args[i] = argv(c.Args)
+		cmds = append(cmds, r.evalSHA(c.Script, c.Keys, args[i]))
+		index = append(index, i)
+	}
+	results := r.c.DoMulti(ctx, cmds...)
+	var retry rueidis.Commands
+	var retryIndex []int
+	for j, res := range results {
+		i := index[j]
+		if isNoScript(res.Error()) {
+			retry = append(retry, r.eval(calls[i].Script, calls[i].Keys, args[i]))
+			retryIndex = append(retryIndex, i)
+			continue
+		}
+		out[i].Reply, out[i].Err = decode(calls[i].Script, res)
+	}
+	if len(retry) > 0 {
+		for j, res := range r.c.DoMulti(ctx, retry...) {
+			i := retryIndex[j]
+			out[i].Reply, out[i].Err = decode(calls[i].Script, res)
+		}
+	}
+	return out
+}
+
+func argv(args []int64) []string {
+	out := make([]string, len(args))
 	for i, a := range args {
-		argv[i] = strconv.FormatInt(a, 10)
+		out[i] = strconv.FormatInt(a, 10)
 	}
-	res := r.c.Do(ctx, r.evalSHA(s, keys, argv))
-	if err, ok := rueidis.IsRedisErr(res.Error()); ok && err.IsNoScript() {
-		res = r.c.Do(ctx, r.eval(s, keys, argv))
-	}
+	return out
+}
+
+func isNoScript(err error) bool {
+	e, ok := rueidis.IsRedisErr(err)
+	return ok && e.IsNoScript()
+}
+
+// decode checks a script command's outcome: an array of integers.
+func decode(s *core.Script, res rueidis.RedisResult) ([]int64, error) {
 	arr, err := res.ToArray()
 	if err != nil {
 		if rueidis.IsParseErr(err) || rueidis.IsRedisNil(err) {
