@@ -1,0 +1,31 @@
+package goredisstore_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/ratekit/conformance"
+	"github.com/ratekit/ratekit/internal/clustertest"
+	"github.com/ratekit/ratekit/internal/redistest"
+	goredisstore "github.com/ratekit/ratekit/store/goredis"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	redistest.StopSharedCluster()
+	os.Exit(code)
+}
+
+// TestCluster runs the conformance suite on a real local Redis Cluster
+// through *redis.ClusterClient, then the cluster checks (which end with a
+// failover).
+func TestCluster(t *testing.T) {
+	c := redistest.SharedCluster(t)
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), MaxRetries: -1, MaxRedirects: 8})
+	t.Cleanup(func() { rdb.Close() })
+	r := goredisstore.New(rdb)
+	t.Run("Conformance", func(t *testing.T) { conformance.Run(t, conformance.Harness{Runner: r}) })
+	clustertest.Run(t, c, r)
+}

@@ -1,0 +1,34 @@
+package rueidisstore_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ratekit/ratekit/conformance"
+	"github.com/ratekit/ratekit/internal/clustertest"
+	"github.com/ratekit/ratekit/internal/redistest"
+	rueidisstore "github.com/ratekit/ratekit/store/rueidis"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	redistest.StopSharedCluster()
+	os.Exit(code)
+}
+
+// TestCluster runs the conformance suite on a real local Redis Cluster
+// through rueidis in cluster mode, then the cluster checks (which end with
+// a failover).
+func TestCluster(t *testing.T) {
+	c := redistest.SharedCluster(t)
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: c.Addrs(), DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	r := rueidisstore.New(client)
+	t.Run("Conformance", func(t *testing.T) { conformance.Run(t, conformance.Harness{Runner: r}) })
+	clustertest.Run(t, c, r)
+}
