@@ -1,0 +1,30 @@
+package redigostore_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/ratekit/ratekit/algorithms/gcra"
+	redigostore "github.com/ratekit/ratekit/store/redigo"
+)
+
+func ExampleNew() {
+	srv, _ := miniredis.Run()
+	defer srv.Close()
+	pool := &redis.Pool{Dial: func() (redis.Conn, error) { return redis.Dial("tcp", srv.Addr()) }}
+	defer pool.Close()
+
+	limiter, _ := gcra.New(redigostore.New(pool), gcra.Config{Rate: 1, Period: time.Second, Burst: 2})
+	for i := 0; i < 3; i++ {
+		d, err := limiter.Allow(context.Background(), "user:42")
+		fmt.Println(d.Allowed, err)
+	}
+	// Output:
+	// true <nil>
+	// true <nil>
+	// false <nil>
+}

@@ -1,0 +1,33 @@
+package valkeystore_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/ratekit/ratekit/algorithms/slidingcounter"
+	valkeystore "github.com/ratekit/ratekit/store/valkey"
+)
+
+func ExampleNew() {
+	srv, _ := miniredis.Run()
+	defer srv.Close()
+	client, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close()
+
+	limiter, _ := slidingcounter.New(valkeystore.New(client), slidingcounter.Config{Limit: 2, Window: time.Minute})
+	for i := 0; i < 3; i++ {
+		d, err := limiter.Allow(context.Background(), "user:42")
+		fmt.Println(d.Allowed, err)
+	}
+	// Output:
+	// true <nil>
+	// true <nil>
+	// false <nil>
+}

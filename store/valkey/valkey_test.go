@@ -1,0 +1,50 @@
+package valkeystore_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/ratekit/ratekit/conformance"
+	"github.com/ratekit/ratekit/internal/adaptertest"
+	"github.com/ratekit/ratekit/internal/redistest"
+	valkeystore "github.com/ratekit/ratekit/store/valkey"
+)
+
+func client(t *testing.T, addr string) valkey.Client {
+	c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func TestConformance(t *testing.T) {
+	srv := redistest.Start(t)
+	conformance.Run(t, conformance.Harness{Runner: valkeystore.New(client(t, srv.Addr))})
+}
+
+func TestAdapter(t *testing.T) {
+	srv := redistest.Start(t)
+	c := client(t, srv.Addr)
+	doomed := redistest.Start(t)
+	dead := client(t, doomed.Addr)
+	doomed.Kill()
+	adaptertest.Run(t, adaptertest.Harness{
+		Runner: valkeystore.New(c),
+		Dead:   valkeystore.New(dead),
+		Do: func(ctx context.Context, args ...string) (string, error) {
+			res := c.Do(ctx, c.B().Arbitrary(args...).Build())
+			if valkey.IsValkeyNil(res.Error()) {
+				return "", nil
+			}
+			if n, err := res.AsInt64(); err == nil {
+				return fmt.Sprint(n), nil
+			}
+			return res.ToString()
+		},
+	})
+}
