@@ -1,0 +1,28 @@
+// Package httplimit is net/http middleware over any ratekit limiter.
+//
+// Every response carries the rate-limit fields of the IETF draft
+// "RateLimit header fields for HTTP" (draft-ietf-httpapi-ratelimit-headers-10):
+//
+//	RateLimit-Policy: "api";q=100;w=60
+//	RateLimit: "api";r=42;t=17
+//
+// one list item per policy, where q is the policy's limit, w its window in
+// seconds (when configured), r what remains and t the seconds until the
+// limiter is back to full (ResetAfter, rounded up). Optionally it also
+// sends the legacy X-RateLimit-Limit, X-RateLimit-Remaining and
+// X-RateLimit-Reset; X-RateLimit-Reset is in seconds from now (the same
+// value as t), not a Unix time. A denied request gets 429 Too Many Requests
+// with Retry-After in whole seconds, rounded up and never 0, and a short
+// body: plain text, or JSON when the request accepts application/json.
+//
+// Requests are keyed by client IP by default. The client IP is the
+// connection's remote address; Forwarded and X-Forwarded-For are read only
+// when the remote address is a trusted proxy, from the right, skipping
+// trusted hops, so a client cannot choose its own key by sending those
+// headers. IPv6 clients are grouped by prefix (/64 by default), so that one
+// host cannot escape its limit by rotating addresses.
+//
+// When the store fails, the middleware fails open by default (the request
+// is served, the error goes to Config.OnError) or, with FailClosed, answers
+// 503. It never panics on a store error.
+package httplimit
