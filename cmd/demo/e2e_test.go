@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// chromium returns the browser's path, or fails (CI=true) or skips, loudly.
+func chromium(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("demo e2e: no chromium on PATH under CI=true (apt-get install -y chromium)")
+	}
+	t.Skip("demo e2e: SKIPPING the browser test: no chromium on PATH; install it with apt-get install -y chromium")
+	return ""
+}
+
+// TestPageEndToEnd drives the page in headless Chromium as a person would:
+// a burst larger than the limit shows allowed then denied entries; a new
+// algorithm and parameter change the behaviour. It saves a screenshot to
+// $RATEKIT_SCREENSHOT (docs/demo.png is made this way) or a temp dir.
+func TestPageEndToEnd(t *testing.T) {
+	path := chromium(t)
+	ts := newTestServer(t)
+
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 1100),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+	ctx, cancel := context.WithTimeout(bctx, 90*time.Second)
+	defer cancel()
+
+	count := func(sel string) int {
+		t.Helper()
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(`+"`"+sel+"`"+`).length`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+
+	// The page loads with the token bucket; refill slowly, so nothing
+	// refills during the burst.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(ts.URL),
+		chromedp.WaitVisible(chromedp.ID("param-refill_interval_ms")),
+		chromedp.SetValue(chromedp.ID("param-refill_interval_ms"), "60000"),
+		chromedp.Click(chromedp.ID("apply")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the switch note", func() bool { return count("#log li.note") == 1 })
+
+	// A burst of 8 against a capacity of 5: 5 allowed, then 3 denied.
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.ID("burst"), "8"),
+		chromedp.Click(chromedp.ID("send-burst")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("8 entries", func() bool { return count("#log li.allowed, #log li.denied") == 8 })
+	if a, d := count("#log li.allowed"), count("#log li.denied"); a != 5 || d != 3 {
+		t.Fatalf("burst of 8 at capacity 5: %d allowed, %d denied", a, d)
+	}
+	order, err := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#log li:not(.note)")].reverse().map(li => li.className[0]).join("")`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if order != "aaaaaddd" {
+		t.Fatalf("entries, oldest first: %q, want allowed then denied", order)
+	}
+	waitFor("the state panel", func() bool { return text("#state") == "0 / 5" })
+	if h := text("#headers"); !contains(h, "HTTP 429", `RateLimit: "tokenbucket";r=0`, "Retry-After: 60") {
+		t.Fatalf("headers panel: %q", h)
+	}
+
+	// Switch to a fixed window of 2: a burst of 4 gives 2 and 2.
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.ID("clear")),
+		chromedp.SetValue(chromedp.ID("algorithm"), "fixedwindow"),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("algorithm").dispatchEvent(new Event("change"))`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.WaitVisible(chromedp.ID("param-limit")),
+		chromedp.SetValue(chromedp.ID("param-limit"), "2"),
+		chromedp.SetValue(chromedp.ID("param-window_ms"), "60000"),
+		chromedp.Click(chromedp.ID("apply")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the second switch note", func() bool { return count("#log li.note") == 1 })
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.ID("burst"), "4"),
+		chromedp.Click(chromedp.ID("send-burst")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("4 entries", func() bool { return count("#log li.allowed, #log li.denied") == 4 })
+	if a, d := count("#log li.allowed"), count("#log li.denied"); a != 2 || d != 2 {
+		t.Fatalf("fixed window of 2, burst of 4: %d allowed, %d denied", a, d)
+	}
+	waitFor("the new state", func() bool { return text("#state") == "0 / 2" })
+	if h := text("#headers"); !contains(h, `RateLimit-Policy: "fixedwindow";q=2;w=60`) {
+		t.Fatalf("headers panel after the switch: %q", h)
+	}
+
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := os.Getenv("RATEKIT_SCREENSHOT")
+	if out == "" {
+		out = filepath.Join(t.TempDir(), "demo.png")
+	}
+	if err := os.WriteFile(out, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s (%d bytes)", out, len(png))
+}
+
+func contains(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}

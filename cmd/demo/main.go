@@ -1,0 +1,118 @@
+// Command demo is ratekit's demo server: a web page where you send requests
+// one at a time or in bursts and watch a limiter allow and deny them, with
+// its state and the rate-limit response headers, for every algorithm.
+//
+//	go run ./cmd/demo                      # in-process memory store, no Redis
+//	go run ./cmd/demo -addr :9090
+//	go run ./cmd/demo -redis redis://localhost:6379 -client rueidis
+//
+// It stops cleanly on SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+
+	"github.com/ratekit/ratekit/core"
+	goredisstore "github.com/ratekit/ratekit/store/goredis"
+	"github.com/ratekit/ratekit/store/memory"
+	rueidisstore "github.com/ratekit/ratekit/store/rueidis"
+)
+
+func main() {
+	addr := flag.String("addr", ":8080", "address to listen on")
+	redisURL := flag.String("redis", "", "Redis URL (redis://host:port); empty: the in-process memory store")
+	client := flag.String("client", "goredis", "Redis client with -redis: goredis or rueidis")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *addr, *redisURL, *client, os.Stdout); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// run serves the demo on addr until ctx ends, then shuts down gracefully.
+func run(ctx context.Context, addr, redisURL, client string, out io.Writer) error {
+	runner, name, closeStore, err := openStore(redisURL, client)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	s, err := newServer(runner, name)
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 5 * time.Second}
+	fmt.Fprintf(out, "ratekit demo on http://%s (store: %s)\n", l.Addr(), name)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	fmt.Fprintln(out, "ratekit demo stopped")
+	return nil
+}
+
+// openStore returns the memory store, or a Redis store for redisURL.
+func openStore(redisURL, client string) (core.ScriptRunner, string, func(), error) {
+	if redisURL == "" {
+		m, err := memory.New()
+		if err != nil {
+			return nil, "", nil, err
+		}
+		return m, "memory", func() { m.Close() }, nil
+	}
+	u, err := url.Parse(redisURL)
+	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+		return nil, "", nil, fmt.Errorf("-redis %q: want redis://host:port", redisURL)
+	}
+	switch client {
+	case "goredis":
+		opt, err := redis.ParseURL(redisURL)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		opt.MaxRetries = -1
+		c := redis.NewClient(opt)
+		return goredisstore.New(c), "go-redis at " + u.Host, func() { c.Close() }, nil
+	case "rueidis":
+		opt, err := rueidis.ParseURL(redisURL)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		c, err := rueidis.NewClient(opt)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		return rueidisstore.New(c), "rueidis at " + u.Host, c.Close, nil
+	}
+	return nil, "", nil, fmt.Errorf("-client %q: want goredis or rueidis", client)
+}
