@@ -29,7 +29,6 @@ type algorithm struct {
 	build  func(r core.ScriptRunner, prefix string, p map[string]int64) (core.Limiter, error)
 }
 
-
 func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 
 var algorithms = []algorithm{
