@@ -6,7 +6,7 @@ RAPID_CHECKS ?= 100
 RAPID_STEPS ?= 30
 export RAPID_CHECKS RAPID_STEPS
 
-.PHONY: test fmt-check vet soak bench
+.PHONY: test fmt-check vet soak bench fuzz
 
 test: fmt-check vet
 	$(GO) test -race -count=1 -timeout 30m ./...
@@ -17,9 +17,18 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
-# Long property runs: conformance on every store and the seed parity tests.
+# Long runs: property checks on every store, seed parity, a million keys in
+# the memory store.
 soak:
-	RAPID_CHECKS=3000 RAPID_STEPS=200 $(GO) test -race -count=1 -timeout 90m -run 'Conformance|Seed' ./...
+	RAPID_CHECKS=3000 RAPID_STEPS=200 $(GO) test -race -count=1 -timeout 90m -run 'Conformance|Seed|Cluster' ./...
+	RATEKIT_MEMORY_KEYS=1000000 $(GO) test -count=1 -run ManyKeys -bench ManyKeys -benchtime 300000x ./store/memory/
+
+# Each fuzz target for FUZZTIME; make test replays the committed corpus.
+FUZZTIME ?= 30s
+fuzz:
+	for f in FuzzConfig FuzzKeyAndCost FuzzClientIP; do \
+		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./internal/faulttest/ || exit 1; \
+	done
 
 # Per-store benchmarks (each starts its own redis-server).
 bench:

@@ -9,6 +9,7 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.79
 	github.com/valkey-io/valkey-go v1.0.80
+	go.uber.org/goleak v1.3.0
 	pgregory.net/rapid v1.3.0
 )
 

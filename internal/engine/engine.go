@@ -54,6 +54,9 @@ func (e *Engine) Limit() int64 { return e.limit }
 
 // Decide validates the call and runs s for key at cost n in mode.
 func (e *Engine) Decide(ctx context.Context, s *core.Script, key string, n int64, mode int64) (core.Decision, error) {
+	if err := keyspace.CheckKey(key); err != nil {
+		return core.Decision{}, err
+	}
 	if err := params.Cost(n, e.limit); err != nil {
 		return core.Decision{}, err
 	}

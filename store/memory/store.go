@@ -12,7 +12,7 @@ import (
 )
 
 const (
-	numShards = 64
+	numShards = 1024
 	// DefaultSweepInterval is how often the background sweep drops expired
 	// keys unless WithSweepInterval says otherwise.
 	DefaultSweepInterval = 10 * time.Second

@@ -1,0 +1,67 @@
+package faulttest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/ratekit/ratekit/core"
+	goredisstore "github.com/ratekit/ratekit/store/goredis"
+	"github.com/ratekit/ratekit/store/memory"
+	redigostore "github.com/ratekit/ratekit/store/redigo"
+	rueidisstore "github.com/ratekit/ratekit/store/rueidis"
+	valkeystore "github.com/ratekit/ratekit/store/valkey"
+)
+
+// adapter opens a fresh, independent client of one kind for a server, as
+// a separate application process would; closed when t ends.
+type adapter struct {
+	name string
+	open func(t *testing.T, addr string) core.ScriptRunner
+}
+
+var adapters = []adapter{
+	{"goredis", func(t *testing.T, addr string) core.ScriptRunner {
+		c := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true, PoolSize: 32})
+		t.Cleanup(func() { c.Close() })
+		return goredisstore.New(c)
+	}},
+	{"rueidis", func(t *testing.T, addr string) core.ScriptRunner {
+		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true, ForceSingleClient: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return rueidisstore.New(c)
+	}},
+	{"redigo", func(t *testing.T, addr string) core.ScriptRunner {
+		p := &redis.Pool{MaxIdle: 32, Dial: func() (redis.Conn, error) {
+			return redis.Dial("tcp", addr, redis.DialConnectTimeout(time.Second))
+		}}
+		t.Cleanup(func() { p.Close() })
+		return redigostore.New(p)
+	}},
+	{"valkey", func(t *testing.T, addr string) core.ScriptRunner {
+		c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, DisableCache: true, ForceSingleClient: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return valkeystore.New(c)
+	}},
+}
+
+// memoryAdapter shares one memory store between its "clients": the store
+// is the server.
+func memoryAdapter(t *testing.T) adapter {
+	s, err := memory.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return adapter{"memory", func(*testing.T, string) core.ScriptRunner { return s }}
+}
