@@ -56,7 +56,7 @@ func FuzzConfig(f *testing.F) {
 		f.Add(kind, int64(-1), int64(-1), int64(-1), "{")
 		f.Add(kind, int64(1<<63-1), int64(1<<63-1), int64(1<<63-1), "}")
 		f.Add(kind, int64(-1<<63), int64(-1<<63), int64(-1<<63), "\xff\x00")
-		f.Add(kind, int64(1), int64(1), int64(1), "ns")   // 1 ns
+		f.Add(kind, int64(1), int64(1), int64(1), "ns")    // 1 ns
 		f.Add(kind, int64(1), int64(1), int64(1500), "µs") // 1.5 µs
 		f.Add(kind, int64(1<<50), int64(1<<50), int64(time.Microsecond), "")
 		f.Add(kind, int64(10001), int64(3), int64(24*time.Hour), "")
