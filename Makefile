@@ -6,7 +6,7 @@ RAPID_CHECKS ?= 100
 RAPID_STEPS ?= 30
 export RAPID_CHECKS RAPID_STEPS
 
-.PHONY: test fmt-check vet soak bench fuzz
+.PHONY: test fmt-check vet soak bench gobench fuzz
 
 test: fmt-check vet
 	$(GO) test -race -count=1 -timeout 30m ./...
@@ -30,6 +30,14 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./internal/faulttest/ || exit 1; \
 	done
 
-# Per-store benchmarks (each starts its own redis-server).
+# The benchmark harness (its own module, bench/peers): every algorithm on
+# every store and the peer libraries, interleaved rounds, redis-benchmark
+# ceilings; writes bench/RESULTS.md and bench/throughput.png. BENCHFLAGS
+# selects subsets, e.g. BENCHFLAGS="-stores rueidis -algorithms gcra".
+BENCHFLAGS ?=
 bench:
+	cd bench/peers && $(GO) run . -out .. $(BENCHFLAGS)
+
+# The per-store go test benchmarks (each starts its own redis-server).
+gobench:
 	$(GO) test -run '^$$' -bench . -benchmem ./store/...

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"encoding/csv"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// ceiling is redis-benchmark's rate for one script, pipelined 16 deep and
+// not pipelined, from 50 connections.
+type ceiling struct{ p16, p1 float64 }
+
+// seedArgs are the guide's token bucket arguments: capacity, refill rate,
+// refill interval, now (fixed: nothing refills, nothing is denied).
+var seedArgs = []string{strconv.FormatInt(big, 10), "1", "1000000", "1700000000000000"}
+
+// scriptSource reads an algorithm's Lua from the repository.
+func scriptSource(name string) (string, error) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "algorithms", name, name+".lua"))
+	return string(b), err
+}
+
+func measureCeilings(addr string, o options, res *results) error {
+	bin, err := exec.LookPath("redis-benchmark")
+	if err != nil {
+		return fmt.Errorf("redis-benchmark not found (it comes with redis-server): %w", err)
+	}
+	port := addr[strings.LastIndexByte(addr, ':')+1:]
+	type script struct {
+		name string
+		lua  string
+		args []string
+	}
+	var scripts []script
+	seed, err := os.ReadFile(filepath.Join("..", "..", "algorithms", "tokenbucket", "testdata", "seed_tokenbucket.lua"))
+	if err != nil {
+		return err
+	}
+	scripts = append(scripts, script{"seed tokenbucket", string(seed), seedArgs})
+	for _, a := range algos {
+		if !want(o.algorithms, a.name) {
+			continue
+		}
+		lua, err := scriptSource(a.name)
+		if err != nil {
+			return err
+		}
+		scripts = append(scripts, script{a.name, lua, a.ceilingArgs})
+	}
+	for _, s := range scripts {
+		sha, err := command(addr, "SCRIPT", "LOAD", s.lua)
+		if err != nil {
+			return fmt.Errorf("SCRIPT LOAD %s: %w", s.name, err)
+		}
+		var c ceiling
+		for _, p := range []int{16, 1} {
+			n := o.ceilingReqs
+			if p == 1 {
+				n /= 4
+			}
+			args := []string{"-h", "127.0.0.1", "-p", port, "-n", strconv.Itoa(n), "-c", "50", "-P", strconv.Itoa(p), "-r", strconv.Itoa(numKeys), "--csv",
+				"EVALSHA", sha, "1", "ceil:" + strings.ReplaceAll(s.name, " ", "-") + ":{__rand_int__}"}
+			args = append(args, s.args...)
+			out, err := exec.Command(bin, args...).Output()
+			if err != nil {
+				return fmt.Errorf("redis-benchmark %s: %w", s.name, err)
+			}
+			rps, err := parseRPS(string(out))
+			if err != nil {
+				return fmt.Errorf("redis-benchmark %s: %w: %s", s.name, err, out)
+			}
+			if p == 16 {
+				c.p16 = rps
+			} else {
+				c.p1 = rps
+			}
+		}
+		res.ceilings[s.name] = append(res.ceilings[s.name], c)
+	}
+	return nil
+}
+
+// parseRPS reads the rps column of redis-benchmark --csv output.
+func parseRPS(out string) (float64, error) {
+	recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil {
+		return 0, err
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		if len(recs[i]) >= 2 {
+			if v, err := strconv.ParseFloat(recs[i][1], 64); err == nil {
+				return v, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("no rps in output")
+}

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func field(ss []sample, f func(sample) float64) []float64 {
+	out := make([]float64, len(ss))
+	for i, s := range ss {
+		out[i] = f(s)
+	}
+	return out
+}
+
+func (r *results) ops(k caseKey) (med, lo, hi float64) {
+	v := field(r.samples[k], func(s sample) float64 { return s.ops })
+	if len(v) == 0 {
+		return math.NaN(), math.NaN(), math.NaN()
+	}
+	return median(v), slices.Min(v), slices.Max(v)
+}
+
+// ratio is the median over rounds of a/b, both measured in the same round.
+func (r *results) ratio(a, b caseKey) float64 {
+	sa, sb := r.samples[a], r.samples[b]
+	var v []float64
+	for i := 0; i < len(sa) && i < len(sb); i++ {
+		v = append(v, sa[i].ops/sb[i].ops)
+	}
+	return median(v)
+}
+
+// ceilingRatio is the median over rounds of a case's rate over the
+// ceiling of its script measured in the same round.
+func (r *results) ceilingRatio(k caseKey, script string) float64 {
+	ss, cs := r.samples[k], r.ceilings[script]
+	var v []float64
+	for i := 0; i < len(ss) && i < len(cs); i++ {
+		v = append(v, ss[i].ops/cs[i].p16)
+	}
+	return median(v)
+}
+
+func human(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "–"
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+func dur(v float64) string {
+	d := time.Duration(v)
+	switch {
+	case math.IsNaN(v):
+		return "–"
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.2fms", float64(d)/1e6)
+	case d >= time.Microsecond:
+		return fmt.Sprintf("%.1fµs", float64(d)/1e3)
+	}
+	return fmt.Sprintf("%dns", d.Nanoseconds())
+}
+
+func (r *results) series() []string {
+	var out []string
+	for _, s := range storeNames {
+		out = append(out, "ratekit/"+s)
+	}
+	return append(out, peerNames...)
+}
+
+func (r *results) has(k caseKey) bool { return len(r.samples[k]) > 0 }
+
+func (r *results) markdown(o options) string {
+	var b strings.Builder
+	w := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
+	w("# ratekit benchmark results\n\n")
+	w("Made by `make bench` (`bench/peers`), %s. Machine: %s. The harness, its clients and redis-server share these cores.\n\n", r.env.date, r.env)
+	w("%d interleaved rounds of %v per case (%d keys, chosen at random per request); every figure is the median over rounds, with [min–max] for throughput. Ratios are taken within a round, then the median. Allocations and bytes are per decision for the whole process (client, harness and, for the memory store, the store). Total time %v.\n\n", o.rounds, o.duration, numKeys, r.elapsed.Round(time.Second))
+
+	w("![decisions per second against goroutines, token bucket](throughput.png)\n\n")
+	w("## Token bucket, nothing denied: decisions/s\n\n| series |")
+	for _, g := range o.goroutines {
+		w(" %d goroutines |", g)
+	}
+	w("\n|---|")
+	for range o.goroutines {
+		w("---|")
+	}
+	w("\n")
+	for _, s := range r.series() {
+		if !r.has(caseKey{s, "tokenbucket", "open", o.goroutines[0]}) {
+			continue
+		}
+		w("| %s |", s)
+		for _, g := range o.goroutines {
+			m, lo, hi := r.ops(caseKey{s, "tokenbucket", "open", g})
+			w(" %s [%s–%s] |", human(m), human(lo), human(hi))
+		}
+		w("\n")
+	}
+
+	gMax := o.goroutines[len(o.goroutines)-1]
+	w("\n## Every algorithm on every store at %d goroutines, nothing denied\n\n", gMax)
+	w("| store | algorithm | decisions/s | p50 | p99 | allocs/op | bytes/op | of the script's -P16 ceiling |\n|---|---|---|---|---|---|---|---|\n")
+	for _, st := range storeNames {
+		for _, a := range algos {
+			k := caseKey{"ratekit/" + st, a.name, "open", gMax}
+			if !r.has(k) {
+				continue
+			}
+			ss := r.samples[k]
+			m, lo, hi := r.ops(k)
+			frac := "–"
+			if st != "memory" && len(r.ceilings[a.name]) > 0 {
+				frac = fmt.Sprintf("%.2f", r.ceilingRatio(k, a.name))
+			}
+			w("| %s | %s | %s [%s–%s] | %s | %s | %.1f | %.0f | %s |\n", st, a.name, human(m), human(lo), human(hi),
+				dur(median(field(ss, func(s sample) float64 { return float64(s.p50) }))),
+				dur(median(field(ss, func(s sample) float64 { return float64(s.p99) }))),
+				median(field(ss, func(s sample) float64 { return s.allocs })),
+				median(field(ss, func(s sample) float64 { return s.bytes })), frac)
+		}
+	}
+
+	if len(r.ceilings) > 0 {
+		w("\n## The server's ceiling per script (redis-benchmark, 50 connections, EVALSHA, 10 000 keys)\n\n| script | -P 16 | -P 1 |\n|---|---|---|\n")
+		names := []string{"seed tokenbucket"}
+		for _, a := range algos {
+			names = append(names, a.name)
+		}
+		for _, n := range names {
+			cs := r.ceilings[n]
+			if len(cs) == 0 {
+				continue
+			}
+			w("| %s | %s | %s |\n", n, human(median(field2(cs, func(c ceiling) float64 { return c.p16 }))), human(median(field2(cs, func(c ceiling) float64 { return c.p1 }))))
+		}
+	}
+
+	w("\n## 90%% of requests denied, 64 goroutines\n\n| store | algorithm | decisions/s | denied | p99 | allocs/op |\n|---|---|---|---|---|---|\n")
+	for _, st := range storeNames {
+		for _, a := range algos {
+			k := caseKey{"ratekit/" + st, a.name, "deny90", 64}
+			if !r.has(k) {
+				continue
+			}
+			ss := r.samples[k]
+			m, _, _ := r.ops(k)
+			w("| %s | %s | %s | %.0f%% | %s | %.1f |\n", st, a.name, human(m),
+				100*median(field(ss, func(s sample) float64 { return s.denied })),
+				dur(median(field(ss, func(s sample) float64 { return float64(s.p99) }))),
+				median(field(ss, func(s sample) float64 { return s.allocs })))
+		}
+	}
+	w("\n%s", r.targets(o))
+	return b.String()
+}
+
+func field2(cs []ceiling, f func(ceiling) float64) []float64 {
+	out := make([]float64, len(cs))
+	for i, c := range cs {
+		out[i] = f(c)
+	}
+	return out
+}
+
+// chart plots token-bucket throughput against goroutines, one line per
+// store and peer, log-log.
+func (r *results) chart(path string) error {
+	p := plot.New()
+	p.Title.Text = "Token bucket, nothing denied (median of rounds)"
+	p.X.Label.Text = "goroutines"
+	p.Y.Label.Text = "decisions per second"
+	p.X.Scale = plot.LogScale{}
+	p.Y.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	i := 0
+	for _, s := range r.series() {
+		var pts plotter.XYs
+		for k := range r.samples {
+			if k.series == s && k.algo == "tokenbucket" && k.workload == "open" {
+				m, _, _ := r.ops(k)
+				pts = append(pts, plotter.XY{X: float64(k.g), Y: m})
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		slices.SortFunc(pts, func(a, b plotter.XY) int { return int(a.X - b.X) })
+		l, sc, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return err
+		}
+		c := plotutil.Color(i)
+		l.Color, sc.Color = c, c
+		if !strings.HasPrefix(s, "ratekit/") {
+			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			l.Color = color.RGBA{R: c.(color.RGBA).R, G: c.(color.RGBA).G, B: c.(color.RGBA).B, A: 160}
+		}
+		sc.Shape = plotutil.Shape(i)
+		p.Add(l, sc)
+		p.Legend.Add(s, l, sc)
+		i++
+	}
+	return p.Save(9*vg.Inch, 6*vg.Inch, path)
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// sample is one case measured once.
+type sample struct {
+	ops      float64 // decisions per second
+	p50, p99 time.Duration
+	allocs   float64 // per decision, whole process
+	bytes    float64
+	denied   float64 // fraction
+	errors   int64
+}
+
+// caseKey names a case: a series (store or peer), an algorithm, a
+// workload ("open" or "deny90") and a concurrency.
+type caseKey struct {
+	series, algo, workload string
+	g                      int
+}
+
+const numKeys = 10000
+
+// measure runs decide from g goroutines for d, over numKeys keys.
+func measure(decide decideFunc, g int, d time.Duration, keys []string) sample {
+	ctx := context.Background()
+	// Warm up: connections, scripts, the first touch of each key.
+	warm := time.Now().Add(d / 8)
+	var wg sync.WaitGroup
+	for w := 0; w < g; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(w), 1))
+			for time.Now().Before(warm) {
+				decide(ctx, keys[r.IntN(len(keys))])
+			}
+		}()
+	}
+	wg.Wait()
+
+	var ops, denied, errs atomic.Int64
+	lats := make([][]time.Duration, g)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	deadline := start.Add(d)
+	for w := 0; w < g; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(w), 2))
+			lat := make([]time.Duration, 0, 4096)
+			var n, den, e int64
+			for i := 0; ; i++ {
+				t0 := time.Now()
+				if !t0.Before(deadline) {
+					break
+				}
+				ok, err := decide(ctx, keys[r.IntN(len(keys))])
+				el := time.Since(t0)
+				if len(lat) < cap(lat) {
+					lat = append(lat, el)
+				} else {
+					lat[i%len(lat)] = el
+				}
+				n++
+				if err != nil {
+					e++
+				} else if !ok {
+					den++
+				}
+			}
+			lats[w] = lat
+			ops.Add(n)
+			denied.Add(den)
+			errs.Add(e)
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	runtime.ReadMemStats(&after)
+	var all []time.Duration
+	for _, l := range lats {
+		all = append(all, l...)
+	}
+	slices.Sort(all)
+	n := float64(ops.Load())
+	s := sample{
+		ops:    n / elapsed.Seconds(),
+		allocs: float64(after.Mallocs-before.Mallocs) / n,
+		bytes:  float64(after.TotalAlloc-before.TotalAlloc) / n,
+		denied: float64(denied.Load()) / n,
+		errors: errs.Load(),
+	}
+	if len(all) > 0 {
+		s.p50 = all[len(all)/2]
+		s.p99 = all[len(all)*99/100]
+	}
+	return s
+}
+
+// results holds every sample of every round.
+type results struct {
+	samples  map[caseKey][]sample
+	rounds   [][]caseKey // the order cases ran in, per round
+	ceilings map[string][]ceiling
+	env      environment
+	elapsed  time.Duration
+}
+
+// job is one case ready to run: built once, measured every round.
+type job struct {
+	key    caseKey
+	decide decideFunc
+}
+
+func runAll(ctx context.Context, o options, addr string) (*results, error) {
+	keys := make([]string, numKeys)
+	for i := range keys {
+		keys[i] = "user:" + strconv.Itoa(i)
+	}
+	res := &results{samples: map[caseKey][]sample{}, ceilings: map[string][]ceiling{}}
+	var jobs []job
+	var closers []func()
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
+	for _, st := range storeNames {
+		if !want(o.stores, st) {
+			continue
+		}
+		runner, closeFn, err := openStore(st, addr)
+		if err != nil {
+			return nil, fmt.Errorf("store %s: %w", st, err)
+		}
+		closers = append(closers, closeFn)
+		for _, a := range algos {
+			if !want(o.algorithms, a.name) {
+				continue
+			}
+			prefix := fmt.Sprintf("bench:%s:%s:", st, a.name)
+			open, err := a.open(runner, prefix+"open:")
+			if err != nil {
+				return nil, err
+			}
+			for _, g := range o.goroutines {
+				jobs = append(jobs, job{caseKey{"ratekit/" + st, a.name, "open", g}, allowFunc(open)})
+			}
+			tight, err := a.tight(runner, prefix+"tight:")
+			if err != nil {
+				return nil, err
+			}
+			d90, err := deny90(ctx, open, tight, keys)
+			if err != nil {
+				return nil, fmt.Errorf("%s/%s: %w", st, a.name, err)
+			}
+			jobs = append(jobs, job{caseKey{"ratekit/" + st, a.name, "deny90", 64}, d90})
+		}
+	}
+	if o.peers {
+		for _, p := range peerNames {
+			decide, closeFn, err := openPeer(p, addr)
+			if err != nil {
+				return nil, fmt.Errorf("peer %s: %w", p, err)
+			}
+			closers = append(closers, closeFn)
+			for _, g := range o.goroutines {
+				jobs = append(jobs, job{caseKey{p, "tokenbucket", "open", g}, decide})
+			}
+		}
+	}
+	for r := 0; r < o.rounds; r++ {
+		// Interleave: every round runs every case once, in a fresh order,
+		// so that a noisy moment hurts one sample of many cases rather
+		// than every sample of one.
+		order := rand.Perm(len(jobs))
+		var ran []caseKey
+		for i, j := range order {
+			jb := jobs[j]
+			s := measure(jb.decide, jb.key.g, o.duration, keys)
+			res.samples[jb.key] = append(res.samples[jb.key], s)
+			ran = append(ran, jb.key)
+			if s.errors > 0 {
+				log.Printf("round %d: %v: %d errors", r+1, jb.key, s.errors)
+			}
+			if i%50 == 0 {
+				log.Printf("round %d/%d: %d/%d cases", r+1, o.rounds, i, len(jobs))
+			}
+		}
+		res.rounds = append(res.rounds, ran)
+		if o.ceilings {
+			if err := measureCeilings(addr, o, res); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/gomodule/redigo/redis"
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/sethvargo/go-limiter/memorystore"
+	"github.com/throttled/throttled/v2"
+	throttledstore "github.com/throttled/throttled/v2/store/goredisstore.v9"
+	"github.com/ulule/limiter/v3"
+	ulule "github.com/ulule/limiter/v3/drivers/store/redis"
+	"github.com/valkey-io/valkey-go"
+	"golang.org/x/time/rate"
+
+	"github.com/ratekit/ratekit/algorithms/fixedwindow"
+	"github.com/ratekit/ratekit/algorithms/gcra"
+	"github.com/ratekit/ratekit/algorithms/leakybucket"
+	"github.com/ratekit/ratekit/algorithms/slidingcounter"
+	"github.com/ratekit/ratekit/algorithms/slidinglog"
+	"github.com/ratekit/ratekit/algorithms/tokenbucket"
+	"github.com/ratekit/ratekit/core"
+	goredisstore "github.com/ratekit/ratekit/store/goredis"
+	"github.com/ratekit/ratekit/store/memory"
+	redigostore "github.com/ratekit/ratekit/store/redigo"
+	rueidisstore "github.com/ratekit/ratekit/store/rueidis"
+	valkeystore "github.com/ratekit/ratekit/store/valkey"
+)
+
+// decideFunc makes one decision for key and reports whether it was allowed.
+type decideFunc func(ctx context.Context, key string) (bool, error)
+
+var storeNames = []string{"memory", "goredis", "goredis-auto", "rueidis", "redigo", "valkey"}
+
+// openStore returns a ratekit store over a fresh client for addr.
+func openStore(name, addr string) (core.ScriptRunner, func(), error) {
+	switch name {
+	case "memory":
+		s, err := memory.New()
+		return s, func() { s.Close() }, err
+	case "goredis":
+		c := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1, PoolSize: 256})
+		return goredisstore.New(c), func() { c.Close() }, nil
+	case "goredis-auto":
+		c := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1, PoolSize: 256})
+		ap, err := c.AutoPipeline()
+		if err != nil {
+			return nil, nil, err
+		}
+		return goredisstore.New(ap), func() { ap.Close(); c.Close() }, nil
+	case "rueidis":
+		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+		if err != nil {
+			return nil, nil, err
+		}
+		return rueidisstore.New(c), c.Close, nil
+	case "redigo":
+		p := &redis.Pool{MaxIdle: 256, MaxActive: 256, Wait: true, Dial: func() (redis.Conn, error) { return redis.Dial("tcp", addr) }}
+		return redigostore.New(p), func() { p.Close() }, nil
+	case "valkey":
+		c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+		if err != nil {
+			return nil, nil, err
+		}
+		return valkeystore.New(c), c.Close, nil
+	}
+	return nil, nil, fmt.Errorf("unknown store %q", name)
+}
+
+// algo builds a limiter that never denies (open) and one that denies
+// everything after a key's first request (tight), and names the script's
+// parameters for redis-benchmark.
+type algo struct {
+	name  string
+	open  func(core.ScriptRunner, string) (core.Limiter, error)
+	tight func(core.ScriptRunner, string) (core.Limiter, error)
+	// ceilingArgs are the script's ARGV for one open decision in
+	// server-time mode, and lua its source (from a throwaway limiter's
+	// script is not exported, so the harness asks SCRIPT LOAD with the
+	// file it embeds: see ceilings.go).
+	ceilingArgs []string
+}
+
+const big = int64(1) << 30
+
+var algos = []algo{
+	{"tokenbucket",
+		func(r core.ScriptRunner, p string) (core.Limiter, error) {
+			return tokenbucket.New(r, tokenbucket.Config{Capacity: big, RefillRate: big, RefillInterval: time.Second, Prefix: p})
+		},
+		func(r core.ScriptRunner, p string) (core.Limiter, error) {
+			return tokenbucket.New(r, tokenbucket.Config{Capacity: 1, RefillRate: 1, RefillInterval: time.Hour, Prefix: p})
+		},
+		[]string{"-1", "1", strconv.FormatInt(big, 10), strconv.FormatInt(big, 10), "1000000", "0"}},
+	{"fixedwindow",
+		func(r core.ScriptRunner, p string) (core.Limiter, error) {
+			return fixedwindow.New(r, fixedwindow.Config{Limit: big, Window: time.Hour, Prefix: p})
+		},
+		func(r core.ScriptRunner, p string) (core.Limiter, error) {
+			return fixedwindow.New(r, fixedwindow.Config{Limit: 1, Window: time.Hour, Prefix: p})
+		},
+		[]string{"-1", "1", strconv.FormatInt(big, 10), "3600000000", "0"}},
+	{"slidinglog",
+		func(r core.ScriptRunner, p string) (core.Limiter, error) {
+			return slidinglog.New(r, slidinglog.Config{Limit: slidinglog.MaxLimit, Window: time.Second, Prefix: p})
+		},
+		func(r core.ScriptRunner, p string) (core.Limiter, error) {
+			return slidinglog.New(r, slidinglog.Config{Limit: 1, Window: time.Hour, Prefix: p})
+		},
+		[]string{"-1", "1", "10000", "1000000", "0"}},
+	{"slidingcounter",
+		func(r core.ScriptRunner, p string) (core.Limiter, error) {
+			return slidingcounter.New(r, slidingcounter.Config{Limit: big, Window: time.Second, Prefix: p})
+		},
+		func(r core.ScriptRunner, p string) (core.Limiter, error) {
+			return slidingcounter.New(r, slidingcounter.Config{Limit: 1, Window: time.Hour, Prefix: p})
+		},
+		[]string{"-1", "1", strconv.FormatInt(big, 10), "1000000", "0"}},
+	{"leakybucket",
+		func(r core.ScriptRunner, p string) (core.Limiter, error) {
+			return leakybucket.New(r, leakybucket.Config{Capacity: big, LeakRate: big, Per: time.Second, Prefix: p})
+		},
+		func(r core.ScriptRunner, p string) (core.Limiter, error) {
+			return leakybucket.New(r, leakybucket.Config{Capacity: 1, LeakRate: 1, Per: time.Hour, Prefix: p})
+		},
+		[]string{"-1", "1", strconv.FormatInt(big, 10), strconv.FormatInt(big, 10), "1000000", "0"}},
+	{"gcra",
+		func(r core.ScriptRunner, p string) (core.Limiter, error) {
+			return gcra.New(r, gcra.Config{Rate: big, Period: time.Second, Burst: big, Prefix: p})
+		},
+		func(r core.ScriptRunner, p string) (core.Limiter, error) {
+			return gcra.New(r, gcra.Config{Rate: 1, Period: time.Hour, Burst: 1, Prefix: p})
+		},
+		[]string{"-1", "1", strconv.FormatInt(big, 10), "1000000", strconv.FormatInt(big, 10), "0"}},
+}
+
+func allowFunc(l core.Limiter) decideFunc {
+	return func(ctx context.Context, key string) (bool, error) {
+		d, err := l.Allow(ctx, key)
+		return d.Allowed, err
+	}
+}
+
+// deny90 sends one request in ten (keys ending in 0) to an open limiter and
+// the rest to a tight one whose keys are already spent: 90% are denied.
+func deny90(ctx context.Context, open, tight core.Limiter, keys []string) (decideFunc, error) {
+	for i, k := range keys {
+		if i%10 != 0 {
+			if _, err := tight.Allow(ctx, k); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return func(ctx context.Context, key string) (bool, error) {
+		l := tight
+		if key[len(key)-1] == '0' {
+			l = open
+		}
+		d, err := l.Allow(ctx, key)
+		return d.Allowed, err
+	}, nil
+}
+
+var peerNames = []string{"redis_rate", "ulule", "throttled", "x/time/rate", "sethvargo"}
+
+// openPeer returns a peer library's decision for a token-bucket-like limit
+// so high nothing is denied.
+func openPeer(name, addr string) (decideFunc, func(), error) {
+	newClient := func() *goredis.Client {
+		return goredis.NewClient(&goredis.Options{Addr: addr, PoolSize: 256})
+	}
+	switch name {
+	case "redis_rate":
+		c := newClient()
+		l := redis_rate.NewLimiter(c)
+		lim := redis_rate.Limit{Rate: int(big), Burst: int(big), Period: time.Second}
+		return func(ctx context.Context, key string) (bool, error) {
+			r, err := l.Allow(ctx, key, lim)
+			if err != nil {
+				return false, err
+			}
+			return r.Allowed > 0, nil
+		}, func() { c.Close() }, nil
+	case "ulule":
+		c := newClient()
+		st, err := ulule.NewStoreWithOptions(c, limiter.StoreOptions{Prefix: "ulule", MaxRetry: 1})
+		if err != nil {
+			return nil, nil, err
+		}
+		l := limiter.New(st, limiter.Rate{Period: time.Second, Limit: big})
+		return func(ctx context.Context, key string) (bool, error) {
+			r, err := l.Get(ctx, key)
+			return err == nil && !r.Reached, err
+		}, func() { c.Close() }, nil
+	case "throttled":
+		c := newClient()
+		st, err := throttledstore.NewCtx(c, "throttled:")
+		if err != nil {
+			return nil, nil, err
+		}
+		l, err := throttled.NewGCRARateLimiterCtx(st, throttled.RateQuota{MaxRate: throttled.PerSec(1_000_000), MaxBurst: 1 << 20})
+		if err != nil {
+			return nil, nil, err
+		}
+		return func(ctx context.Context, key string) (bool, error) {
+			limited, _, err := l.RateLimitCtx(ctx, key, 1)
+			return !limited, err
+		}, func() { c.Close() }, nil
+	case "x/time/rate":
+		var m sync.Map
+		return func(_ context.Context, key string) (bool, error) {
+			v, ok := m.Load(key)
+			if !ok {
+				v, _ = m.LoadOrStore(key, rate.NewLimiter(rate.Limit(big), int(big)))
+			}
+			return v.(*rate.Limiter).Allow(), nil
+		}, func() {}, nil
+	case "sethvargo":
+		st, err := memorystore.New(&memorystore.Config{Tokens: uint64(big), Interval: time.Second})
+		if err != nil {
+			return nil, nil, err
+		}
+		return func(ctx context.Context, key string) (bool, error) {
+			_, _, _, ok, err := st.Take(ctx, key)
+			return ok, err
+		}, func() { st.Close(context.Background()) }, nil
+	}
+	return nil, nil, fmt.Errorf("unknown peer %q", name)
+}
