@@ -32,7 +32,9 @@ func (r *results) targets(o options) string {
 			w("| %s token bucket >= 2.5x redis_rate | %.2fx | %s |\n", st, v, mark(v >= 2.5))
 		}
 	}
-	allocs := func(k caseKey) float64 { return median(field(r.samples[k], func(s sample) float64 { return s.allocs })) }
+	allocs := func(k caseKey) float64 {
+		return median(field(r.samples[k], func(s sample) float64 { return s.allocs }))
+	}
 	if r.has(tb("ratekit/rueidis")) {
 		v := allocs(tb("ratekit/rueidis"))
 		w("| rueidis allocations per decision <= 4 | %.1f | %s |\n", v, mark(v <= 4))
