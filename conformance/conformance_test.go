@@ -20,8 +20,8 @@ type offByOne struct {
 	calls atomic.Int64
 }
 
-func (o *offByOne) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64) ([]int64, error) {
-	r, err := o.Store.RunScript(ctx, s, keys, args)
+func (o *offByOne) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
+	r, err := o.Store.RunScript(ctx, s, keys, args, reply)
 	if err == nil && len(r) > 1 && o.calls.Add(1)%7 == 0 {
 		r[1]++
 	}
@@ -35,14 +35,14 @@ type forgetful struct {
 	calls atomic.Int64
 }
 
-func (f *forgetful) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64) ([]int64, error) {
+func (f *forgetful) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
 	if f.calls.Add(1)%5 == 0 {
-		f.Store.RunScript(ctx, resetScript, keys, nil)
+		f.Store.RunScript(ctx, resetScript, keys, nil, nil)
 	}
-	return f.Store.RunScript(ctx, s, keys, args)
+	return f.Store.RunScript(ctx, s, keys, args, reply)
 }
 
-var resetScript = core.NewScript("del", "", func(tx core.Tx, keys []string, _ []int64) ([]int64, error) {
+var resetScript = core.NewScript("del", "", func(tx core.Tx, keys []string, _ []int64, _ []int64) ([]int64, error) {
 	for _, k := range keys {
 		tx.Del(k)
 	}

@@ -15,14 +15,14 @@ import (
 func ExampleNewScript() {
 	count := core.NewScript("count",
 		`local n = redis.call('INCR', KEYS[1]); redis.call('PEXPIRE', KEYS[1], 60000); return {n}`,
-		func(tx core.Tx, keys []string, _ []int64) ([]int64, error) {
+		func(tx core.Tx, keys []string, _ []int64, reply []int64) ([]int64, error) {
 			var n int64
 			if v, ok := tx.Get(keys[0]); ok {
 				n = v[0]
 			}
 			n++
 			tx.Put(keys[0], 1, time.Minute)[0] = n
-			return []int64{n}, nil
+			return append(reply, n), nil
 		}, false)
 
 	var runner core.ScriptRunner
@@ -30,7 +30,7 @@ func ExampleNewScript() {
 	defer store.Close()
 	runner = store
 	for i := 0; i < 2; i++ {
-		reply, err := runner.RunScript(context.Background(), count, []string{"calls"}, nil)
+		reply, err := runner.RunScript(context.Background(), count, []string{"calls"}, nil, nil)
 		fmt.Println(reply, err)
 	}
 	// Output:

@@ -6,11 +6,12 @@ import (
 )
 
 // TwinFunc is the Go twin of a script's Lua source: the same decision, made
-// against a [Tx] instead of Redis. keys and args are exactly those passed to
-// [ScriptRunner.RunScript]. A twin must make the same reply as the Lua source
-// for every state, time and argument, and must not retain tx, keys, args or
-// any slice obtained from tx after it returns.
-type TwinFunc func(tx Tx, keys []string, args []int64) ([]int64, error)
+// against a [Tx] instead of Redis. keys, args and reply are exactly those
+// passed to [ScriptRunner.RunScript]; the twin appends its reply to reply
+// and returns it. A twin must make the same reply as the Lua source for
+// every state, time and argument, and must not retain tx, keys, args, reply
+// or any slice obtained from tx after it returns.
+type TwinFunc func(tx Tx, keys []string, args []int64, reply []int64) ([]int64, error)
 
 // Script is one atomic algorithm step: Lua source for servers and a Go twin
 // for the memory store. Scripts are immutable and safe for concurrent use;

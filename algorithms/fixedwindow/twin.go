@@ -6,7 +6,7 @@ import (
 )
 
 // twin is fixedwindow.lua in Go. The stored value is {count, start_us}.
-func twin(tx core.Tx, keys []string, args []int64) ([]int64, error) {
+func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
 	key := keys[0]
 	now, n, limit, window, peek := args[0], args[1], args[2], args[3], args[4] == 1
 	clientClock := now >= 0
@@ -40,5 +40,5 @@ func twin(tx core.Tx, keys []string, args []int64) ([]int64, error) {
 		v := tx.Put(key, 2, params.TTL(reset, clientClock))
 		v[0], v[1] = count, start
 	}
-	return []int64{allowed, max(limit-count, 0), retry, reset}, nil
+	return append(reply, allowed, max(limit-count, 0), retry, reset), nil
 }

@@ -8,7 +8,7 @@ import (
 
 // twin is gcra.lua in Go. The stored value is {tat_us, frac}: the
 // theoretical arrival time tat_us + frac/rate µs.
-func twin(tx core.Tx, keys []string, args []int64) ([]int64, error) {
+func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
 	key := keys[0]
 	now, n, rate, period, burst, mode := args[0], args[1], args[2], args[3], args[4], args[5]
 	clientClock := now >= 0
@@ -59,5 +59,5 @@ func twin(tx core.Tx, keys []string, args []int64) ([]int64, error) {
 	if mode == engine.ModeAtMost && allowed == 1 {
 		allowed = m
 	}
-	return []int64{allowed, avail, retry, reset}, nil
+	return append(reply, allowed, avail, retry, reset), nil
 }

@@ -7,7 +7,7 @@ import (
 
 // twin is leakybucket.lua in Go. The stored value is
 // {level scaled by per_us, last_leak_us}.
-func twin(tx core.Tx, keys []string, args []int64) ([]int64, error) {
+func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
 	key := keys[0]
 	now, n, capacity, rate, per, peek := args[0], args[1], args[2], args[3], args[4], args[5] == 1
 	clientClock := now >= 0
@@ -44,5 +44,5 @@ func twin(tx core.Tx, keys []string, args []int64) ([]int64, error) {
 		v := tx.Put(key, 2, params.TTL(reset, clientClock))
 		v[0], v[1] = level, now
 	}
-	return []int64{allowed, (full - level) / per, retry, reset}, nil
+	return append(reply, allowed, (full - level) / per, retry, reset), nil
 }

@@ -7,7 +7,7 @@ import (
 
 // twin is slidingcounter.lua in Go. The stored value is
 // {window_number, previous, current}.
-func twin(tx core.Tx, keys []string, args []int64) ([]int64, error) {
+func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
 	key := keys[0]
 	now, n, limit, W, peek := args[0], args[1], args[2], args[3], args[4] == 1
 	clientClock := now >= 0
@@ -75,5 +75,5 @@ func twin(tx core.Tx, keys []string, args []int64) ([]int64, error) {
 	if d := limit*W - curr*W - prev*(W-e); d > 0 {
 		remaining = params.CeilDiv(d, W)
 	}
-	return []int64{allowed, remaining, retry, reset}, nil
+	return append(reply, allowed, remaining, retry, reset), nil
 }

@@ -9,7 +9,7 @@ import (
 
 // twin is slidinglog.lua in Go. The stored value is the sorted list of the
 // times (µs) of allowed units of cost, oldest first.
-func twin(tx core.Tx, keys []string, args []int64) ([]int64, error) {
+func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
 	key := keys[0]
 	now, n, limit, window, peek := args[0], args[1], args[2], args[3], args[4] == 1
 	clientClock := now >= 0
@@ -49,5 +49,5 @@ func twin(tx core.Tx, keys []string, args []int64) ([]int64, error) {
 	if allowed == 1 && !peek {
 		copy(tx.Put(key, len(live), params.TTL(reset, clientClock)), live)
 	}
-	return []int64{allowed, limit - count, retry, reset}, nil
+	return append(reply, allowed, limit - count, retry, reset), nil
 }

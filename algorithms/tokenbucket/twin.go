@@ -7,7 +7,7 @@ import (
 
 // twin is tokenbucket.lua in Go: same arguments, same reply, same steps.
 // The stored value is {tokens, last_refill_us}.
-func twin(tx core.Tx, keys []string, args []int64) ([]int64, error) {
+func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
 	key := keys[0]
 	now, n, capacity, rate, interval, peek := args[0], args[1], args[2], args[3], args[4], args[5] == 1
 	clientClock := now >= 0
@@ -57,5 +57,5 @@ func twin(tx core.Tx, keys []string, args []int64) ([]int64, error) {
 		v := tx.Put(key, 2, params.TTL(reset, clientClock))
 		v[0], v[1] = tokens, last
 	}
-	return []int64{allowed, tokens, retry, reset}, nil
+	return append(reply, allowed, tokens, retry, reset), nil
 }

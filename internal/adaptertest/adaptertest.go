@@ -29,7 +29,7 @@ type Harness struct {
 	Dead core.ScriptRunner
 }
 
-func noTwin(core.Tx, []string, []int64) ([]int64, error) { return nil, errors.New("no twin") }
+func noTwin(core.Tx, []string, []int64, []int64) ([]int64, error) { return nil, errors.New("no twin") }
 
 // Run runs the adapter tests as subtests of t.
 func Run(t *testing.T, h Harness) {
@@ -48,11 +48,11 @@ func Run(t *testing.T, h Harness) {
 		ro := core.NewScript("echo-ro", `return {tonumber(ARGV[1]) + 2}`, noTwin, true)
 		for i := int64(0); i < 3; i++ {
 			do(t, "SCRIPT", "FLUSH")
-			got, err := h.Runner.RunScript(ctx, s, []string{"adaptertest:{a}"}, []int64{i})
+			got, err := h.Runner.RunScript(ctx, s, []string{"adaptertest:{a}"}, []int64{i}, nil)
 			if err != nil || len(got) != 2 || got[0] != i+1 || got[1] != 1 {
 				t.Fatalf("after SCRIPT FLUSH: %v, %v", got, err)
 			}
-			got, err = h.Runner.RunScript(ctx, ro, nil, []int64{i})
+			got, err = h.Runner.RunScript(ctx, ro, nil, []int64{i}, nil)
 			if err != nil || len(got) != 1 || got[0] != i+2 {
 				t.Fatalf("read-only after SCRIPT FLUSH: %v, %v", got, err)
 			}
@@ -62,13 +62,13 @@ func Run(t *testing.T, h Harness) {
 	t.Run("ReadOnlyScriptsCannotWrite", func(t *testing.T) {
 		const lua = `redis.call('SET', KEYS[1], 'x'); return {1}`
 		key := []string{"adaptertest:{ro}"}
-		if _, err := h.Runner.RunScript(ctx, core.NewScript("w", lua, noTwin, true), key, nil); err == nil || !errors.Is(err, core.ErrStore) {
+		if _, err := h.Runner.RunScript(ctx, core.NewScript("w", lua, noTwin, true), key, nil, nil); err == nil || !errors.Is(err, core.ErrStore) {
 			t.Fatalf("a read-only script wrote (err = %v): not sent as EVALSHA_RO/EVAL_RO", err)
 		}
 		if v := do(t, "EXISTS", key[0]); v != "0" {
 			t.Fatalf("the read-only script's write took effect")
 		}
-		if _, err := h.Runner.RunScript(ctx, core.NewScript("w", lua, noTwin, false), key, nil); err != nil {
+		if _, err := h.Runner.RunScript(ctx, core.NewScript("w", lua, noTwin, false), key, nil, nil); err != nil {
 			t.Fatalf("the same script, not read-only: %v", err)
 		}
 	})
@@ -84,19 +84,19 @@ func Run(t *testing.T, h Harness) {
 			`return {1, 2.5, 'a'}`,
 			`return redis.status_reply('OK')`,
 		} {
-			got, err := h.Runner.RunScript(ctx, core.NewScript("bad", lua, noTwin, false), nil, nil)
+			got, err := h.Runner.RunScript(ctx, core.NewScript("bad", lua, noTwin, false), nil, nil, nil)
 			if !errors.Is(err, core.ErrStore) || !errors.Is(err, core.ErrUnexpectedReply) {
 				t.Errorf("%s: got %v, %v; want ErrStore and ErrUnexpectedReply", lua, got, err)
 			}
 		}
-		got, err := h.Runner.RunScript(ctx, core.NewScript("empty", `return {}`, noTwin, false), nil, nil)
+		got, err := h.Runner.RunScript(ctx, core.NewScript("empty", `return {}`, noTwin, false), nil, nil, nil)
 		if err != nil || len(got) != 0 {
 			t.Errorf("empty array: %v, %v", got, err)
 		}
 	})
 
 	t.Run("ScriptErrorsAreStoreErrors", func(t *testing.T) {
-		_, err := h.Runner.RunScript(ctx, core.NewScript("boom", `return redis.error_reply('ERR boom')`, noTwin, false), nil, nil)
+		_, err := h.Runner.RunScript(ctx, core.NewScript("boom", `return redis.error_reply('ERR boom')`, noTwin, false), nil, nil, nil)
 		if !errors.Is(err, core.ErrStore) || !strings.Contains(err.Error(), "boom") {
 			t.Fatalf("got %v; want ErrStore naming the server's error", err)
 		}
@@ -104,10 +104,10 @@ func Run(t *testing.T, h Harness) {
 
 	t.Run("KeysInDifferentSlotsAreRefused", func(t *testing.T) {
 		s := core.NewScript("two", `return {#KEYS}`, noTwin, false)
-		if got, err := h.Runner.RunScript(ctx, s, []string{"p:{a}:1", "p:{a}:2"}, nil); err != nil || got[0] != 2 {
+		if got, err := h.Runner.RunScript(ctx, s, []string{"p:{a}:1", "p:{a}:2"}, nil, nil); err != nil || got[0] != 2 {
 			t.Fatalf("keys in one slot: %v, %v", got, err)
 		}
-		if _, err := h.Runner.RunScript(ctx, s, []string{"p:{a}", "p:{b}"}, nil); !errors.Is(err, core.ErrStore) {
+		if _, err := h.Runner.RunScript(ctx, s, []string{"p:{a}", "p:{b}"}, nil, nil); !errors.Is(err, core.ErrStore) {
 			t.Fatalf("keys in two slots: %v; want ErrStore", err)
 		}
 	})
@@ -115,7 +115,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("ContextEnded", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		_, err := h.Runner.RunScript(cctx, core.NewScript("echo", `return {1}`, noTwin, false), nil, nil)
+		_, err := h.Runner.RunScript(cctx, core.NewScript("echo", `return {1}`, noTwin, false), nil, nil, nil)
 		if !errors.Is(err, core.ErrStore) || !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancelled context: %v; want ErrStore wrapping context.Canceled", err)
 		}
@@ -127,7 +127,7 @@ func Run(t *testing.T, h Harness) {
 		}
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		_, err := h.Dead.RunScript(cctx, core.NewScript("echo", `return {1}`, noTwin, false), nil, nil)
+		_, err := h.Dead.RunScript(cctx, core.NewScript("echo", `return {1}`, noTwin, false), nil, nil, nil)
 		if !errors.Is(err, core.ErrStore) {
 			t.Fatalf("unreachable server: %v; want ErrStore", err)
 		}

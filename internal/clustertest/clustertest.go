@@ -20,7 +20,7 @@ import (
 	"github.com/ratekit/ratekit/internal/slot"
 )
 
-func noTwin(core.Tx, []string, []int64) ([]int64, error) { return nil, errors.New("no twin") }
+func noTwin(core.Tx, []string, []int64, []int64) ([]int64, error) { return nil, errors.New("no twin") }
 
 // Run runs the cluster tests for runner, a store over a cluster client
 // connected to c. It fails over c's first master to its replica, so run it
@@ -63,7 +63,7 @@ func Run(t *testing.T, c *redistest.Cluster, runner core.ScriptRunner) {
 		two := core.NewScript("two", `return {#KEYS}`, noTwin, false)
 		for _, k := range keys {
 			ks := []string{keyspace.Key(prefix, k, ":1"), keyspace.Key(prefix, k, ":2")}
-			if got, err := runner.RunScript(ctx, two, ks, nil); err != nil || got[0] != 2 {
+			if got, err := runner.RunScript(ctx, two, ks, nil, nil); err != nil || got[0] != 2 {
 				t.Fatalf("two keys of %q: %v, %v", k, got, err)
 			}
 		}
@@ -81,7 +81,7 @@ func Run(t *testing.T, c *redistest.Cluster, runner core.ScriptRunner) {
 			t.Fatal("test keys share a slot")
 		}
 		two := core.NewScript("two", `return {#KEYS}`, noTwin, false)
-		if _, err := runner.RunScript(ctx, two, []string{a, b}, nil); !errors.Is(err, core.ErrStore) {
+		if _, err := runner.RunScript(ctx, two, []string{a, b}, nil, nil); !errors.Is(err, core.ErrStore) {
 			t.Fatalf("RunScript: %v", err)
 		}
 		if br, ok := runner.(core.BatchRunner); ok {

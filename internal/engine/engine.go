@@ -11,6 +11,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"sync"
+	"unsafe"
 
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/keyspace"
@@ -31,7 +33,24 @@ type Engine struct {
 	prefix string
 	limit  int64
 	params []int64
+	// borrowKeys: the runner copies any key it keeps, so a decision can
+	// lend it a key built in a reused buffer (the memory store).
+	borrowKeys bool
 }
+
+// keyCopier is implemented by stores that copy every key they keep.
+type keyCopier interface{ CopiesKeys() bool }
+
+// frame holds one decision's buffers, reused across calls, so that a
+// decision allocates nothing of its own.
+type frame struct {
+	keys  [1]string
+	args  [16]int64
+	reply [8]int64
+	key   []byte
+}
+
+var frames = sync.Pool{New: func() any { return &frame{key: make([]byte, 0, 96)} }}
 
 // New checks the shared configuration and returns an Engine. limit is the
 // Decision's Limit and the largest cost AllowN accepts; params are the
@@ -46,7 +65,11 @@ func New(runner core.ScriptRunner, clock core.Clock, prefix, defaultPrefix strin
 	if err := keyspace.CheckPrefix(prefix); err != nil {
 		return nil, err
 	}
-	return &Engine{runner: runner, clock: clock, prefix: prefix, limit: limit, params: params}, nil
+	e := &Engine{runner: runner, clock: clock, prefix: prefix, limit: limit, params: params}
+	if kc, ok := runner.(keyCopier); ok && kc.CopiesKeys() {
+		e.borrowKeys = true
+	}
+	return e, nil
 }
 
 // Limit returns the limit decisions report.
@@ -60,11 +83,28 @@ func (e *Engine) Decide(ctx context.Context, s *core.Script, key string, n int64
 	if err := params.Cost(n, e.limit); err != nil {
 		return core.Decision{}, err
 	}
-	reply, err := e.Run(ctx, s, key, n, mode)
+	now, err := params.Now(e.clock)
 	if err != nil {
 		return core.Decision{}, err
 	}
-	return params.Decision(reply, e.limit)
+	f := frames.Get().(*frame)
+	if e.borrowKeys {
+		f.key = keyspace.AppendKey(f.key[:0], e.prefix, key, "")
+		f.keys[0] = unsafe.String(unsafe.SliceData(f.key), len(f.key))
+	} else {
+		f.keys[0] = keyspace.Key(e.prefix, key, "")
+	}
+	args := append(f.args[:0], now, n)
+	args = append(args, e.params...)
+	args = append(args, mode)
+	var d core.Decision
+	reply, err := e.runner.RunScript(ctx, s, f.keys[:], args, f.reply[:0])
+	if err == nil {
+		d, err = params.Decision(reply, e.limit)
+	}
+	f.keys[0] = ""
+	frames.Put(f)
+	return d, err
 }
 
 // Run validates key and the clock, runs s, and returns the raw reply. It
@@ -77,7 +117,7 @@ func (e *Engine) Run(ctx context.Context, s *core.Script, key string, n int64, m
 	if err != nil {
 		return nil, err
 	}
-	return e.runner.RunScript(ctx, s, []string{keyspace.Key(e.prefix, key, "")}, e.args(now, n, mode))
+	return e.runner.RunScript(ctx, s, []string{keyspace.Key(e.prefix, key, "")}, e.args(now, n, mode), nil)
 }
 
 // args returns a script's arguments: now, n, the parameters, mode.
@@ -93,7 +133,7 @@ func (e *Engine) Reset(ctx context.Context, key string) error {
 	if err := keyspace.CheckKey(key); err != nil {
 		return err
 	}
-	_, err := e.runner.RunScript(ctx, keyspace.ResetScript, []string{keyspace.Key(e.prefix, key, "")}, nil)
+	_, err := e.runner.RunScript(ctx, keyspace.ResetScript, []string{keyspace.Key(e.prefix, key, "")}, nil, nil)
 	return err
 }
 
@@ -129,7 +169,7 @@ func (e *Engine) AllowMany(ctx context.Context, s *core.Script, reqs []core.Requ
 	} else {
 		results = make([]core.ScriptResult, len(calls))
 		for j, c := range calls {
-			results[j].Reply, results[j].Err = e.runner.RunScript(ctx, c.Script, c.Keys, c.Args)
+			results[j].Reply, results[j].Err = e.runner.RunScript(ctx, c.Script, c.Keys, c.Args, nil)
 		}
 	}
 	for j, res := range results {

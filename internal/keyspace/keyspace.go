@@ -43,25 +43,27 @@ func Key(prefix, key, suffix string) string {
 	if !strings.ContainsAny(key, "%{}") {
 		return prefix + "{" + key + "}" + suffix
 	}
-	var b strings.Builder
-	b.Grow(len(prefix) + len(key) + len(suffix) + 8)
-	b.WriteString(prefix)
-	b.WriteByte('{')
+	return string(AppendKey(make([]byte, 0, len(prefix)+len(key)+len(suffix)+8), prefix, key, suffix))
+}
+
+// AppendKey appends Key(prefix, key, suffix) to dst.
+func AppendKey(dst []byte, prefix, key, suffix string) []byte {
+	dst = append(dst, prefix...)
+	dst = append(dst, '{')
 	for i := 0; i < len(key); i++ {
 		switch c := key[i]; c {
 		case '%':
-			b.WriteString("%25")
+			dst = append(dst, "%25"...)
 		case '{':
-			b.WriteString("%7B")
+			dst = append(dst, "%7B"...)
 		case '}':
-			b.WriteString("%7D")
+			dst = append(dst, "%7D"...)
 		default:
-			b.WriteByte(c)
+			dst = append(dst, c)
 		}
 	}
-	b.WriteByte('}')
-	b.WriteString(suffix)
-	return b.String()
+	dst = append(dst, '}')
+	return append(dst, suffix...)
 }
 
 // Tag returns the Redis Cluster hash tag of a storage key: the part between

@@ -8,12 +8,12 @@ const resetLua = `return {redis.call('DEL', unpack(KEYS))}`
 // algorithm's Reset runs it.
 var ResetScript = core.NewScript("reset", resetLua, resetTwin, false)
 
-func resetTwin(tx core.Tx, keys []string, _ []int64) ([]int64, error) {
+func resetTwin(tx core.Tx, keys []string, _ []int64, reply []int64) ([]int64, error) {
 	var n int64
 	for _, k := range keys {
 		if tx.Del(k) {
 			n++
 		}
 	}
-	return []int64{n}, nil
+	return append(reply, n), nil
 }

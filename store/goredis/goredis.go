@@ -83,7 +83,7 @@ func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core
 	p, ok := r.c.(pipeliner)
 	if !ok {
 		for i, c := range calls {
-			out[i].Reply, out[i].Err = r.RunScript(ctx, c.Script, c.Keys, c.Args)
+			out[i].Reply, out[i].Err = r.RunScript(ctx, c.Script, c.Keys, c.Args, nil)
 		}
 		return out
 	}
@@ -121,7 +121,7 @@ func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core
 	}
 	for i, cmd := range cmds {
 		if cmd != nil {
-			out[i].Reply, out[i].Err = reply(calls[i].Script, cmd)
+			out[i].Reply, out[i].Err = result(calls[i].Script, cmd, nil)
 		}
 	}
 	return out
@@ -138,7 +138,7 @@ func argv(args []int64) []any {
 // RunScript runs s with EVALSHA (EVALSHA_RO when s is read-only), and with
 // EVAL (EVAL_RO) when the server does not know the script. The reply must be
 // an array of integers.
-func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64) ([]int64, error) {
+func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
 	if r == nil || r.c == nil {
 		return nil, fmt.Errorf("%w: goredis: Runner has no client", core.ErrStore)
 	}
@@ -158,11 +158,11 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 			cmd = r.c.Eval(ctx, s.Lua(), keys, a...)
 		}
 	}
-	return reply(s, cmd)
+	return result(s, cmd, reply)
 }
 
-// reply checks a script command's outcome and decodes its reply.
-func reply(s *core.Script, cmd *redis.Cmd) ([]int64, error) {
+// result checks a script command's outcome and appends its reply to buf.
+func result(s *core.Script, cmd *redis.Cmd, buf []int64) ([]int64, error) {
 	v, err := cmd.Result()
 	if err == redis.Nil {
 		return nil, fmt.Errorf("%w: %w: goredis: script %q replied nil, want an array of integers", core.ErrStore, core.ErrUnexpectedReply, s.Name())
@@ -170,7 +170,7 @@ func reply(s *core.Script, cmd *redis.Cmd) ([]int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: goredis: script %q: %w", core.ErrStore, s.Name(), err)
 	}
-	return decode(s, v)
+	return decode(s, v, buf)
 }
 
 func isNoScript(err error) bool {
@@ -178,18 +178,17 @@ func isNoScript(err error) bool {
 }
 
 // decode checks the reply's shape: an array of integers, nothing else.
-func decode(s *core.Script, v any) ([]int64, error) {
+func decode(s *core.Script, v any, out []int64) ([]int64, error) {
 	arr, ok := v.([]any)
 	if !ok {
 		return nil, fmt.Errorf("%w: %w: goredis: script %q replied %T, want an array of integers", core.ErrStore, core.ErrUnexpectedReply, s.Name(), v)
 	}
-	out := make([]int64, len(arr))
 	for i, e := range arr {
 		n, ok := e.(int64)
 		if !ok {
 			return nil, fmt.Errorf("%w: %w: goredis: script %q reply element %d is %T, want an integer", core.ErrStore, core.ErrUnexpectedReply, s.Name(), i, e)
 		}
-		out[i] = n
+		out = append(out, n)
 	}
 	return out, nil
 }

@@ -105,6 +105,11 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// CopiesKeys reports true: the store copies every key it keeps, so a caller
+// may reuse a key's memory once RunScript returns. ratekit's limiters use
+// this to make a decision on the memory store without allocating.
+func (s *Store) CopiesKeys() bool { return true }
+
 // Len returns the number of keys held, live or expired but not yet dropped.
 func (s *Store) Len() int {
 	n := 0
@@ -125,7 +130,7 @@ func (s *Store) shardOf(key string) int {
 
 // RunScript runs sc's Go twin atomically: every shard holding one of keys is
 // locked for the call. It fails when ctx has ended or sc has no twin.
-func (s *Store) RunScript(ctx context.Context, sc *core.Script, keys []string, args []int64) ([]int64, error) {
+func (s *Store) RunScript(ctx context.Context, sc *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: memory: %w", core.ErrStore, err)
 	}
@@ -137,22 +142,22 @@ func (s *Store) RunScript(ctx context.Context, sc *core.Script, keys []string, a
 		// A script without keys still runs, against an empty view.
 		var t multiTx
 		t.s, t.nowUS = s, s.now()
-		return s.runTwin(sc, twin, &t, keys, args)
+		return s.runTwin(sc, twin, &t, keys, args, reply)
 	}
 	first := s.shardOf(keys[0])
 	for _, k := range keys[1:] {
 		if s.shardOf(k) != first {
-			return s.runMulti(sc, twin, keys, args)
+			return s.runMulti(sc, twin, keys, args, reply)
 		}
 	}
 	sh := &s.shards[first]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.tx.nowUS = s.now()
-	return s.runTwin(sc, twin, &sh.tx, keys, args)
+	return s.runTwin(sc, twin, &sh.tx, keys, args, reply)
 }
 
-func (s *Store) runTwin(sc *core.Script, twin core.TwinFunc, t errTx, keys []string, args []int64) (reply []int64, err error) {
+func (s *Store) runTwin(sc *core.Script, twin core.TwinFunc, t errTx, keys []string, args []int64, buf []int64) (reply []int64, err error) {
 	defer func() {
 		// A twin that panics is a bug in the twin; the caller gets an error,
 		// and the store stays usable.
@@ -160,7 +165,7 @@ func (s *Store) runTwin(sc *core.Script, twin core.TwinFunc, t errTx, keys []str
 			reply, err = nil, fmt.Errorf("%w: memory: script %q panicked: %v", core.ErrStore, sc.Name(), p)
 		}
 	}()
-	reply, err = twin(t, keys, args)
+	reply, err = twin(t, keys, args, buf)
 	if err == nil {
 		err = t.takeErr()
 	}
@@ -171,7 +176,7 @@ func (s *Store) runTwin(sc *core.Script, twin core.TwinFunc, t errTx, keys []str
 }
 
 // runMulti runs a script whose keys span shards, locking them in index order.
-func (s *Store) runMulti(sc *core.Script, twin core.TwinFunc, keys []string, args []int64) ([]int64, error) {
+func (s *Store) runMulti(sc *core.Script, twin core.TwinFunc, keys []string, args []int64, reply []int64) ([]int64, error) {
 	var locked [numShards]bool
 	for _, k := range keys {
 		locked[s.shardOf(k)] = true
@@ -183,7 +188,7 @@ func (s *Store) runMulti(sc *core.Script, twin core.TwinFunc, keys []string, arg
 		}
 	}
 	t := &multiTx{s: s, nowUS: s.now()}
-	return s.runTwin(sc, twin, t, keys, args)
+	return s.runTwin(sc, twin, t, keys, args, reply)
 }
 
 func (s *Store) sweepLoop(every time.Duration) {

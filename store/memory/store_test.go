@@ -15,16 +15,15 @@ import (
 
 // counter increments the integer at each key and replies with the new
 // values; the key lives ARGV[1] µs.
-var counter = core.NewScript("counter", "", func(tx core.Tx, keys []string, args []int64) ([]int64, error) {
-	out := make([]int64, len(keys))
-	for i, k := range keys {
+var counter = core.NewScript("counter", "", func(tx core.Tx, keys []string, args []int64, out []int64) ([]int64, error) {
+	for _, k := range keys {
 		var n int64
 		if v, ok := tx.Get(k); ok {
 			n = v[0]
 		}
 		n++
 		tx.Put(k, 1, time.Duration(args[0])*time.Microsecond)[0] = n
-		out[i] = n
+		out = append(out, n)
 	}
 	return out, nil
 }, false)
@@ -45,12 +44,12 @@ func TestTTLExpiresOnAccessAndSweep(t *testing.T) {
 	ctx := context.Background()
 	ttl := []int64{int64(time.Second / time.Microsecond)}
 	for i := 0; i < 3; i++ {
-		got, err := s.RunScript(ctx, counter, []string{"a"}, ttl)
+		got, err := s.RunScript(ctx, counter, []string{"a"}, ttl, nil)
 		if err != nil || got[0] != int64(i+1) {
 			t.Fatalf("run %d: %v, %v", i, got, err)
 		}
 	}
-	if _, err := s.RunScript(ctx, counter, []string{"b"}, ttl); err != nil {
+	if _, err := s.RunScript(ctx, counter, []string{"b"}, ttl, nil); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Second - time.Microsecond)
@@ -59,7 +58,7 @@ func TestTTLExpiresOnAccessAndSweep(t *testing.T) {
 	}
 	clock.Advance(time.Microsecond)
 	// Touching "a" finds it expired: it starts again from 1.
-	if got, _ := s.RunScript(ctx, counter, []string{"a"}, ttl); got[0] != 1 {
+	if got, _ := s.RunScript(ctx, counter, []string{"a"}, ttl, nil); got[0] != 1 {
 		t.Fatalf("expired key still counted: %v", got)
 	}
 	if n := s.Sweep(); n != 1 || s.Len() != 1 {
@@ -73,7 +72,7 @@ func TestBackgroundSweepAndClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.RunScript(context.Background(), counter, []string{"a", "b", "c"}, []int64{10}); err != nil {
+	if _, err := s.RunScript(context.Background(), counter, []string{"a", "b", "c"}, []int64{10}, nil); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Second)
@@ -92,7 +91,7 @@ func TestBackgroundSweepAndClose(t *testing.T) {
 		t.Fatal("Close did not return")
 	}
 	// Still usable after Close.
-	if got, err := s.RunScript(context.Background(), counter, []string{"a"}, []int64{10}); err != nil || got[0] != 1 {
+	if got, err := s.RunScript(context.Background(), counter, []string{"a"}, []int64{10}, nil); err != nil || got[0] != 1 {
 		t.Fatalf("after Close: %v, %v", got, err)
 	}
 }
@@ -106,7 +105,7 @@ func TestKeysAcrossShardsAreAtomic(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 200; i++ {
-				got, err := s.RunScript(context.Background(), counter, keys, []int64{int64(time.Hour / time.Microsecond)})
+				got, err := s.RunScript(context.Background(), counter, keys, []int64{int64(time.Hour / time.Microsecond)}, nil)
 				if err != nil {
 					t.Error(err)
 					return
@@ -127,31 +126,31 @@ func TestErrors(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
 	noTwin := core.NewScript("lua-only", "return {1}", nil, false)
-	if _, err := s.RunScript(ctx, noTwin, []string{"k"}, nil); !errors.Is(err, core.ErrStore) || !strings.Contains(err.Error(), "lua-only") {
+	if _, err := s.RunScript(ctx, noTwin, []string{"k"}, nil, nil); !errors.Is(err, core.ErrStore) || !strings.Contains(err.Error(), "lua-only") {
 		t.Errorf("script without twin: %v", err)
 	}
-	panics := core.NewScript("panics", "", func(core.Tx, []string, []int64) ([]int64, error) { panic("boom") }, false)
-	if _, err := s.RunScript(ctx, panics, []string{"k"}, nil); !errors.Is(err, core.ErrStore) || !strings.Contains(err.Error(), "boom") {
+	panics := core.NewScript("panics", "", func(core.Tx, []string, []int64, []int64) ([]int64, error) { panic("boom") }, false)
+	if _, err := s.RunScript(ctx, panics, []string{"k"}, nil, nil); !errors.Is(err, core.ErrStore) || !strings.Contains(err.Error(), "boom") {
 		t.Errorf("panicking twin: %v", err)
 	}
-	fails := core.NewScript("fails", "", func(core.Tx, []string, []int64) ([]int64, error) { return nil, errors.New("nope") }, false)
-	if _, err := s.RunScript(ctx, fails, []string{"k"}, nil); !errors.Is(err, core.ErrStore) {
+	fails := core.NewScript("fails", "", func(core.Tx, []string, []int64, []int64) ([]int64, error) { return nil, errors.New("nope") }, false)
+	if _, err := s.RunScript(ctx, fails, []string{"k"}, nil, nil); !errors.Is(err, core.ErrStore) {
 		t.Errorf("failing twin: %v", err)
 	}
-	badTTL := core.NewScript("bad-ttl", "", func(tx core.Tx, k []string, _ []int64) ([]int64, error) {
+	badTTL := core.NewScript("bad-ttl", "", func(tx core.Tx, k []string, _ []int64, _ []int64) ([]int64, error) {
 		tx.Put(k[0], 1, 0)
 		return []int64{1}, nil
 	}, false)
-	if _, err := s.RunScript(ctx, badTTL, []string{"k"}, nil); !errors.Is(err, core.ErrStore) || s.Len() != 0 {
+	if _, err := s.RunScript(ctx, badTTL, []string{"k"}, nil, nil); !errors.Is(err, core.ErrStore) || s.Len() != 0 {
 		t.Errorf("Put without TTL: %v, %d keys", err, s.Len())
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := s.RunScript(cctx, counter, []string{"k"}, []int64{1}); !errors.Is(err, core.ErrStore) || !errors.Is(err, context.Canceled) {
+	if _, err := s.RunScript(cctx, counter, []string{"k"}, []int64{1}, nil); !errors.Is(err, core.ErrStore) || !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled context: %v", err)
 	}
 	// The store still works: the lock was released each time.
-	if _, err := s.RunScript(ctx, counter, []string{"k"}, []int64{1000}); err != nil {
+	if _, err := s.RunScript(ctx, counter, []string{"k"}, []int64{1000}, nil); err != nil {
 		t.Errorf("after errors: %v", err)
 	}
 	if _, err := memory.New(memory.WithClock(nil)); !errors.Is(err, core.ErrInvalidConfig) {

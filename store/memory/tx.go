@@ -2,6 +2,7 @@ package memory
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/ratekit/ratekit/core"
@@ -81,7 +82,7 @@ func put(sh *shard, key string, n int, ttl time.Duration, now int64, errp *error
 	e, ok := sh.m[key]
 	if !ok {
 		e = &entry{}
-		sh.m[key] = e
+		sh.m[strings.Clone(key)] = e // key may be the caller's reused buffer
 	}
 	if cap(e.vals) < n {
 		e.vals = make([]int64, n)

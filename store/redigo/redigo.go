@@ -53,7 +53,7 @@ func New(pool *redis.Pool, opts ...Option) *Runner {
 // RunScript runs s with EVALSHA (EVALSHA_RO when s is read-only), and with
 // EVAL (EVAL_RO) when the server does not know the script. The reply must be
 // an array of integers.
-func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64) ([]int64, error) {
+func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
 	if r == nil || r.pool == nil {
 		return nil, fmt.Errorf("%w: redigo: Runner has no pool", core.ErrStore)
 	}
@@ -89,13 +89,13 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 	if !ok {
 		return nil, fmt.Errorf("%w: %w: redigo: script %q replied %T, want an array of integers", core.ErrStore, core.ErrUnexpectedReply, s.Name(), v)
 	}
-	out := make([]int64, len(arr))
+	out := reply
 	for i, e := range arr {
 		n, ok := e.(int64)
 		if !ok {
 			return nil, fmt.Errorf("%w: %w: redigo: script %q reply element %d is %T, want an integer", core.ErrStore, core.ErrUnexpectedReply, s.Name(), i, e)
 		}
-		out[i] = n
+		out = append(out, n)
 	}
 	return out, nil
 }

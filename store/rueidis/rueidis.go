@@ -30,6 +30,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"unsafe"
 
 	"github.com/redis/rueidis"
 
@@ -68,7 +69,7 @@ func New(c rueidis.Client, opts ...Option) *Runner {
 // RunScript runs s with EVALSHA (EVALSHA_RO when s is read-only), and with
 // EVAL (EVAL_RO) when the server does not know the script. The reply must be
 // an array of integers.
-func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64) ([]int64, error) {
+func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
 	if r == nil || r.c == nil {
 		return nil, fmt.Errorf("%w: rueidis: Runner has no client", core.ErrStore)
 	}
@@ -80,7 +81,7 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 	if isNoScript(res.Error()) {
 		res = r.c.Do(ctx, r.eval(s, keys, a))
 	}
-	return decode(s, res)
+	return decode(s, res, reply)
 }
 
 // RunScripts runs calls with one DoMulti of EVALSHA commands (one round
@@ -121,21 +122,27 @@ func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core
 			retryIndex = append(retryIndex, i)
 			continue
 		}
-		out[i].Reply, out[i].Err = decode(calls[i].Script, res)
+		out[i].Reply, out[i].Err = decode(calls[i].Script, res, nil)
 	}
 	if len(retry) > 0 {
 		for j, res := range r.c.DoMulti(ctx, retry...) {
 			i := retryIndex[j]
-			out[i].Reply, out[i].Err = decode(calls[i].Script, res)
+			out[i].Reply, out[i].Err = decode(calls[i].Script, res, nil)
 		}
 	}
 	return out
 }
 
+// argv formats args as decimal strings, all in one buffer: two allocations
+// whatever the number of arguments. The strings share the buffer, which is
+// never written again.
 func argv(args []int64) []string {
 	out := make([]string, len(args))
+	buf := make([]byte, 0, 20*len(args))
 	for i, a := range args {
-		out[i] = strconv.FormatInt(a, 10)
+		start := len(buf)
+		buf = strconv.AppendInt(buf, a, 10)
+		out[i] = unsafe.String(&buf[start], len(buf)-start)
 	}
 	return out
 }
@@ -146,7 +153,7 @@ func isNoScript(err error) bool {
 }
 
 // decode checks a script command's outcome: an array of integers.
-func decode(s *core.Script, res rueidis.RedisResult) ([]int64, error) {
+func decode(s *core.Script, res rueidis.RedisResult, out []int64) ([]int64, error) {
 	arr, err := res.ToArray()
 	if err != nil {
 		if rueidis.IsParseErr(err) || rueidis.IsRedisNil(err) {
@@ -154,13 +161,12 @@ func decode(s *core.Script, res rueidis.RedisResult) ([]int64, error) {
 		}
 		return nil, fmt.Errorf("%w: rueidis: script %q: %w", core.ErrStore, s.Name(), err)
 	}
-	out := make([]int64, len(arr))
 	for i := range arr {
 		n, err := arr[i].ToInt64()
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w: rueidis: script %q reply element %d is not an integer", core.ErrStore, core.ErrUnexpectedReply, s.Name(), i)
 		}
-		out[i] = n
+		out = append(out, n)
 	}
 	return out, nil
 }

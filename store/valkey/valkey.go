@@ -55,7 +55,7 @@ func New(c valkey.Client, opts ...Option) *Runner {
 // RunScript runs s with EVALSHA (EVALSHA_RO when s is read-only), and with
 // EVAL (EVAL_RO) when the server does not know the script. The reply must be
 // an array of integers.
-func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64) ([]int64, error) {
+func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
 	if r == nil || r.c == nil {
 		return nil, fmt.Errorf("%w: valkey: Runner has no client", core.ErrStore)
 	}
@@ -89,13 +89,13 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 		}
 		return nil, fmt.Errorf("%w: valkey: script %q: %w", core.ErrStore, s.Name(), err)
 	}
-	out := make([]int64, len(arr))
+	out := reply
 	for i := range arr {
 		n, err := arr[i].ToInt64()
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w: valkey: script %q reply element %d is not an integer", core.ErrStore, core.ErrUnexpectedReply, s.Name(), i)
 		}
-		out[i] = n
+		out = append(out, n)
 	}
 	return out, nil
 }
