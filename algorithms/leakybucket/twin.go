@@ -44,5 +44,5 @@ func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, erro
 		v := tx.Put(key, 2, params.TTL(reset, clientClock))
 		v[0], v[1] = level, now
 	}
-	return append(reply, allowed, (full - level) / per, retry, reset), nil
+	return append(reply, allowed, (full-level)/per, retry, reset), nil
 }

@@ -49,5 +49,5 @@ func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, erro
 	if allowed == 1 && !peek {
 		copy(tx.Put(key, len(live), params.TTL(reset, clientClock)), live)
 	}
-	return append(reply, allowed, limit - count, retry, reset), nil
+	return append(reply, allowed, limit-count, retry, reset), nil
 }
