@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log"
+
+	"github.com/ratekit/ratekit/denycache"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -170,6 +172,13 @@ func runAll(ctx context.Context, o options, addr string) (*results, error) {
 				return nil, fmt.Errorf("%s/%s: %w", st, a.name, err)
 			}
 			jobs = append(jobs, job{caseKey{"ratekit/" + st, a.name, "deny90", 64}, d90})
+			if o.denyCache && a.name == "tokenbucket" {
+				dc, err := deny90(ctx, open, denycache.New(tight), keys)
+				if err != nil {
+					return nil, err
+				}
+				jobs = append(jobs, job{caseKey{"ratekit/" + st + "+denycache", a.name, "deny90", 64}, dc})
+			}
 		}
 	}
 	if o.peers {

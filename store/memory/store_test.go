@@ -57,7 +57,8 @@ func TestTTLExpiresOnAccessAndSweep(t *testing.T) {
 		t.Fatalf("swept %d keys before their TTL, %d left", n, s.Len())
 	}
 	clock.Advance(time.Microsecond)
-	// Touching "a" finds it expired: it starts again from 1.
+	// Touching "a" finds it expired: it starts again from 1 (reusing the
+	// entry).
 	if got, _ := s.RunScript(ctx, counter, []string{"a"}, ttl, nil); got[0] != 1 {
 		t.Fatalf("expired key still counted: %v", got)
 	}

@@ -60,13 +60,12 @@ func (t *multiTx) Del(key string) bool {
 	return del(&t.s.shards[t.s.shardOf(key)], key, t.nowUS)
 }
 
+// get returns key's live value. An expired entry reads as absent; it stays
+// in the map, to be reused by the next put of the same key (no allocation)
+// or dropped by the sweep.
 func get(sh *shard, key string, now int64) ([]int64, bool) {
 	e, ok := sh.m[key]
-	if !ok {
-		return nil, false
-	}
-	if e.expireAt <= now {
-		delete(sh.m, key)
+	if !ok || e.expireAt <= now {
 		return nil, false
 	}
 	return e.vals, true
