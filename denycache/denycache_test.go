@@ -76,7 +76,7 @@ func TestResetElsewhereIsInvisible(t *testing.T) {
 	l := denycache.New(tb, denycache.WithClock(clock.Now))
 	ctx := context.Background()
 	l.Allow(ctx, "k")
-	l.Allow(ctx, "k") // denied, cached
+	l.Allow(ctx, "k")  // denied, cached
 	tb.Reset(ctx, "k") // another process resets the key
 	if d, _ := l.Allow(ctx, "k"); d.Allowed {
 		t.Fatal("the cache saw a Reset made elsewhere?")
