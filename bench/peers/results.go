@@ -207,8 +207,11 @@ func (r *results) chart(path string) error {
 	p.Y.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.Legend.Top = true
-	p.Legend.Left = true
+	// The lines sit above 4000 decisions/s: the legend goes under them.
+	p.Y.Min = 100
+	p.Legend.Top = false
+	p.Legend.Left = false
+	p.Legend.YOffs = vg.Points(4)
 	i := 0
 	for _, s := range r.series() {
 		var pts plotter.XYs
