@@ -1,7 +1,6 @@
 package fixedwindow_test
 
 import (
-	"context"
 	_ "embed"
 	"fmt"
 	"testing"
@@ -30,7 +29,6 @@ func TestSeedParity(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
 	seed := redis.NewScript(seedLua)
-	ctx := context.Background()
 	run := 0
 	rapid.Check(t, func(t *rapid.T) {
 		run++
@@ -45,25 +43,11 @@ func TestSeedParity(t *testing.T) {
 		}
 		seedKey := fmt.Sprintf("seed%d", run)
 		step := rapid.OneOf(rapid.Just(int64(0)), rapid.Int64Range(0, wus/3), rapid.Int64Range(0, 3*wus), rapid.Just(wus), rapid.Just(wus-1))
-		decide := func(now int64, peek bool) bool {
-			m.SetTime(time.UnixMicro(now))
-			f := lim.Allow
-			if peek {
-				f = lim.Peek
-			}
-			d, err := f(ctx, "k")
-			if err != nil {
-				t.Fatal(err)
-			}
-			return d.Allowed
-		}
-		seedtest.Compare(t, start, step, true, seedtest.Step{
+		seedtest.Compare(t, start, step, true, seedtest.Ours(t, lim, "k", func(now int64) { m.SetTime(time.UnixMicro(now)) }, seedtest.Step{
 			Seed: func(now int64) bool {
 				m.SetTime(time.UnixMicro(now))
 				return seedtest.Int(t, rdb, seed, []string{seedKey}, limit, window) == 1
 			},
-			Ours:     func(now int64) bool { return decide(now, false) },
-			PeekOurs: func(now int64) bool { return decide(now, true) },
-		})
+		}))
 	})
 }

@@ -1,7 +1,6 @@
 package leakybucket_test
 
 import (
-	"context"
 	_ "embed"
 	"fmt"
 	"testing"
@@ -26,7 +25,6 @@ var seedLua string
 func TestSeedParity(t *testing.T) {
 	rdb := seedtest.Client(t)
 	seed := redis.NewScript(seedtest.WithTime(seedLua))
-	ctx := context.Background()
 	run, ties := 0, 0
 	rapid.Check(t, func(t *rapid.T) {
 		run++
@@ -41,24 +39,10 @@ func TestSeedParity(t *testing.T) {
 		seedKey := fmt.Sprintf("seed%d", run)
 		unit := int64(1e6) / rate // the time one unit takes to leak, about
 		step := rapid.OneOf(rapid.Just(int64(0)), rapid.Int64Range(0, unit), rapid.Int64Range(0, 3*capacity*unit), rapid.Just(unit))
-		decide := func(now int64, peek bool) bool {
-			clock.Set(time.UnixMicro(now))
-			f := lim.Allow
-			if peek {
-				f = lim.Peek
-			}
-			d, err := f(ctx, "k")
-			if err != nil {
-				t.Fatal(err)
-			}
-			return d.Allowed
-		}
-		ties += seedtest.Compare(t, start, step, false, seedtest.Step{
+		ties += seedtest.Compare(t, start, step, false, seedtest.Ours(t, lim, "k", func(now int64) { clock.Set(time.UnixMicro(now)) }, seedtest.Step{
 			Seed: func(now int64) bool {
 				return seedtest.Int(t, rdb, seed, []string{seedKey}, append([]any{capacity, rate}, seedtest.TimeArgs(now)...)...) == 1
 			},
-			Ours:     func(now int64) bool { return decide(now, false) },
-			PeekOurs: func(now int64) bool { return decide(now, true) },
 			// The exact level, drained to now, plus one unit is exactly
 			// the capacity.
 			Tie: func(now int64) bool {
@@ -72,7 +56,7 @@ func TestSeedParity(t *testing.T) {
 				}
 				return level+per == capacity*per
 			},
-		})
+		}))
 	})
 	t.Logf("%d sequences, %d ended at a floating-point tie", run, ties)
 }

@@ -26,7 +26,6 @@ var seedLua string
 func TestSeedParity(t *testing.T) {
 	rdb := seedtest.Client(t)
 	seed := redis.NewScript(seedtest.WithTime(seedLua))
-	ctx := context.Background()
 	run, ties := 0, 0
 	rapid.Check(t, func(t *rapid.T) {
 		run++
@@ -41,24 +40,10 @@ func TestSeedParity(t *testing.T) {
 		}
 		seedKey := fmt.Sprintf("{seed%d}", run)
 		step := rapid.OneOf(rapid.Just(int64(0)), rapid.Int64Range(0, wus/4), rapid.Int64Range(0, 3*wus), rapid.Just(wus))
-		decide := func(now int64, peek bool) bool {
-			clock.Set(time.UnixMicro(now))
-			f := lim.Allow
-			if peek {
-				f = lim.Peek
-			}
-			d, err := f(ctx, "k")
-			if err != nil {
-				t.Fatal(err)
-			}
-			return d.Allowed
-		}
-		ties += seedtest.Compare(t, start, step, false, seedtest.Step{
+		ties += seedtest.Compare(t, start, step, false, seedtest.Ours(t, lim, "k", func(now int64) { clock.Set(time.UnixMicro(now)) }, seedtest.Step{
 			Seed: func(now int64) bool {
 				return seedtest.Int(t, rdb, seed, []string{seedKey}, append([]any{limit, window}, seedtest.TimeArgs(now)...)...) == 1
 			},
-			Ours:     func(now int64) bool { return decide(now, false) },
-			PeekOurs: func(now int64) bool { return decide(now, true) },
 			// The exact estimate is exactly the limit.
 			Tie: func(now int64) bool {
 				wn, e := now/wus, now%wus
@@ -73,7 +58,7 @@ func TestSeedParity(t *testing.T) {
 				}
 				return prev*(wus-e)+curr*wus == limit*wus
 			},
-		})
+		}))
 	})
 	t.Logf("%d sequences, %d ended at a floating-point tie", run, ties)
 }

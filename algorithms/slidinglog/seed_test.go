@@ -1,7 +1,6 @@
 package slidinglog_test
 
 import (
-	"context"
 	_ "embed"
 	"fmt"
 	"testing"
@@ -24,7 +23,6 @@ var seedLua string
 func TestSeedParity(t *testing.T) {
 	rdb := seedtest.Client(t)
 	seed := redis.NewScript(seedtest.WithTime(seedLua))
-	ctx := context.Background()
 	run, ties := 0, 0
 	rapid.Check(t, func(t *rapid.T) {
 		run++
@@ -39,27 +37,13 @@ func TestSeedParity(t *testing.T) {
 		}
 		seedKey, member := fmt.Sprintf("seed%d", run), 0
 		step := rapid.OneOf(rapid.Just(int64(0)), rapid.Int64Range(0, wus/2), rapid.Int64Range(0, 3*wus), rapid.Just(wus))
-		decide := func(now int64, peek bool) bool {
-			clock.Set(time.UnixMicro(now))
-			f := lim.Allow
-			if peek {
-				f = lim.Peek
-			}
-			d, err := f(ctx, "k")
-			if err != nil {
-				t.Fatal(err)
-			}
-			return d.Allowed
-		}
-		ties += seedtest.Compare(t, start, step, true, seedtest.Step{
+		ties += seedtest.Compare(t, start, step, true, seedtest.Ours(t, lim, "k", func(now int64) { clock.Set(time.UnixMicro(now)) }, seedtest.Step{
 			Seed: func(now int64) bool {
 				member++
 				args := append([]any{limit, window, fmt.Sprintf("m%d", member)}, seedtest.TimeArgs(now)...)
 				return seedtest.Int(t, rdb, seed, []string{seedKey}, args...) == 1
 			},
-			Ours:     func(now int64) bool { return decide(now, false) },
-			PeekOurs: func(now int64) bool { return decide(now, true) },
-		})
+		}))
 	})
 	t.Logf("%d sequences, %d ended at a floating-point tie", run, ties)
 }

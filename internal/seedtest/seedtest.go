@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"pgregory.net/rapid"
 
+	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/redistest"
 )
 
@@ -83,6 +84,26 @@ func Compare(t *rapid.T, start int64, step *rapid.Generator[int64], exact bool, 
 		}
 	}
 	return 0
+}
+
+// Ours fills in s.Ours and s.PeekOurs: lim.Allow and lim.Peek on key,
+// after setTime(now) moves the clock the limiter decides by.
+func Ours(t interface{ Fatalf(string, ...any) }, lim core.Limiter, key string, setTime func(now int64), s Step) Step {
+	decide := func(now int64, peek bool) bool {
+		setTime(now)
+		f := lim.Allow
+		if peek {
+			f = lim.Peek
+		}
+		d, err := f(context.Background(), key)
+		if err != nil {
+			t.Fatalf("ratekit at %d: %v", now, err)
+		}
+		return d.Allowed
+	}
+	s.Ours = func(now int64) bool { return decide(now, false) }
+	s.PeekOurs = func(now int64) bool { return decide(now, true) }
+	return s
 }
 
 // State reads ratekit's state string at key ("" when absent) and parses
