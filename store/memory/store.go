@@ -59,7 +59,8 @@ func WithClock(c core.Clock) Option {
 }
 
 // WithSweepInterval sets how often expired keys are swept; 0 turns the
-// sweep off (expired keys are then dropped only when touched).
+// sweep off (expired keys then read as absent but stay in memory until
+// they are written again or Sweep is called).
 func WithSweepInterval(d time.Duration) Option {
 	return func(s *Store) error {
 		if d < 0 {
@@ -97,7 +98,8 @@ func New(opts ...Option) (*Store, error) {
 }
 
 // Close stops the background sweep and waits for it to end. The store stays
-// usable afterwards, expiring keys only when they are touched. Close is safe
+// usable afterwards; expired keys then stay in memory until they are
+// written again or Sweep is called. Close is safe
 // to call more than once.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() { close(s.stop) })
