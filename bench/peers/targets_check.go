@@ -94,10 +94,11 @@ const why = `## Why targets are missed here
   script. The ratios show the pipelining gain, not a slower script.
 * **Allocations.** ratekit itself allocates one key string per decision on
   Redis (a reused buffer cannot be lent to a client that may still hold a
-  queued command after a timeout). The rest are the clients': rueidis'
-  command and result objects and argument strings (about 8-10 per call);
-  go-redis' Cmd, its args slice with every integer boxed in an interface,
-  and its reply slice with boxed integers (about 17-21).
+  queued command after a timeout). rueidis sits at the limit (about 4 per
+  call: that key, the argument buffer and its string headers, rueidis'
+  command); the rest are go-redis': its Cmd, its args slice with every
+  integer boxed in an interface, and its reply slice with boxed integers
+  (about 15-18 per call).
 * **Script cost against the guide's token bucket.** ratekit's scripts do
   more than the guide's in each call: the TTL goes in the same SET (the
   guide sets none), numbers are formatted exactly with string.format
