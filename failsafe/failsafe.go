@@ -36,6 +36,7 @@ const (
 	FailLocal
 )
 
+// String names the policy.
 func (p Policy) String() string {
 	switch p {
 	case FailOpen:
