@@ -127,6 +127,29 @@ func (r *results) markdown(o options) string {
 		w("\n")
 	}
 
+	w("\n## Every algorithm on every store, nothing denied: decisions/s by goroutines\n\n| store | algorithm |")
+	for _, g := range o.goroutines {
+		w(" %d |", g)
+	}
+	w("\n|---|---|")
+	for range o.goroutines {
+		w("---|")
+	}
+	w("\n")
+	for _, st := range storeNames {
+		for _, a := range algos {
+			if !r.has(caseKey{"ratekit/" + st, a.name, "open", o.goroutines[0]}) {
+				continue
+			}
+			w("| %s | %s |", st, a.name)
+			for _, g := range o.goroutines {
+				m, _, _ := r.ops(caseKey{"ratekit/" + st, a.name, "open", g})
+				w(" %s |", human(m))
+			}
+			w("\n")
+		}
+	}
+
 	gMax := o.goroutines[len(o.goroutines)-1]
 	w("\n## Every algorithm on every store at %d goroutines, nothing denied\n\n", gMax)
 	w("| store | algorithm | decisions/s | p50 | p99 | allocs/op | bytes/op | of the script's -P16 ceiling |\n|---|---|---|---|---|---|---|---|\n")
