@@ -4,9 +4,11 @@
 // since each process then limits on its own, but still limiting).
 //
 // Every call to the store gets a timeout. After a failure, the store is left
-// alone for RetryInterval, and the policy decides; then the next call tries
-// the store again, and once it answers, decisions come from it again. Every
-// store error goes to OnError; none is swallowed silently.
+// alone for RetryInterval, and the policy decides. Then one call (and only
+// one, however many are waiting) probes the store while the others go on
+// with the policy; once a probe answers, decisions come from the store
+// again, and if it fails the store is left alone for another RetryInterval.
+// Every store error goes to OnError; none is swallowed silently.
 //
 // The client must honour context deadlines for the timeout to bound a call:
 // rueidis does; go-redis only with ContextTimeoutEnabled: true in its
@@ -73,8 +75,12 @@ type Config struct {
 // Limiter applies a failure policy around a store-backed limiter. It is
 // safe for concurrent use.
 type Limiter struct {
-	cfg       Config
-	downUntil atomic.Int64 // Unix ns; the store is skipped before this
+	cfg Config
+	// downUntil is 0 while the store is up. After a failure it is the Unix
+	// time in ns before which the store is skipped; after that, the one
+	// caller that moves it forward by RetryInterval probes the store, and
+	// only a probe that gets an answer sets it back to 0.
+	downUntil atomic.Int64
 }
 
 var _ core.Limiter = (*Limiter)(nil)
@@ -105,9 +111,29 @@ func New(cfg Config) (*Limiter, error) {
 	return &Limiter{cfg: cfg}, nil
 }
 
-// Down reports whether the store is being skipped after a failure.
+// Down reports whether the store is considered down: from a failure until
+// a probe of the store gets an answer.
 func (l *Limiter) Down() bool {
-	return l.cfg.Now().UnixNano() < l.downUntil.Load()
+	return l.downUntil.Load() != 0
+}
+
+// try reports whether this call may ask the store: always while the store
+// is up; while it is down, only the one call that claims the next probe.
+// probe is the downUntil value the claim stored (0 when the store is up).
+func (l *Limiter) try() (ok bool, probe int64) {
+	until := l.downUntil.Load()
+	if until == 0 {
+		return true, 0
+	}
+	now := l.cfg.Now().UnixNano()
+	if now < until {
+		return false, 0
+	}
+	next := now + int64(l.cfg.RetryInterval)
+	if !l.downUntil.CompareAndSwap(until, next) {
+		return false, 0 // another call claimed this probe
+	}
+	return true, next
 }
 
 // Allow is AllowN(ctx, key, 1).
@@ -157,11 +183,16 @@ func (l *Limiter) withTimeout(ctx context.Context) (context.Context, context.Can
 }
 
 func (l *Limiter) decide(ctx context.Context, key string, op func(core.Limiter, context.Context) (core.Decision, error)) (core.Decision, error) {
-	if !l.Down() {
+	if ok, probe := l.try(); ok {
 		cctx, cancel := l.withTimeout(ctx)
 		d, err := op(l.cfg.Store, cctx)
 		cancel()
 		if err == nil || !l.storeFault(ctx, err) {
+			if probe != 0 && err == nil {
+				// The store answered: up again, unless a newer failure
+				// has been recorded since this probe was claimed.
+				l.downUntil.CompareAndSwap(probe, 0)
+			}
 			return d, err
 		}
 		l.fail(key, err)

@@ -136,3 +136,106 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// gated is a store that fails while down and, when hold is set, blocks
+// every call until release is closed.
+type gated struct {
+	core.Limiter
+	down    atomic.Bool
+	calls   atomic.Int64
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gated) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
+	g.calls.Add(1)
+	if g.entered != nil {
+		g.entered <- struct{}{}
+		<-g.release
+	}
+	if g.down.Load() {
+		return core.Decision{}, fmt.Errorf("%w: connection refused", core.ErrStore)
+	}
+	return g.Limiter.AllowN(ctx, key, n)
+}
+
+// TestOneProbe: once RetryInterval has passed, one call probes the store
+// while every other call goes on with the policy, and the limiter stays
+// Down until the probe gets an answer.
+func TestOneProbe(t *testing.T) {
+	ctx := context.Background()
+	var now atomic.Int64
+	now.Store(time.Unix(1000, 0).UnixNano())
+	store := &gated{Limiter: bucket(t, 5)}
+	store.down.Store(true)
+	l, err := failsafe.New(failsafe.Config{
+		Store: store, Policy: failsafe.FailClosed, RetryInterval: time.Second,
+		Now: func() time.Time { return time.Unix(0, now.Load()) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := l.Allow(ctx, "k"); err != nil || d.Allowed || !l.Down() {
+		t.Fatalf("first failure: %+v, %v, down %v", d, err, l.Down())
+	}
+	store.down.Store(false)
+	store.entered, store.release = make(chan struct{}), make(chan struct{})
+	now.Add(int64(time.Second))
+	probe := make(chan core.Decision)
+	go func() {
+		d, _ := l.Allow(ctx, "k")
+		probe <- d
+	}()
+	<-store.entered // the probe is in the store
+	for i := 0; i < 10; i++ {
+		if d, err := l.Allow(ctx, "k"); err != nil || d.Allowed {
+			t.Fatalf("call %d during the probe: %+v, %v; want the policy's denial", i, d, err)
+		}
+	}
+	if !l.Down() || store.calls.Load() != 2 {
+		t.Fatalf("during the probe: down %v, store calls %d; want true, 2", l.Down(), store.calls.Load())
+	}
+	close(store.release)
+	if d := <-probe; !d.Allowed {
+		t.Fatalf("probe: %+v", d)
+	}
+	store.entered = nil
+	if l.Down() {
+		t.Fatal("still down after the probe got an answer")
+	}
+	if d, err := l.Allow(ctx, "k"); err != nil || !d.Allowed || d.Remaining != 3 {
+		t.Fatalf("after the probe: %+v, %v", d, err)
+	}
+}
+
+// TestFailedProbe: a probe that fails leaves the store alone for another
+// RetryInterval.
+func TestFailedProbe(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1000, 0)
+	store := &flaky{Limiter: bucket(t, 5)}
+	store.down.Store(true)
+	l, err := failsafe.New(failsafe.Config{
+		Store: store, Policy: failsafe.FailOpen, RetryInterval: time.Second,
+		Now: func() time.Time { return now },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for step := 0; step < 3; step++ {
+		for i := 0; i < 5; i++ {
+			if _, err := l.Allow(ctx, "k"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := store.calls.Load(); got != int64(step+1) || !l.Down() {
+			t.Fatalf("step %d: store calls %d, down %v; want %d, true", step, got, l.Down(), step+1)
+		}
+		now = now.Add(999 * time.Millisecond)
+		l.Allow(ctx, "k")
+		if got := store.calls.Load(); got != int64(step+1) {
+			t.Fatalf("step %d: store tried %v before RetryInterval", step, time.Duration(999*time.Millisecond))
+		}
+		now = now.Add(time.Millisecond)
+	}
+}
