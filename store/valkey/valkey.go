@@ -8,7 +8,8 @@
 //	lim, err := tokenbucket.New(valkeystore.New(client), cfg)
 //
 // Each call is EVALSHA (EVALSHA_RO for read-only scripts), falling back to
-// EVAL (EVAL_RO) on NOSCRIPT. Against a server without CLIENT TRACKING set
+// EVAL (EVAL_RO) on NOSCRIPT; RunScripts (a limiter's AllowMany) sends a
+// whole batch with one DoMulti. Against a server without CLIENT TRACKING set
 // DisableCache; against miniredis also ForceSingleClient. valkey-go does
 // not retry scripts that may write. Single node, cluster and sentinel work
 // as the client supports them; keys in different slots are refused with an
@@ -32,7 +33,10 @@ type Runner struct {
 	plainRO bool
 }
 
-var _ core.ScriptRunner = (*Runner)(nil)
+var (
+	_ core.ScriptRunner = (*Runner)(nil)
+	_ core.BatchRunner  = (*Runner)(nil)
+)
 
 // Option configures a Runner.
 type Option func(*Runner)
@@ -57,31 +61,92 @@ func New(c valkey.Client, opts ...Option) *Runner {
 // an array of integers.
 func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
 	if r == nil || r.c == nil {
-		return nil, fmt.Errorf("%w: valkey: Runner has no client", core.ErrStore)
+		return nil, errNoClient
 	}
 	if len(keys) > 1 && !slot.Same(keys) {
-		return nil, fmt.Errorf("%w: valkey: script %q: keys %q are in different cluster slots", core.ErrStore, s.Name(), keys)
+		return nil, crossSlot(s, keys)
 	}
-	argv := make([]string, len(args))
-	for i, a := range args {
-		argv[i] = strconv.FormatInt(a, 10)
+	a := argv(args)
+	res := r.c.Do(ctx, r.evalSHA(s, keys, a))
+	if isNoScript(res.Error()) {
+		res = r.c.Do(ctx, r.eval(s, keys, a))
 	}
-	ro := s.ReadOnly() && !r.plainRO
-	var cmd valkey.Completed
-	if ro {
-		cmd = r.c.B().EvalshaRo().Sha1(s.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build()
-	} else {
-		cmd = r.c.B().Evalsha().Sha1(s.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build()
-	}
-	res := r.c.Do(ctx, cmd)
-	if e, ok := valkey.IsValkeyErr(res.Error()); ok && e.IsNoScript() {
-		if ro {
-			cmd = r.c.B().EvalRo().Script(s.Lua()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build()
-		} else {
-			cmd = r.c.B().Eval().Script(s.Lua()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build()
+	return decode(s, res, reply)
+}
+
+// RunScripts runs calls with one DoMulti of EVALSHA commands (one round
+// trip per node on a cluster), then one DoMulti of EVAL for the calls that
+// met NOSCRIPT, which loads the script where it was missing.
+//
+// If another client loads a missing script while the first DoMulti runs, a
+// later call on a key can succeed before an earlier one that met NOSCRIPT
+// is retried: the two then apply in the other order. Every decision is
+// still atomic and within the limit.
+func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core.ScriptResult {
+	out := make([]core.ScriptResult, len(calls))
+	if r == nil || r.c == nil {
+		for i := range out {
+			out[i].Err = errNoClient
 		}
-		res = r.c.Do(ctx, cmd)
+		return out
 	}
+	cmds := make(valkey.Commands, 0, len(calls))
+	index := make([]int, 0, len(calls)) // cmds[j] runs calls[index[j]]
+	args := make([][]string, len(calls))
+	for i, c := range calls {
+		if len(c.Keys) > 1 && !slot.Same(c.Keys) {
+			out[i].Err = crossSlot(c.Script, c.Keys)
+			continue
+		}
+		args[i] = argv(c.Args)
+		cmds = append(cmds, r.evalSHA(c.Script, c.Keys, args[i]))
+		index = append(index, i)
+	}
+	if len(cmds) == 0 {
+		return out
+	}
+	var retry valkey.Commands
+	var retryIndex []int
+	for j, res := range r.c.DoMulti(ctx, cmds...) {
+		i := index[j]
+		if isNoScript(res.Error()) {
+			retry = append(retry, r.eval(calls[i].Script, calls[i].Keys, args[i]))
+			retryIndex = append(retryIndex, i)
+			continue
+		}
+		out[i].Reply, out[i].Err = decode(calls[i].Script, res, nil)
+	}
+	if len(retry) > 0 {
+		for j, res := range r.c.DoMulti(ctx, retry...) {
+			i := retryIndex[j]
+			out[i].Reply, out[i].Err = decode(calls[i].Script, res, nil)
+		}
+	}
+	return out
+}
+
+var errNoClient = fmt.Errorf("%w: valkey: Runner has no client", core.ErrStore)
+
+func crossSlot(s *core.Script, keys []string) error {
+	return fmt.Errorf("%w: valkey: script %q: keys %q are in different cluster slots", core.ErrStore, s.Name(), keys)
+}
+
+// argv formats args as decimal strings.
+func argv(args []int64) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = strconv.FormatInt(a, 10)
+	}
+	return out
+}
+
+func isNoScript(err error) bool {
+	e, ok := valkey.IsValkeyErr(err)
+	return ok && e.IsNoScript()
+}
+
+// decode checks a script command's outcome: an array of integers.
+func decode(s *core.Script, res valkey.ValkeyResult, out []int64) ([]int64, error) {
 	arr, err := res.ToArray()
 	if err != nil {
 		if valkey.IsParseErr(err) || valkey.IsValkeyNil(err) {
@@ -89,7 +154,6 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 		}
 		return nil, fmt.Errorf("%w: valkey: script %q: %w", core.ErrStore, s.Name(), err)
 	}
-	out := reply
 	for i := range arr {
 		n, err := arr[i].ToInt64()
 		if err != nil {
@@ -98,4 +162,18 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+func (r *Runner) evalSHA(s *core.Script, keys, argv []string) valkey.Completed {
+	if s.ReadOnly() && !r.plainRO {
+		return r.c.B().EvalshaRo().Sha1(s.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build()
+	}
+	return r.c.B().Evalsha().Sha1(s.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build()
+}
+
+func (r *Runner) eval(s *core.Script, keys, argv []string) valkey.Completed {
+	if s.ReadOnly() && !r.plainRO {
+		return r.c.B().EvalRo().Script(s.Lua()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build()
+	}
+	return r.c.B().Eval().Script(s.Lua()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build()
 }
