@@ -50,17 +50,23 @@ func Key(prefix, key, suffix string) string {
 func AppendKey(dst []byte, prefix, key, suffix string) []byte {
 	dst = append(dst, prefix...)
 	dst = append(dst, '{')
-	for i := 0; i < len(key); i++ {
-		switch c := key[i]; c {
+	for {
+		// Copy the runs between escaped bytes whole: most keys have none.
+		i := strings.IndexAny(key, "%{}")
+		if i < 0 {
+			dst = append(dst, key...)
+			break
+		}
+		dst = append(dst, key[:i]...)
+		switch key[i] {
 		case '%':
 			dst = append(dst, "%25"...)
 		case '{':
 			dst = append(dst, "%7B"...)
-		case '}':
-			dst = append(dst, "%7D"...)
 		default:
-			dst = append(dst, c)
+			dst = append(dst, "%7D"...)
 		}
+		key = key[i+1:]
 	}
 	dst = append(dst, '}')
 	return append(dst, suffix...)

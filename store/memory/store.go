@@ -155,7 +155,7 @@ func (s *Store) RunScript(ctx context.Context, sc *core.Script, keys []string, a
 	sh := &s.shards[first]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	sh.tx.nowUS = s.now()
+	sh.tx.begin(s.now())
 	return s.runTwin(sc, twin, &sh.tx, keys, args, reply)
 }
 
