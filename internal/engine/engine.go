@@ -151,6 +151,16 @@ func (e *Engine) AllowMany(ctx context.Context, s *core.Script, reqs []core.Requ
 	}
 	calls := make([]core.ScriptCall, 0, len(reqs))
 	index := make([]int, 0, len(reqs)) // calls[j] decides reqs[index[j]]
+	// One backing array for every call's key and one for every call's
+	// arguments: a batch allocates per batch, not per request.
+	keys := make([]string, len(reqs))
+	size := 0
+	for _, r := range reqs {
+		size += len(e.prefix) + len(r.Key) + 2
+	}
+	keyBuf := make([]byte, 0, size) // grows only when keys need escaping
+	perCall := len(e.params) + 3
+	args := make([]int64, 0, len(reqs)*perCall)
 	for i, r := range reqs {
 		if err := keyspace.CheckKey(r.Key); err != nil {
 			out[i].Err = err
@@ -160,25 +170,38 @@ func (e *Engine) AllowMany(ctx context.Context, s *core.Script, reqs []core.Requ
 			out[i].Err = err
 			continue
 		}
-		calls = append(calls, core.ScriptCall{Script: s, Keys: []string{keyspace.Key(e.prefix, r.Key, "")}, Args: e.args(now, r.N, ModeAllow)})
+		// The key's bytes are never written again once appended (a
+		// grown buffer is a copy), so the string may share them.
+		at := len(keyBuf)
+		keyBuf = keyspace.AppendKey(keyBuf, e.prefix, r.Key, "")
+		keys[i] = unsafe.String(&keyBuf[at], len(keyBuf)-at)
+		start := len(args)
+		args = append(args, now, r.N)
+		args = append(args, e.params...)
+		args = append(args, ModeAllow)
+		calls = append(calls, core.ScriptCall{Script: s, Keys: keys[i : i+1 : i+1], Args: args[start:len(args):len(args)]})
 		index = append(index, i)
 	}
-	var results []core.ScriptResult
 	if br, ok := e.runner.(core.BatchRunner); ok {
-		results = br.RunScripts(ctx, calls)
-	} else {
-		results = make([]core.ScriptResult, len(calls))
-		for j, c := range calls {
-			results[j].Reply, results[j].Err = e.runner.RunScript(ctx, c.Script, c.Keys, c.Args, nil)
+		for j, res := range br.RunScripts(ctx, calls) {
+			i := index[j]
+			if res.Err != nil {
+				out[i].Err = res.Err
+				continue
+			}
+			out[i].Decision, out[i].Err = params.Decision(res.Reply, e.limit)
 		}
+		return out
 	}
-	for j, res := range results {
+	var reply [8]int64 // decoded before the next call reuses it
+	for j, c := range calls {
 		i := index[j]
-		if res.Err != nil {
-			out[i].Err = res.Err
+		r, err := e.runner.RunScript(ctx, c.Script, c.Keys, c.Args, reply[:0])
+		if err != nil {
+			out[i].Err = err
 			continue
 		}
-		out[i].Decision, out[i].Err = params.Decision(res.Reply, e.limit)
+		out[i].Decision, out[i].Err = params.Decision(r, e.limit)
 	}
 	return out
 }

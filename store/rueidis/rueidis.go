@@ -102,13 +102,12 @@ func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core
 	}
 	cmds := make(rueidis.Commands, 0, len(calls))
 	index := make([]int, 0, len(calls))
-	args := make([][]string, len(calls))
+	args := batchArgv(calls)
 	for i, c := range calls {
 		if len(c.Keys) > 1 && !slot.Same(c.Keys) {
 			out[i].Err = fmt.Errorf("%w: rueidis: script %q: keys %q are in different cluster slots", core.ErrStore, c.Script.Name(), c.Keys)
 			continue
 		}
-		args[i] = argv(c.Args)
 		cmds = append(cmds, r.evalSHA(c.Script, c.Keys, args[i]))
 		index = append(index, i)
 	}
@@ -143,6 +142,30 @@ func argv(args []int64) []string {
 		start := len(buf)
 		buf = strconv.AppendInt(buf, a, 10)
 		out[i] = unsafe.String(&buf[start], len(buf)-start)
+	}
+	return out
+}
+
+// batchArgv formats every call's arguments as decimal strings, all in one
+// buffer and one backing array of strings: a batch allocates three times,
+// not twice per call. The strings share the buffer, which is never written
+// again.
+func batchArgv(calls []core.ScriptCall) [][]string {
+	n := 0
+	for _, c := range calls {
+		n += len(c.Args)
+	}
+	all := make([]string, n)
+	buf := make([]byte, 0, 20*n)
+	out := make([][]string, len(calls))
+	for i, c := range calls {
+		out[i] = all[:len(c.Args):len(c.Args)]
+		all = all[len(c.Args):]
+		for j, a := range c.Args {
+			start := len(buf)
+			buf = strconv.AppendInt(buf, a, 10)
+			out[i][j] = unsafe.String(&buf[start], len(buf)-start)
+		}
 	}
 	return out
 }
