@@ -188,6 +188,25 @@ func (r *results) markdown(o options) string {
 		}
 	}
 
+	w("\n## AllowMany: batches of %d random keys from one goroutine, token bucket, nothing denied\n\n", batchSize)
+	w("One pipelined round trip per batch (call by call on the memory store). Latency is per batch; allocations per decision.\n\n| store | decisions/s | p50 batch | p99 batch | allocs/decision | of the script's -P16 ceiling |\n|---|---|---|---|---|---|\n")
+	for _, st := range storeNames {
+		k := caseKey{"ratekit/" + st, "tokenbucket", "batch", 1}
+		if !r.has(k) {
+			continue
+		}
+		ss := r.samples[k]
+		m, lo, hi := r.ops(k)
+		frac := "–"
+		if st != "memory" && len(r.ceilings["tokenbucket"]) > 0 {
+			frac = fmt.Sprintf("%.2f", r.ceilingRatio(k, "tokenbucket"))
+		}
+		w("| %s | %s [%s–%s] | %s | %s | %.1f | %s |\n", st, human(m), human(lo), human(hi),
+			dur(median(field(ss, func(s sample) float64 { return float64(s.p50) }))),
+			dur(median(field(ss, func(s sample) float64 { return float64(s.p99) }))),
+			median(field(ss, func(s sample) float64 { return s.allocs })), frac)
+	}
+
 	w("\n## 90%% of requests denied, 64 goroutines\n\nOne request in ten goes to a key with room; the rest to keys already spent. Rows marked +denycache put `denycache` in front of the spent keys' limiter: their denials are answered in process until RetryAfter.\n\n| store | algorithm | decisions/s | denied | p99 | allocs/op |\n|---|---|---|---|---|---|\n")
 	var withCache []string
 	for _, st := range storeNames {

@@ -34,8 +34,9 @@ type caseKey struct {
 
 const numKeys = 10000
 
-// measure runs decide from g goroutines for d, over numKeys keys.
-func measure(decide decideFunc, g int, d time.Duration, keys []string) sample {
+// measure runs decide from g goroutines for d, over numKeys keys. Each
+// call of decide makes per decisions (a batch); latencies are per call.
+func measure(decide decideFunc, g, per int, d time.Duration, keys []string) sample {
 	ctx := context.Background()
 	// Warm up: connections, scripts, the first touch of each key.
 	warm := time.Now().Add(d / 8)
@@ -99,7 +100,7 @@ func measure(decide decideFunc, g int, d time.Duration, keys []string) sample {
 		all = append(all, l...)
 	}
 	slices.Sort(all)
-	n := float64(ops.Load())
+	n := float64(ops.Load()) * float64(per)
 	s := sample{
 		ops:    n / elapsed.Seconds(),
 		allocs: float64(after.Mallocs-before.Mallocs) / n,
@@ -127,6 +128,7 @@ type results struct {
 type job struct {
 	key    caseKey
 	decide decideFunc
+	per    int // decisions per call of decide
 }
 
 func runAll(ctx context.Context, o options, addr string) (*results, error) {
@@ -161,7 +163,14 @@ func runAll(ctx context.Context, o options, addr string) (*results, error) {
 				return nil, err
 			}
 			for _, g := range o.goroutines {
-				jobs = append(jobs, job{caseKey{"ratekit/" + st, a.name, "open", g}, allowFunc(open)})
+				jobs = append(jobs, job{caseKey{"ratekit/" + st, a.name, "open", g}, allowFunc(open), 1})
+			}
+			if a.name == "tokenbucket" {
+				b, err := batchFunc(open, keys, batchSize)
+				if err != nil {
+					return nil, err
+				}
+				jobs = append(jobs, job{caseKey{"ratekit/" + st, a.name, "batch", 1}, b, batchSize})
 			}
 			tight, err := a.tight(runner, prefix+"tight:")
 			if err != nil {
@@ -171,13 +180,13 @@ func runAll(ctx context.Context, o options, addr string) (*results, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s/%s: %w", st, a.name, err)
 			}
-			jobs = append(jobs, job{caseKey{"ratekit/" + st, a.name, "deny90", 64}, d90})
+			jobs = append(jobs, job{caseKey{"ratekit/" + st, a.name, "deny90", 64}, d90, 1})
 			if o.denyCache && a.name == "tokenbucket" {
 				dc, err := deny90(ctx, open, denycache.New(tight), keys)
 				if err != nil {
 					return nil, err
 				}
-				jobs = append(jobs, job{caseKey{"ratekit/" + st + "+denycache", a.name, "deny90", 64}, dc})
+				jobs = append(jobs, job{caseKey{"ratekit/" + st + "+denycache", a.name, "deny90", 64}, dc, 1})
 			}
 		}
 	}
@@ -189,7 +198,7 @@ func runAll(ctx context.Context, o options, addr string) (*results, error) {
 			}
 			closers = append(closers, closeFn)
 			for _, g := range o.goroutines {
-				jobs = append(jobs, job{caseKey{p, "tokenbucket", "open", g}, decide})
+				jobs = append(jobs, job{caseKey{p, "tokenbucket", "open", g}, decide, 1})
 			}
 		}
 	}
@@ -201,7 +210,7 @@ func runAll(ctx context.Context, o options, addr string) (*results, error) {
 		var ran []caseKey
 		for i, j := range order {
 			jb := jobs[j]
-			s := measure(jb.decide, jb.key.g, o.duration, keys)
+			s := measure(jb.decide, jb.key.g, jb.per, o.duration, keys)
 			res.samples[jb.key] = append(res.samples[jb.key], s)
 			ran = append(ran, jb.key)
 			if s.errors > 0 {

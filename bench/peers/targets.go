@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -145,6 +146,35 @@ func allowFunc(l core.Limiter) decideFunc {
 		d, err := l.Allow(ctx, key)
 		return d.Allowed, err
 	}
+}
+
+// batchSize is the number of requests in one AllowMany of the batch case.
+const batchSize = 100
+
+// batchFunc decides batchSize random keys with one AllowMany per call. It
+// is called from one goroutine.
+func batchFunc(l core.Limiter, keys []string, size int) (decideFunc, error) {
+	bl, ok := l.(interface {
+		AllowMany(context.Context, []core.Request) []core.Result
+	})
+	if !ok {
+		return nil, fmt.Errorf("%T has no AllowMany", l)
+	}
+	r := rand.New(rand.NewPCG(7, 7))
+	reqs := make([]core.Request, size)
+	return func(ctx context.Context, _ string) (bool, error) {
+		for i := range reqs {
+			reqs[i] = core.Request{Key: keys[r.IntN(len(keys))], N: 1}
+		}
+		all := true
+		for _, res := range bl.AllowMany(ctx, reqs) {
+			if res.Err != nil {
+				return false, res.Err
+			}
+			all = all && res.Decision.Allowed
+		}
+		return all, nil
+	}, nil
 }
 
 // deny90 sends one request in ten (keys ending in 0) to an open limiter and
