@@ -45,7 +45,7 @@ func main() {
 	flag.StringVar(&stores, "stores", "all", "comma-separated stores (memory,goredis,goredis-auto,rueidis,redigo,valkey), or all")
 	flag.BoolVar(&o.peers, "peers", true, "measure the peer libraries")
 	flag.BoolVar(&o.ceilings, "ceilings", true, "measure each script's ceiling with redis-benchmark")
-	flag.IntVar(&o.ceilingReqs, "ceiling-requests", 200000, "requests per redis-benchmark run")
+	flag.IntVar(&o.ceilingReqs, "ceiling-requests", 100000, "requests per redis-benchmark run")
 	flag.BoolVar(&o.denyCache, "deny-cache", true, "also measure the 90%-denied workload with the local deny cache")
 	flag.StringVar(&o.out, "out", "..", "directory for RESULTS.md and throughput.png")
 	flag.Parse()

@@ -42,3 +42,16 @@ func TestConformanceRing(t *testing.T) {
 	t.Cleanup(func() { ring.Close() })
 	conformance.Run(t, conformance.Harness{Runner: goredisstore.New(ring)})
 }
+
+// Through go-redis' AutoPipeliner, which batches concurrent calls: the
+// path the README recommends for throughput (EvalSha, not Do, which the
+// AutoPipeliner would send outside its pipeline).
+func TestConformanceAutoPipeline(t *testing.T) {
+	srv := redistest.Start(t)
+	ap, err := newClient(t, srv.Addr).AutoPipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ap.Close() })
+	conformance.Run(t, conformance.Harness{Runner: goredisstore.New(ap)})
+}

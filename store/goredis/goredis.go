@@ -37,7 +37,13 @@ import (
 // Runner is a core.ScriptRunner over a go-redis client.
 type Runner struct {
 	c       redis.Scripter
+	do      doer // c, when it is a client whose Do sends at once
 	plainRO bool
+}
+
+// doer is the raw command interface of go-redis clients.
+type doer interface {
+	Do(ctx context.Context, args ...any) *redis.Cmd
 }
 
 var _ core.ScriptRunner = (*Runner)(nil)
@@ -56,6 +62,12 @@ func WithoutReadOnlyCommands() Option {
 // New returns a Runner that runs scripts with c. It sends nothing to Redis.
 func New(c redis.Scripter, opts ...Option) *Runner {
 	r := &Runner{c: c}
+	switch c := c.(type) {
+	case *redis.Client, *redis.ClusterClient, *redis.Ring:
+		// Do builds the same EVALSHA with fewer allocations (see
+		// command). Not on an AutoPipeliner: its Do bypasses the pipeline.
+		r.do = c.(doer)
+	}
 	for _, o := range opts {
 		o(r)
 	}
@@ -94,11 +106,7 @@ func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core
 			out[i].Err = fmt.Errorf("%w: goredis: script %q: keys %q are in different cluster slots", core.ErrStore, c.Script.Name(), c.Keys)
 			continue
 		}
-		if c.Script.ReadOnly() && !r.plainRO {
-			cmds[i] = pipe.EvalShaRO(ctx, c.Script.SHA1(), c.Keys, argv(c.Args)...)
-		} else {
-			cmds[i] = pipe.EvalSha(ctx, c.Script.SHA1(), c.Keys, argv(c.Args)...)
-		}
+		cmds[i] = r.queue(ctx, pipe, c, false)
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	var retry []int
@@ -110,12 +118,7 @@ func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core
 	if len(retry) > 0 {
 		pipe := p.Pipeline()
 		for _, i := range retry {
-			c := calls[i]
-			if c.Script.ReadOnly() && !r.plainRO {
-				cmds[i] = pipe.EvalRO(ctx, c.Script.Lua(), c.Keys, argv(c.Args)...)
-			} else {
-				cmds[i] = pipe.Eval(ctx, c.Script.Lua(), c.Keys, argv(c.Args)...)
-			}
+			cmds[i] = r.queue(ctx, pipe, calls[i], true)
 		}
 		_, _ = pipe.Exec(ctx)
 	}
@@ -125,6 +128,27 @@ func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core
 		}
 	}
 	return out
+}
+
+// queue adds c to pipe as EVALSHA, or as EVAL when eval is set (the
+// read-only variants for read-only scripts).
+func (r *Runner) queue(ctx context.Context, pipe redis.Pipeliner, c core.ScriptCall, eval bool) *redis.Cmd {
+	name, payload := "evalsha", c.Script.SHA1()
+	if eval {
+		name, payload = "eval", c.Script.Lua()
+	}
+	if c.Script.ReadOnly() && !r.plainRO {
+		name += "_ro"
+	}
+	if len(c.Keys) <= maxKeys && len(c.Args) <= maxArgs {
+		return pipe.Do(ctx, command(name, payload, c.Keys, c.Args)...)
+	}
+	a := make([]any, 0, 2+len(c.Keys)+len(c.Args))
+	a = append(a, name, payload, len(c.Keys))
+	for _, k := range c.Keys {
+		a = append(a, k)
+	}
+	return pipe.Do(ctx, append(a, argv(c.Args)...)...)
 }
 
 func argv(args []int64) []any {
@@ -145,6 +169,17 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 	if len(keys) > 1 && !slot.Same(keys) {
 		return nil, fmt.Errorf("%w: goredis: script %q: keys %q are in different cluster slots", core.ErrStore, s.Name(), keys)
 	}
+	evalsha, eval := "evalsha", "eval"
+	if s.ReadOnly() && !r.plainRO {
+		evalsha, eval = "evalsha_ro", "eval_ro"
+	}
+	if r.do != nil && len(keys) <= maxKeys && len(args) <= maxArgs {
+		cmd := r.do.Do(ctx, command(evalsha, s.SHA1(), keys, args)...)
+		if isNoScript(cmd.Err()) {
+			cmd = r.do.Do(ctx, command(eval, s.Lua(), keys, args)...)
+		}
+		return result(s, cmd, reply)
+	}
 	a := argv(args)
 	var cmd *redis.Cmd
 	if s.ReadOnly() && !r.plainRO {
@@ -159,6 +194,40 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 		}
 	}
 	return result(s, cmd, reply)
+}
+
+const (
+	maxKeys = 4
+	maxArgs = 12
+)
+
+// frame is one command's arguments in one allocation. go-redis writes a
+// *string or *int64 argument as the value it points to, and a pointer
+// goes into an interface without an allocation of its own, so the command
+// costs one allocation here instead of one per string and large integer.
+// go-redis keeps the slice as its Cmd's arguments: a frame is never reused.
+type frame struct {
+	argv [3 + maxKeys + maxArgs]any
+	strs [1 + maxKeys]string
+	ints [maxArgs]int64
+}
+
+// command returns name payload numkeys keys... args... as go-redis Do
+// arguments. numkeys stays a plain int: go-redis reads it to find the first
+// key's position, and the key's slot, on a cluster.
+func command(name, payload string, keys []string, args []int64) []any {
+	f := new(frame)
+	f.strs[0] = payload
+	a := append(f.argv[:0], name, &f.strs[0], len(keys))
+	for i, k := range keys {
+		f.strs[1+i] = k
+		a = append(a, &f.strs[1+i])
+	}
+	for i, v := range args {
+		f.ints[i] = v
+		a = append(a, &f.ints[i])
+	}
+	return a
 }
 
 // result checks a script command's outcome and appends its reply to buf.
