@@ -115,11 +115,14 @@ const why = `## Why targets are missed here
   server and the same 2 cores; redis_rate's GCRA script is cheap, so 3x or
   2.5x its rate would need more than the server's ceiling for ratekit's
   script. The ratios show the pipelining gain, not a slower script.
-* **Allocations.** ratekit itself allocates one key string per decision on
-  Redis (a reused buffer cannot be lent to a client that may still hold a
-  queued command after a timeout). rueidis sits at the limit (about 4 per
-  call: that key, the argument buffer and its string headers, rueidis'
-  command). On go-redis the adapter builds each command in one allocation
+* **Allocations.** On rueidis and valkey-go one allocation of ratekit's
+  holds a call's key (copied, so the limiter can lend a reused buffer) and
+  its arguments as strings; go test -bench TokenBucket/serial then shows 3
+  per decision, the rest rueidis' own (its command and its reply). Under
+  256 goroutines the harness also counts its own and the auto pipeline's
+  goroutine hand-offs. On go-redis ratekit still allocates the key string
+  (go-redis may hold a queued command after a timeout, and its key is not
+  copied). On go-redis the adapter builds each command in one allocation
   (pointers to strings and integers, which go-redis writes as their
   values, instead of an interface per value): a memory profile of go test
   -bench TokenBucket/serial then shows 11 per decision, most of them

@@ -19,12 +19,11 @@ package valkeystore
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"unsafe"
 
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/cmdargs"
 	"github.com/ratekit/ratekit/internal/slot"
 )
 
@@ -57,6 +56,11 @@ func New(c valkey.Client, opts ...Option) *Runner {
 	return r
 }
 
+// CopiesKeys reports true: every key is copied before it goes to the
+// client, which may hold it after a call times out. ratekit's limiters use
+// this to lend a key built in a reused buffer.
+func (r *Runner) CopiesKeys() bool { return true }
+
 // RunScript runs s with EVALSHA (EVALSHA_RO when s is read-only), and with
 // EVAL (EVAL_RO) when the server does not know the script. The reply must be
 // an array of integers.
@@ -67,10 +71,10 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 	if len(keys) > 1 && !slot.Same(keys) {
 		return nil, crossSlot(s, keys)
 	}
-	a := argv(args)
-	res := r.c.Do(ctx, r.evalSHA(s, keys, a))
+	k, a := cmdargs.Call(keys, args)
+	res := r.c.Do(ctx, r.evalSHA(s, k, a))
 	if isNoScript(res.Error()) {
-		res = r.c.Do(ctx, r.eval(s, keys, a))
+		res = r.c.Do(ctx, r.eval(s, k, a))
 	}
 	return decode(s, res, reply)
 }
@@ -93,13 +97,13 @@ func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core
 	}
 	cmds := make(valkey.Commands, 0, len(calls))
 	index := make([]int, 0, len(calls)) // cmds[j] runs calls[index[j]]
-	args := batchArgv(calls)
+	keys, args := cmdargs.Batch(calls)
 	for i, c := range calls {
 		if len(c.Keys) > 1 && !slot.Same(c.Keys) {
 			out[i].Err = crossSlot(c.Script, c.Keys)
 			continue
 		}
-		cmds = append(cmds, r.evalSHA(c.Script, c.Keys, args[i]))
+		cmds = append(cmds, r.evalSHA(c.Script, keys[i], args[i]))
 		index = append(index, i)
 	}
 	if len(cmds) == 0 {
@@ -110,7 +114,7 @@ func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core
 	for j, res := range r.c.DoMulti(ctx, cmds...) {
 		i := index[j]
 		if isNoScript(res.Error()) {
-			retry = append(retry, r.eval(calls[i].Script, calls[i].Keys, args[i]))
+			retry = append(retry, r.eval(calls[i].Script, keys[i], args[i]))
 			retryIndex = append(retryIndex, i)
 			continue
 		}
@@ -129,44 +133,6 @@ var errNoClient = fmt.Errorf("%w: valkey: Runner has no client", core.ErrStore)
 
 func crossSlot(s *core.Script, keys []string) error {
 	return fmt.Errorf("%w: valkey: script %q: keys %q are in different cluster slots", core.ErrStore, s.Name(), keys)
-}
-
-// argv formats args as decimal strings, all in one buffer: two allocations
-// whatever the number of arguments. The strings share the buffer, which is
-// never written again.
-func argv(args []int64) []string {
-	out := make([]string, len(args))
-	buf := make([]byte, 0, 20*len(args))
-	for i, a := range args {
-		start := len(buf)
-		buf = strconv.AppendInt(buf, a, 10)
-		out[i] = unsafe.String(&buf[start], len(buf)-start)
-	}
-	return out
-}
-
-// batchArgv formats every call's arguments as decimal strings, all in one
-// buffer and one backing array of strings: a batch allocates three times,
-// not twice per call. The strings share the buffer, which is never written
-// again.
-func batchArgv(calls []core.ScriptCall) [][]string {
-	n := 0
-	for _, c := range calls {
-		n += len(c.Args)
-	}
-	all := make([]string, n)
-	buf := make([]byte, 0, 20*n)
-	out := make([][]string, len(calls))
-	for i, c := range calls {
-		out[i] = all[:len(c.Args):len(c.Args)]
-		all = all[len(c.Args):]
-		for j, a := range c.Args {
-			start := len(buf)
-			buf = strconv.AppendInt(buf, a, 10)
-			out[i][j] = unsafe.String(&buf[start], len(buf)-start)
-		}
-	}
-	return out
 }
 
 func isNoScript(err error) bool {
