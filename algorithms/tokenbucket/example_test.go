@@ -88,3 +88,25 @@ func ExampleLimiter_Reset() {
 	// false
 	// true
 }
+
+// Many keys in one call: one pipelined round trip on Redis. Requests on
+// one key see each other, in order; each result has its own error.
+func ExampleLimiter_AllowMany() {
+	store, _ := memory.New()
+	defer store.Close()
+	limiter, _ := tokenbucket.New(store, tokenbucket.Config{Capacity: 2, RefillRate: 1, RefillInterval: time.Hour})
+	results := limiter.AllowMany(context.Background(), []core.Request{
+		{Key: "alice", N: 2},
+		{Key: "bob", N: 1},
+		{Key: "alice", N: 1},
+		{Key: "", N: 1},
+	})
+	for _, r := range results {
+		fmt.Println(r.Decision.Allowed, r.Decision.Remaining, r.Err)
+	}
+	// Output:
+	// true 0 <nil>
+	// true 1 <nil>
+	// false 0 <nil>
+	// false 0 ratekit: invalid key: key is empty
+}
