@@ -40,3 +40,47 @@ func ExampleNew() {
 	// 200 "api";r=0;t=12 retry:
 	// 429 "api";r=0;t=12 retry:6
 }
+
+// Keyed by API key rather than by client IP; a request without one is
+// refused with 400 before any limiter is asked.
+func ExampleHeader() {
+	store, _ := memory.New()
+	defer store.Close()
+	limiter, _ := gcra.New(store, gcra.Config{Rate: 1, Period: time.Hour, Burst: 1})
+	limit, _ := httplimit.New(httplimit.Config{
+		Policies: []httplimit.Policy{{Name: "per-key", Limiter: limiter}},
+		Key:      httplimit.Header("X-API-Key"),
+	})
+	handler := limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	for _, key := range []string{"k1", "k1", "k2", ""} {
+		req := httptest.NewRequest("GET", "/", nil)
+		if key != "" {
+			req.Header.Set("X-API-Key", key)
+		}
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		fmt.Println(key, rec.Code)
+	}
+	// Output:
+	// k1 200
+	// k1 429
+	// k2 200
+	//  400
+}
+
+// The next handler can read the decision, to report what remains.
+func ExampleDecisionFromContext() {
+	store, _ := memory.New()
+	defer store.Close()
+	limiter, _ := gcra.New(store, gcra.Config{Rate: 5, Period: time.Minute, Burst: 5})
+	limit, _ := httplimit.New(httplimit.Config{Policies: []httplimit.Policy{{Name: "api", Limiter: limiter}}})
+	handler := limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d, ok := httplimit.DecisionFromContext(r.Context())
+		fmt.Fprintf(w, "%v: %d of %d left", ok, d.Remaining, d.Limit)
+	}))
+	rec := httptest.NewRecorder()
+	handler.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	fmt.Println(rec.Body.String())
+	// Output:
+	// true: 4 of 5 left
+}
