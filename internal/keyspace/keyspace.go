@@ -52,8 +52,11 @@ func AppendKey(dst []byte, prefix, key, suffix string) []byte {
 	dst = append(dst, '{')
 	for {
 		// Copy the runs between escaped bytes whole: most keys have none.
-		i := strings.IndexAny(key, "%{}")
-		if i < 0 {
+		i := 0
+		for i < len(key) && key[i] != '%' && key[i] != '{' && key[i] != '}' {
+			i++
+		}
+		if i == len(key) {
 			dst = append(dst, key...)
 			break
 		}
