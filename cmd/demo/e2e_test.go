@@ -113,7 +113,10 @@ func TestPageEndToEnd(t *testing.T) {
 		t.Fatalf("entries, oldest first: %q, want allowed then denied", order)
 	}
 	waitFor("the state panel", func() bool { return text("#state") == "0 / 5" })
-	if h := text("#headers"); !contains(h, "HTTP 429", `RateLimit: "tokenbucket";r=0`, "Retry-After: 60") {
+	// The next token comes 60 s after the burst's first request: 60, or 59
+	// when the burst itself took more than a second on a loaded machine.
+	if h := text("#headers"); !contains(h, "HTTP 429", `RateLimit: "tokenbucket";r=0`) ||
+		!(contains(h, "Retry-After: 60") || contains(h, "Retry-After: 59")) {
 		t.Fatalf("headers panel: %q", h)
 	}
 
