@@ -117,14 +117,14 @@ const why = `## Why targets are missed here
   script. The ratios show the pipelining gain, not a slower script.
 * **Allocations.** On rueidis and valkey-go one allocation of ratekit's
   holds a call's key (copied, so the limiter can lend a reused buffer) and
-  its arguments as strings; go test -bench TokenBucket/serial then shows 3
-  per decision, the rest rueidis' own (its command and its reply). Under
-  256 goroutines the harness also counts its own and the auto pipeline's
-  goroutine hand-offs. On go-redis ratekit still allocates the key string
-  (go-redis may hold a queued command after a timeout, and its key is not
-  copied). On go-redis the adapter builds each command in one allocation
-  (pointers to strings and integers, which go-redis writes as their
-  values, instead of an interface per value): a memory profile of go test
+  its arguments as strings; the rest are the client's own (its command and
+  its reply): 3 per decision in go test -bench TokenBucket/serial, about 2
+  here, where auto pipelining shares work between concurrent calls. On
+  go-redis ratekit still allocates the key string (go-redis may hold a
+  queued command after a timeout, and the key is not copied), and builds
+  each command in one allocation (pointers to strings and integers, which
+  go-redis writes as their values, instead of an interface per value): a
+  memory profile of go test
   -bench TokenBucket/serial then shows 11 per decision, most of them
   go-redis' own: its Cmd, its reply slice with boxed integers, and about
   three in its pool's health check of every connection it hands out
