@@ -44,8 +44,8 @@ func TestConformanceRing(t *testing.T) {
 }
 
 // Through go-redis' AutoPipeliner, which batches concurrent calls: the
-// path the README recommends for throughput (EvalSha, not Do, which the
-// AutoPipeliner would send outside its pipeline).
+// path the README recommends for throughput. Commands reach it through
+// Process, which it batches (its Do would bypass the pipeline).
 func TestConformanceAutoPipeline(t *testing.T) {
 	srv := redistest.Start(t)
 	ap, err := newClient(t, srv.Addr).AutoPipeline()

@@ -37,13 +37,14 @@ import (
 // Runner is a core.ScriptRunner over a go-redis client.
 type Runner struct {
 	c       redis.Scripter
-	do      doer // c, when it is a client whose Do sends at once
+	p       processor // c, when it can run a prebuilt command
 	plainRO bool
 }
 
-// doer is the raw command interface of go-redis clients.
-type doer interface {
-	Do(ctx context.Context, args ...any) *redis.Cmd
+// processor runs a prebuilt command: every go-redis client has it
+// (Client, ClusterClient, Ring, AutoPipeliner, Pipeline, Conn).
+type processor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
 var _ core.ScriptRunner = (*Runner)(nil)
@@ -62,12 +63,7 @@ func WithoutReadOnlyCommands() Option {
 // New returns a Runner that runs scripts with c. It sends nothing to Redis.
 func New(c redis.Scripter, opts ...Option) *Runner {
 	r := &Runner{c: c}
-	switch c := c.(type) {
-	case *redis.Client, *redis.ClusterClient, *redis.Ring:
-		// Do builds the same EVALSHA with fewer allocations (see
-		// command). Not on an AutoPipeliner: its Do bypasses the pipeline.
-		r.do = c.(doer)
-	}
+	r.p, _ = c.(processor)
 	for _, o := range opts {
 		o(r)
 	}
@@ -141,7 +137,7 @@ func (r *Runner) queue(ctx context.Context, pipe redis.Pipeliner, c core.ScriptC
 		name += "_ro"
 	}
 	if len(c.Keys) <= maxKeys && len(c.Args) <= maxArgs {
-		return pipe.Do(ctx, command(name, payload, c.Keys, c.Args)...)
+		return process(ctx, pipe, name, payload, c.Keys, c.Args)
 	}
 	a := make([]any, 0, 2+len(c.Keys)+len(c.Args))
 	a = append(a, name, payload, len(c.Keys))
@@ -173,10 +169,10 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 	if s.ReadOnly() && !r.plainRO {
 		evalsha, eval = "evalsha_ro", "eval_ro"
 	}
-	if r.do != nil && len(keys) <= maxKeys && len(args) <= maxArgs {
-		cmd := r.do.Do(ctx, command(evalsha, s.SHA1(), keys, args)...)
+	if r.p != nil && len(keys) <= maxKeys && len(args) <= maxArgs {
+		cmd := process(ctx, r.p, evalsha, s.SHA1(), keys, args)
 		if isNoScript(cmd.Err()) {
-			cmd = r.do.Do(ctx, command(eval, s.Lua(), keys, args)...)
+			cmd = process(ctx, r.p, eval, s.Lua(), keys, args)
 		}
 		return result(s, cmd, reply)
 	}
@@ -212,9 +208,20 @@ type frame struct {
 	ints [maxArgs]int64
 }
 
-// command returns name payload numkeys keys... args... as go-redis Do
-// arguments. numkeys stays a plain int: go-redis reads it to find the first
-// key's position, and the key's slot, on a cluster.
+// process runs name payload numkeys keys... args... through p, as
+// go-redis' own EvalSha does: the first key, if any, is argument 3 (its
+// slot on a cluster).
+func process(ctx context.Context, p processor, name, payload string, keys []string, args []int64) *redis.Cmd {
+	cmd := redis.NewCmd(ctx, command(name, payload, keys, args)...)
+	if len(keys) > 0 {
+		cmd.SetFirstKeyPos(3)
+	}
+	_ = p.Process(ctx, cmd) // the error is also the command's
+	return cmd
+}
+
+// command returns name payload numkeys keys... args... as go-redis command
+// arguments. numkeys stays a plain int, as go-redis' EvalSha sends it.
 func command(name, payload string, keys []string, args []int64) []any {
 	f := new(frame)
 	f.strs[0] = payload
