@@ -8,6 +8,8 @@
 // one, however many are waiting) probes the store while the others go on
 // with the policy; once a probe answers, decisions come from the store
 // again, and if it fails the store is left alone for another RetryInterval.
+// So at most one call per RetryInterval waits on a failing store (more only
+// when Timeout is longer than RetryInterval).
 // Every store error goes to OnError; none is swallowed silently.
 //
 // The client must honour context deadlines for the timeout to bound a call:
