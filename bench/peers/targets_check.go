@@ -120,16 +120,14 @@ const why = `## Why targets are missed here
   its arguments as strings; the rest are the client's own (its command and
   its reply): 3 per decision in go test -bench TokenBucket/serial, about 2
   here, where auto pipelining shares work between concurrent calls. On
-  go-redis ratekit still allocates the key string (go-redis may hold a
-  queued command after a timeout, and the key is not copied), and builds
-  each command in one allocation (pointers to strings and integers, which
-  go-redis writes as their values, instead of an interface per value): a
-  memory profile of go test
-  -bench TokenBucket/serial then shows 11 per decision, most of them
+  go-redis the adapter builds each command, keys copied, in one
+  allocation (pointers to strings and integers, which go-redis writes as
+  their values, instead of an interface per value): a memory profile of
+  go test -bench TokenBucket/serial then shows 10 per decision, most of them
   go-redis' own: its Cmd, its reply slice with boxed integers, and about
   three in its pool's health check of every connection it hands out
   (net.RawConn). Through the AutoPipeliner the same command costs more
-  (about 19-22 in go test -bench TokenBucketAutoPipeline): its batching
+  (about 18-21 in go test -bench TokenBucketAutoPipeline): its batching
   machinery allocates per command.
 * **Script cost against the guide's token bucket.** ratekit's scripts do
   more than the guide's in each call: the TTL goes in the same SET (the

@@ -27,6 +27,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"github.com/redis/go-redis/v9"
 
@@ -142,7 +143,7 @@ func (r *Runner) queue(ctx context.Context, pipe redis.Pipeliner, c core.ScriptC
 	a := make([]any, 0, 2+len(c.Keys)+len(c.Args))
 	a = append(a, name, payload, len(c.Keys))
 	for _, k := range c.Keys {
-		a = append(a, k)
+		a = append(a, strings.Clone(k))
 	}
 	return pipe.Do(ctx, append(a, argv(c.Args)...)...)
 }
@@ -151,6 +152,19 @@ func argv(args []int64) []any {
 	out := make([]any, len(args))
 	for i, a := range args {
 		out[i] = a
+	}
+	return out
+}
+
+// CopiesKeys reports true: every key is copied before it goes to the
+// client, which may hold a queued command after a call times out.
+// ratekit's limiters use this to lend a key built in a reused buffer.
+func (r *Runner) CopiesKeys() bool { return true }
+
+func cloneKeys(keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = strings.Clone(k)
 	}
 	return out
 }
@@ -176,6 +190,7 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 		}
 		return result(s, cmd, reply)
 	}
+	keys = cloneKeys(keys) // see CopiesKeys
 	a := argv(args)
 	var cmd *redis.Cmd
 	if s.ReadOnly() && !r.plainRO {
@@ -202,10 +217,12 @@ const (
 // goes into an interface without an allocation of its own, so the command
 // costs one allocation here instead of one per string and large integer.
 // go-redis keeps the slice as its Cmd's arguments: a frame is never reused.
+// Keys are copied into it, so the caller may reuse its key buffers.
 type frame struct {
 	argv [3 + maxKeys + maxArgs]any
 	strs [1 + maxKeys]string
 	ints [maxArgs]int64
+	keys [96]byte // the keys' bytes, copied, when they fit
 }
 
 // process runs name payload numkeys keys... args... through p, as
@@ -226,8 +243,15 @@ func command(name, payload string, keys []string, args []int64) []any {
 	f := new(frame)
 	f.strs[0] = payload
 	a := append(f.argv[:0], name, &f.strs[0], len(keys))
+	kb := f.keys[:0]
 	for i, k := range keys {
-		f.strs[1+i] = k
+		if k != "" && len(kb)+len(k) <= cap(kb) {
+			start := len(kb)
+			kb = append(kb, k...) // within f.keys: no reallocation
+			f.strs[1+i] = unsafe.String(&f.keys[start], len(k))
+		} else {
+			f.strs[1+i] = strings.Clone(k)
+		}
 		a = append(a, &f.strs[1+i])
 	}
 	for i, v := range args {
