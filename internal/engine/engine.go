@@ -10,7 +10,9 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"unsafe"
 
@@ -33,13 +35,10 @@ type Engine struct {
 	prefix string
 	limit  int64
 	params []int64
-	// borrowKeys: the runner copies any key it keeps, so a decision can
-	// lend it a key built in a reused buffer (the memory store).
+	// borrowKeys: the runner copies any key it keeps (core.KeyCopier), so
+	// a decision can lend it a key built in a reused buffer.
 	borrowKeys bool
 }
-
-// keyCopier is implemented by stores that copy every key they keep.
-type keyCopier interface{ CopiesKeys() bool }
 
 // frame holds one decision's buffers, reused across calls, so that a
 // decision allocates nothing of its own.
@@ -56,8 +55,8 @@ var frames = sync.Pool{New: func() any { return &frame{key: make([]byte, 0, 96)}
 // Decision's Limit and the largest cost AllowN accepts; params are the
 // algorithm's script parameters, sent after now and n.
 func New(runner core.ScriptRunner, clock core.Clock, prefix, defaultPrefix string, limit int64, params ...int64) (*Engine, error) {
-	if runner == nil {
-		return nil, fmt.Errorf("%w: runner is nil", core.ErrInvalidConfig)
+	if err := CheckRunner(runner); err != nil {
+		return nil, err
 	}
 	if prefix == "" {
 		prefix = defaultPrefix
@@ -66,10 +65,53 @@ func New(runner core.ScriptRunner, clock core.Clock, prefix, defaultPrefix strin
 		return nil, err
 	}
 	e := &Engine{runner: runner, clock: clock, prefix: prefix, limit: limit, params: params}
-	if kc, ok := runner.(keyCopier); ok && kc.CopiesKeys() {
-		e.borrowKeys = true
-	}
+	e.borrowKeys = LendsKeys(runner)
 	return e, nil
+}
+
+// Ended returns an error wrapping core.ErrStore and ctx.Err() when ctx has
+// ended, so that a call that cannot finish never reaches the store.
+func Ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%w: %w", core.ErrStore, err)
+	}
+	return nil
+}
+
+// CheckRunner refuses a runner that cannot run scripts: nil, a typed nil
+// (a nil *memory.Store in a core.ScriptRunner), or one whose Check
+// (core.Checker) fails. The error wraps core.ErrInvalidConfig.
+func CheckRunner(runner core.ScriptRunner) error {
+	if runner == nil {
+		return fmt.Errorf("%w: the store (core.ScriptRunner) is nil", core.ErrInvalidConfig)
+	}
+	switch v := reflect.ValueOf(runner); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
+		if v.IsNil() {
+			return fmt.Errorf("%w: the store is a nil %T", core.ErrInvalidConfig, runner)
+		}
+	}
+	if c, ok := runner.(core.Checker); ok {
+		if err := c.Check(); err != nil {
+			if errors.Is(err, core.ErrInvalidConfig) {
+				return err
+			}
+			return fmt.Errorf("%w: %w", core.ErrInvalidConfig, err)
+		}
+	}
+	return nil
+}
+
+// LendsKeys reports whether keys built in reused memory may be lent to
+// runner: only when runner promises, for itself and not through an
+// embedded runner, to copy every key it keeps (see core.KeyCopier).
+func LendsKeys(runner core.ScriptRunner) bool {
+	kc, ok := runner.(core.KeyCopier)
+	if !ok || !reflect.TypeOf(runner).Comparable() {
+		return false
+	}
+	self := kc.CopiesKeysOf()
+	return self != nil && reflect.TypeOf(self) == reflect.TypeOf(runner) && self == runner
 }
 
 // Limit returns the limit decisions report.
@@ -85,6 +127,9 @@ func (e *Engine) Decide(ctx context.Context, s *core.Script, key string, n int64
 	}
 	now, err := params.Now(e.clock)
 	if err != nil {
+		return core.Decision{}, err
+	}
+	if err := Ended(ctx); err != nil {
 		return core.Decision{}, err
 	}
 	f := frames.Get().(*frame)
@@ -117,6 +162,9 @@ func (e *Engine) Run(ctx context.Context, s *core.Script, key string, n int64, m
 	if err != nil {
 		return nil, err
 	}
+	if err := Ended(ctx); err != nil {
+		return nil, err
+	}
 	return e.runner.RunScript(ctx, s, []string{keyspace.Key(e.prefix, key, "")}, e.args(now, n, mode), nil)
 }
 
@@ -131,6 +179,9 @@ func (e *Engine) args(now, n, mode int64) []int64 {
 // Reset deletes key's state.
 func (e *Engine) Reset(ctx context.Context, key string) error {
 	if err := keyspace.CheckKey(key); err != nil {
+		return err
+	}
+	if err := Ended(ctx); err != nil {
 		return err
 	}
 	_, err := e.runner.RunScript(ctx, keyspace.ResetScript, []string{keyspace.Key(e.prefix, key, "")}, nil, nil)
@@ -182,9 +233,22 @@ func (e *Engine) AllowMany(ctx context.Context, s *core.Script, reqs []core.Requ
 		calls = append(calls, core.ScriptCall{Script: s, Keys: keys[i : i+1 : i+1], Args: args[start:len(args):len(args)]})
 		index = append(index, i)
 	}
+	if err := Ended(ctx); err != nil {
+		for _, i := range index {
+			out[i].Err = err
+		}
+		return out
+	}
 	if br, ok := e.runner.(core.BatchRunner); ok {
-		for j, res := range br.RunScripts(ctx, calls) {
-			i := index[j]
+		results := br.RunScripts(ctx, calls)
+		for j, i := range index {
+			if j >= len(results) || len(results) != len(calls) {
+				// A store that answers a batch of n with another number of
+				// results cannot be trusted on any of them.
+				out[i].Err = fmt.Errorf("%w: %w: a batch of %d calls got %d results", core.ErrStore, core.ErrUnexpectedReply, len(calls), len(results))
+				continue
+			}
+			res := results[j]
 			if res.Err != nil {
 				out[i].Err = res.Err
 				continue
