@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,8 +29,10 @@ func chromium(t *testing.T) string {
 
 // TestPageEndToEnd drives the page in headless Chromium as a person would:
 // a burst larger than the limit shows allowed then denied entries; a new
-// algorithm and parameter change the behaviour. It saves a screenshot to
-// $RATEKIT_SCREENSHOT (docs/demo.png is made this way) or a temp dir.
+// algorithm and parameter change the behaviour; a failing store shows as an
+// ERROR entry, never as allowed or denied. It saves a screenshot, taken
+// before the store fails, to $RATEKIT_SCREENSHOT (docs/demo.png is made
+// this way) or a temp dir, and one of the failure beside it.
 func TestPageEndToEnd(t *testing.T) {
 	path := chromium(t)
 	ts := newTestServer(t)
@@ -52,7 +55,9 @@ func TestPageEndToEnd(t *testing.T) {
 	defer cancelAlloc()
 	bctx, cancelBrowser := chromedp.NewContext(actx)
 	defer cancelBrowser()
-	ctx, cancel := context.WithTimeout(bctx, 90*time.Second)
+	// Generous: a saturated machine can take many seconds to start
+	// Chromium and render.
+	ctx, cancel := context.WithTimeout(bctx, 4*time.Minute)
 	defer cancel()
 
 	count := func(sel string) int {
@@ -65,7 +70,7 @@ func TestPageEndToEnd(t *testing.T) {
 	}
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(60 * time.Second)
 		for !cond() {
 			if time.Now().After(deadline) {
 				t.Fatalf("timed out waiting for %s", what)
@@ -166,6 +171,54 @@ func TestPageEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s (%d bytes)", out, len(png))
+
+	// The store fails: the request is listed as an ERROR with the store's
+	// error, counted as neither allowed nor denied; the state panel says
+	// the state is unavailable; the server logs the failure.
+	ts.store.down.Store(true)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("send-one"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the error entry", func() bool { return count("#log li.error") == 1 })
+	if e := text("#log li.error"); !contains(e, "ERROR", "#5", "HTTP 503", "store failed", "connection refused") {
+		t.Fatalf("error entry: %q", e)
+	}
+	if a, d := count("#log li.allowed"), count("#log li.denied"); a != 2 || d != 2 {
+		t.Fatalf("after the store failed: %d allowed, %d denied, want still 2 and 2", a, d)
+	}
+	if s := text("#summary"); s != "2 allowed, 2 denied, 1 failed (no decision)" {
+		t.Fatalf("summary: %q", s)
+	}
+	if h := text("#headers"); !contains(h, "HTTP 503") || contains(h, "RateLimit") {
+		t.Fatalf("headers panel after the store failed: %q", h)
+	}
+	waitFor("the state panel to show the failure", func() bool {
+		return text("#state") == "unavailable" && contains(text("#state-detail"), "HTTP 503", "store failed")
+	})
+	if len(ts.logLines(slog.LevelError, "store failed")) == 0 {
+		t.Fatalf("no error logged for the store failure:\n%s", ts.logs.String())
+	}
+	png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := strings.TrimSuffix(out, filepath.Ext(out)) + "-store-failed.png"
+	if err := os.WriteFile(failed, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot of the failure: %s (%d bytes)", failed, len(png))
+
+	// The store is back: decisions are too. (Denied while the window of
+	// 2 lasts; allowed on a machine so slow that its 60 s have passed.)
+	ts.store.down.Store(false)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("send-one"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("a decided entry after the store came back", func() bool { return count("#log li.allowed, #log li.denied") == 5 })
+	waitFor("the state panel to recover", func() bool { return strings.HasSuffix(text("#state"), " / 2") })
+	if count("#log li.error") != 1 {
+		t.Fatalf("error entries: %d, want 1", count("#log li.error"))
+	}
 }
 
 func contains(s string, parts ...string) bool {

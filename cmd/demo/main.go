@@ -6,6 +6,8 @@
 //	go run ./cmd/demo -addr :9090
 //	go run ./cmd/demo -redis redis://localhost:6379 -client rueidis
 //
+// The demo fails closed: while the store fails, the rate-limited endpoint
+// answers 503 with {"error": ...}, and each failure is logged to stderr.
 // It stops cleanly on SIGINT or SIGTERM.
 package main
 
@@ -16,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -40,19 +43,21 @@ func main() {
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *addr, *redisURL, *client, os.Stdout); err != nil {
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if err := run(ctx, *addr, *redisURL, *client, os.Stdout, logger); err != nil {
 		log.Fatal(err)
 	}
 }
 
 // run serves the demo on addr until ctx ends, then shuts down gracefully.
-func run(ctx context.Context, addr, redisURL, client string, out io.Writer) error {
+// It reports its address to out and logs errors to logger.
+func run(ctx context.Context, addr, redisURL, client string, out io.Writer, logger *slog.Logger) error {
 	runner, name, closeStore, err := openStore(redisURL, client)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
-	s, err := newServer(runner, name)
+	s, err := newServer(runner, name, logger)
 	if err != nil {
 		return err
 	}
@@ -60,7 +65,7 @@ func run(ctx context.Context, addr, redisURL, client string, out io.Writer) erro
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	fmt.Fprintf(out, "ratekit demo on http://%s (store: %s)\n", l.Addr(), name)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()

@@ -1,12 +1,19 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"log/slog"
+	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,16 +41,26 @@ type current struct {
 }
 
 // server is the demo: the page, and its small JSON API.
+//
+// The demo fails closed: when the store fails, the limited endpoint
+// answers 503 with {"error": ...} instead of serving a request that no
+// limiter decided, and the error is logged.
 type server struct {
 	runner core.ScriptRunner
 	store  string // "memory", or the Redis client name and address
+	log    *slog.Logger
 	mu     sync.Mutex
 	gen    int
 	cur    atomic.Pointer[current]
 }
 
-func newServer(runner core.ScriptRunner, store string) (*server, error) {
-	s := &server{runner: runner, store: store}
+// newServer returns the demo over runner; store names it for the page.
+// Errors are logged to log (nil: slog.Default()).
+func newServer(runner core.ScriptRunner, store string, log *slog.Logger) (*server, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &server{runner: runner, store: store, log: log}
 	a := algorithms[0]
 	p := map[string]int64{}
 	for _, prm := range a.Params {
@@ -68,7 +85,17 @@ func (s *server) configure(cfg config) error {
 		if !ok {
 			return fmt.Errorf("parameter %s is missing", prm.Name)
 		}
+		// A duration in milliseconds must fit a time.Duration: ms would
+		// otherwise wrap around to a wrong, maybe valid, duration.
+		if strings.HasSuffix(prm.Name, "_ms") && (v > maxMS || v < -maxMS) {
+			return fmt.Errorf("parameter %s: %d ms is too long for a duration (at most %d)", prm.Name, v, maxMS)
+		}
 		p[prm.Name] = v
+	}
+	for name := range cfg.Params {
+		if _, ok := p[name]; !ok {
+			return fmt.Errorf("parameter %s is not a parameter of %s", name, a.Name)
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -83,33 +110,88 @@ func (s *server) configure(cfg config) error {
 	}
 	mw, err := httplimit.New(httplimit.Config{
 		Policies:      []httplimit.Policy{policy},
-		Key:           demoKey,
+		Key:           httplimit.KeyFunc(demoKey),
 		Cost:          cost,
 		LegacyHeaders: true,
 		Denied:        http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeDecision(w, r, http.StatusTooManyRequests) }),
+		OnError:       s.onError,
+		FailClosed:    true,
 	})
 	if err != nil {
 		return err
 	}
-	limited := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeDecision(w, r, http.StatusOK) }))
+	limited := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := httplimit.DecisionFromContext(r.Context()); !ok {
+			// Not reached with FailClosed and one policy; never answer
+			// 200 for a request no limiter decided.
+			writeError(w, http.StatusServiceUnavailable, errors.New("no decision: the rate limiter did not decide this request"))
+			return
+		}
+		writeDecision(w, r, http.StatusOK)
+	}))
 	s.cur.Store(&current{cfg: config{Algorithm: a.Name, Params: p}, algo: a, limiter: lim, limited: limited})
 	return nil
 }
+
+// maxMS is the longest duration, in milliseconds, a parameter may give.
+const maxMS = math.MaxInt64 / int64(time.Millisecond)
+
+// onError is the middleware's OnError: it keeps err for the request's
+// JSON answer (see jsonErrors) and logs it, at slog.LevelError for a store
+// failure and slog.LevelDebug for a bad request.
+func (s *server) onError(r *http.Request, err error) {
+	if slot, ok := r.Context().Value(errSlotKey{}).(*errSlot); ok {
+		slot.err = err
+	}
+	s.logError(r, err)
+}
+
+// logError logs an error met while answering r.
+func (s *server) logError(r *http.Request, err error) {
+	level, msg := slog.LevelError, "demo: rate limiter store failed, answering 503 (fail closed)"
+	switch {
+	case isClientError(err):
+		level, msg = slog.LevelDebug, "demo: bad request"
+	case r.Context().Err() != nil:
+		level, msg = slog.LevelDebug, "demo: store call cut short, the client went away"
+	}
+	s.log.LogAttrs(r.Context(), level, msg,
+		slog.String("method", r.Method), slog.String("path", r.URL.Path),
+		slog.String("key", r.Header.Get("X-Demo-Key")), slog.Any("error", err))
+}
+
+// isClientError reports whether err is the request's fault (400), not the
+// store's: a key or cost that cannot be read, or that the limiter refuses.
+func isClientError(err error) bool {
+	var re requestError
+	return errors.Is(err, core.ErrInvalidKey) || errors.Is(err, core.ErrInvalidCost) || errors.As(err, &re)
+}
+
+// requestError is an error in the request itself, from demoKey or cost.
+type requestError struct{ err error }
+
+func (e requestError) Error() string { return e.err.Error() }
+func (e requestError) Unwrap() error { return e.err }
 
 // demoKey is the key the page chose, sent as X-Demo-Key.
 func demoKey(r *http.Request) (string, error) {
 	if k := r.Header.Get("X-Demo-Key"); k != "" {
 		return k, nil
 	}
-	return "", fmt.Errorf("header X-Demo-Key is missing")
+	return "", requestError{errors.New("header X-Demo-Key is missing")}
 }
 
+// cost is the request's cost, ?n=, 1 by default.
 func cost(r *http.Request) (int64, error) {
 	q := r.URL.Query().Get("n")
 	if q == "" {
 		return 1, nil
 	}
-	return strconv.ParseInt(q, 10, 64)
+	n, err := strconv.ParseInt(q, 10, 64)
+	if err != nil {
+		return 0, requestError{fmt.Errorf("n=%q is not an integer", q)}
+	}
+	return n, nil
 }
 
 type decisionJSON struct {
@@ -152,6 +234,8 @@ func writeError(w http.ResponseWriter, status int, err error) {
 //	PUT  /api/config       {"algorithm": ..., "params": {...}}: switch, fresh state
 //	GET  /api/limited?n=1  the rate-limited endpoint (key in X-Demo-Key)
 //	GET  /api/state?key=k  Peek at the key: the current state, no write
+//
+// Every error under /api/ is JSON, {"error": ...}.
 func (s *server) handler() http.Handler {
 	mux := http.NewServeMux()
 	web, _ := fs.Sub(webFiles, "web")
@@ -163,9 +247,13 @@ func (s *server) handler() http.Handler {
 		writeJSON(w, http.StatusOK, s.cur.Load().cfg)
 	})
 	mux.HandleFunc("PUT /api/config", func(w http.ResponseWriter, r *http.Request) {
-		var cfg config
-		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&cfg); err != nil {
-			writeError(w, http.StatusBadRequest, err)
+		cfg, err := decodeConfig(w, r)
+		if err != nil {
+			status := http.StatusBadRequest
+			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+				status = http.StatusRequestEntityTooLarge
+			}
+			writeError(w, status, err)
 			return
 		}
 		if err := s.configure(cfg); err != nil {
@@ -181,10 +269,113 @@ func (s *server) handler() http.Handler {
 		cur := s.cur.Load()
 		d, err := cur.limiter.Peek(r.Context(), r.URL.Query().Get("key"))
 		if err != nil {
-			writeError(w, http.StatusBadRequest, err)
+			s.logError(r, err)
+			status := http.StatusServiceUnavailable
+			if isClientError(err) {
+				status = http.StatusBadRequest
+			}
+			writeError(w, status, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"algorithm": cur.algo.Name, "meaning": cur.algo.State, "decision": toJSON(d)})
 	})
-	return mux
+	api := jsonErrors(mux)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			api.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
+
+// maxConfigBody is the largest PUT /api/config body, in bytes.
+const maxConfigBody = 1 << 16
+
+// decodeConfig reads PUT /api/config's body: one JSON object with no
+// unknown field and nothing after it. A body over maxConfigBody is an
+// error wrapping *http.MaxBytesError.
+func decodeConfig(w http.ResponseWriter, r *http.Request) (config, error) {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxConfigBody))
+	dec.DisallowUnknownFields()
+	var cfg config
+	if err := dec.Decode(&cfg); err != nil {
+		return config{}, fmt.Errorf("body: %w", err)
+	}
+	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return config{}, fmt.Errorf("body: %w", err)
+		}
+		return config{}, errors.New("body: more data after the JSON object")
+	}
+	return cfg, nil
+}
+
+// errSlot carries the error the middleware reported for one request (see
+// server.onError) to jsonErrors, which answers it.
+type errSlot struct{ err error }
+
+type errSlotKey struct{}
+
+// jsonErrors makes every error answer of next JSON: a response of status
+// 400 or more that is not already application/json (from http.Error, in
+// httplimit or the mux: 400, 404, 405, 503) is replaced by {"error": ...}
+// with the same status and headers. The message is the error the
+// middleware reported to OnError, when it reported one, or else the text
+// of the body.
+func jsonErrors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		slot := &errSlot{}
+		cw := &errorCapture{ResponseWriter: w}
+		next.ServeHTTP(cw, r.WithContext(context.WithValue(r.Context(), errSlotKey{}, slot)))
+		if !cw.capturing {
+			return
+		}
+		msg := strings.TrimSpace(cw.body.String())
+		if slot.err != nil {
+			msg = slot.err.Error()
+		}
+		if msg == "" {
+			msg = http.StatusText(cw.status)
+		}
+		w.Header().Del("Content-Length")
+		writeError(w, cw.status, errors.New(msg))
+	})
+}
+
+// errorCapture holds back a non-JSON error answer for jsonErrors.
+type errorCapture struct {
+	http.ResponseWriter
+	wroteHeader bool
+	capturing   bool
+	status      int
+	body        bytes.Buffer
+}
+
+func (c *errorCapture) WriteHeader(status int) {
+	if c.wroteHeader {
+		return
+	}
+	c.wroteHeader = true
+	if status >= 400 && !strings.HasPrefix(c.Header().Get("Content-Type"), "application/json") {
+		c.capturing, c.status = true, status
+		return
+	}
+	c.ResponseWriter.WriteHeader(status)
+}
+
+func (c *errorCapture) Write(p []byte) (int, error) {
+	if !c.wroteHeader {
+		c.WriteHeader(http.StatusOK)
+	}
+	if c.capturing {
+		if c.body.Len() < 4096 {
+			c.body.Write(p[:min(len(p), 4096-c.body.Len())])
+		}
+		return len(p), nil
+	}
+	return c.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (c *errorCapture) Unwrap() http.ResponseWriter { return c.ResponseWriter }

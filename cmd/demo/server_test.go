@@ -6,30 +6,68 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/redistest"
 	"github.com/ratekit/ratekit/store/memory"
 )
 
-func newTestServer(t *testing.T) *httptest.Server {
+// flakyStore is the memory store, or a dead store while down is set: every
+// call then fails as a Redis store whose server is gone does.
+type flakyStore struct {
+	inner core.ScriptRunner
+	down  atomic.Bool
+}
+
+func (f *flakyStore) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
+	if f.down.Load() {
+		return nil, fmt.Errorf("%w: dial tcp 127.0.0.1:6379: connect: connection refused (demo test: store is down)", core.ErrStore)
+	}
+	return f.inner.RunScript(ctx, s, keys, args, reply)
+}
+
+// testServer is the demo over a flakyStore, with its log.
+type testServer struct {
+	*httptest.Server
+	store *flakyStore
+	logs  *syncBuffer // JSON lines, debug level and up
+}
+
+func newTestServer(t *testing.T) *testServer {
 	m, err := memory.New()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	s, err := newServer(m, "memory")
+	store := &flakyStore{inner: m}
+	logs := &syncBuffer{}
+	s, err := newServer(store, "memory", slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(s.handler())
 	t.Cleanup(ts.Close)
-	return ts
+	return &testServer{Server: ts, store: store, logs: logs}
+}
+
+// logLines returns the lines logged at level whose message contains msg.
+func (ts *testServer) logLines(level slog.Level, msg string) []map[string]any {
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(ts.logs.String()), "\n") {
+		var v map[string]any
+		if json.Unmarshal([]byte(line), &v) == nil && v["level"] == level.String() && strings.Contains(fmt.Sprint(v["msg"]), msg) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func call(t *testing.T, method, url string, body any, hdr map[string]string) (*http.Response, map[string]any) {
@@ -103,11 +141,6 @@ func TestAPI(t *testing.T) {
 			t.Errorf("%s: %s %v", name, resp.Status, v)
 		}
 	}
-	req, _ := http.NewRequest("GET", ts.URL+"/api/limited?n=-1", nil)
-	req.Header.Set("X-Demo-Key", "k")
-	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 400 {
-		t.Errorf("negative cost: %v, %v", resp, err)
-	}
 	page, err := http.Get(ts.URL + "/")
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +160,9 @@ func TestRunShutsDownOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, fmt.Sprintf("127.0.0.1:%d", port), "", "goredis", &out) }()
+	go func() {
+		done <- run(ctx, fmt.Sprintf("127.0.0.1:%d", port), "", "goredis", &out, slog.New(slog.DiscardHandler))
+	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(out.String(), "ratekit demo on") {
 		if time.Now().After(deadline) {
@@ -158,7 +193,7 @@ func TestRedisFlags(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", client, err)
 		}
-		s, err := newServer(runner, name)
+		s, err := newServer(runner, name, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,6 +209,173 @@ func TestRedisFlags(t *testing.T) {
 		if _, _, _, err := openStore(bad[0], bad[1]); err == nil {
 			t.Errorf("openStore(%q, %q): no error", bad[0], bad[1])
 		}
+	}
+}
+
+// wantJSONError checks that resp is an error of the status given, in JSON,
+// whose message contains want.
+func wantJSONError(t *testing.T, what string, resp *http.Response, v map[string]any, status int, want string) {
+	t.Helper()
+	msg, _ := v["error"].(string)
+	if resp.StatusCode != status || resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(msg, want) {
+		t.Errorf("%s: %s %q %v, want %d and an error containing %q", what, resp.Status, resp.Header.Get("Content-Type"), v, status, want)
+	}
+}
+
+// TestStoreFailure: while the store fails, the limited endpoint fails
+// closed (503) with an error in JSON, decides nothing it could be taken
+// for, and logs the failure; the state endpoint does likewise; when the
+// store is back, so are decisions.
+func TestStoreFailure(t *testing.T) {
+	ts := newTestServer(t)
+	key := map[string]string{"X-Demo-Key": "k"}
+	if resp, v := call(t, "GET", ts.URL+"/api/limited", nil, key); resp.StatusCode != 200 || v["remaining"] != 4.0 {
+		t.Fatalf("store up: %s %v", resp.Status, v)
+	}
+
+	ts.store.down.Store(true)
+	resp, v := call(t, "GET", ts.URL+"/api/limited", nil, key)
+	wantJSONError(t, "limited, store down", resp, v, http.StatusServiceUnavailable, "store failed")
+	if _, ok := v["allowed"]; ok || len(v) != 1 {
+		t.Errorf("limited, store down: the body has more than the error: %v", v)
+	}
+	if h := resp.Header.Get("RateLimit"); h != "" {
+		t.Errorf("limited, store down: RateLimit %q, want none: nothing was decided", h)
+	}
+	lines := ts.logLines(slog.LevelError, "store failed")
+	if len(lines) != 1 || lines[0]["key"] != "k" || lines[0]["path"] != "/api/limited" || !strings.Contains(fmt.Sprint(lines[0]["error"]), "connection refused") {
+		t.Fatalf("log after a store failure: %v\nwhole log:\n%s", lines, ts.logs.String())
+	}
+
+	resp, v = call(t, "GET", ts.URL+"/api/state?key=k", nil, nil)
+	wantJSONError(t, "state, store down", resp, v, http.StatusServiceUnavailable, "store failed")
+	if n := len(ts.logLines(slog.LevelError, "store failed")); n != 2 {
+		t.Errorf("log after a failed Peek: %d error lines, want 2\n%s", n, ts.logs.String())
+	}
+
+	ts.store.down.Store(false)
+	if resp, v := call(t, "GET", ts.URL+"/api/limited", nil, key); resp.StatusCode != 200 || v["remaining"] != 3.0 {
+		t.Fatalf("store back: %s %v", resp.Status, v)
+	}
+	if resp, v := call(t, "GET", ts.URL+"/api/state?key=k", nil, nil); resp.StatusCode != 200 {
+		t.Fatalf("state, store back: %s %v", resp.Status, v)
+	}
+}
+
+// TestStoreFailureRedis: the same over go-redis pointed at a port where no
+// server listens.
+func TestStoreFailureRedis(t *testing.T) {
+	port, err := redistest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner, name, closeFn, err := openStore(fmt.Sprintf("redis://127.0.0.1:%d", port), "goredis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	var logs syncBuffer
+	s, err := newServer(runner, name, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.handler())
+	defer ts.Close()
+	resp, v := call(t, "GET", ts.URL+"/api/limited", nil, map[string]string{"X-Demo-Key": "k"})
+	wantJSONError(t, "limited, no Redis", resp, v, http.StatusServiceUnavailable, "store failed")
+	if l := logs.String(); !strings.Contains(l, "level=ERROR") || !strings.Contains(l, "store failed") || !strings.Contains(l, "key=k") {
+		t.Errorf("log: %q", l)
+	}
+}
+
+// TestJSONErrors: every error of the API is JSON, whoever writes it: the
+// middleware (bad key or cost), the mux (404, 405) or the handlers.
+func TestJSONErrors(t *testing.T) {
+	ts := newTestServer(t)
+	key := map[string]string{"X-Demo-Key": "k"}
+	for _, c := range []struct {
+		what, method, path string
+		hdr                map[string]string
+		status             int
+		want               string
+	}{
+		{"no key", "GET", "/api/limited", nil, 400, "X-Demo-Key is missing"},
+		{"cost not a number", "GET", "/api/limited?n=abc", key, 400, `n="abc" is not an integer`},
+		{"negative cost", "GET", "/api/limited?n=-1", key, 400, "invalid cost"},
+		{"cost over the capacity", "GET", "/api/limited?n=6", key, 400, "invalid cost"},
+		{"empty key to Peek", "GET", "/api/state?key=", nil, 400, "invalid key"},
+		{"unknown path", "GET", "/api/nope", nil, 404, "not found"},
+		{"method", "POST", "/api/config", nil, 405, "Method Not Allowed"},
+	} {
+		resp, v := call(t, c.method, ts.URL+c.path, nil, c.hdr)
+		wantJSONError(t, c.what, resp, v, c.status, c.want)
+	}
+	// A client's mistake is no store failure: logged at debug level only.
+	if n := len(ts.logLines(slog.LevelError, "")); n != 0 {
+		t.Errorf("bad requests logged %d error lines:\n%s", n, ts.logs.String())
+	}
+	if n := len(ts.logLines(slog.LevelDebug, "bad request")); n != 5 {
+		t.Errorf("bad requests logged %d debug lines, want 5:\n%s", n, ts.logs.String())
+	}
+	// The page is still served as it was.
+	if resp, err := http.Get(ts.URL + "/style.css"); err != nil || resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/css") {
+		t.Errorf("style.css: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+}
+
+// TestConfigBody: PUT /api/config takes one JSON object of known fields
+// and known parameters, no more than 64 KiB, and durations that fit.
+func TestConfigBody(t *testing.T) {
+	ts := newTestServer(t)
+	put := func(body string) (*http.Response, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest("PUT", ts.URL+"/api/config", strings.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var v map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+			t.Fatalf("PUT %.40q: the answer is not JSON: %v", body, err)
+		}
+		return resp, v
+	}
+	const good = `{"algorithm": "fixedwindow", "params": {"limit": 2, "window_ms": 10000}}`
+	if resp, v := put(good + " \n"); resp.StatusCode != 200 || v["algorithm"] != "fixedwindow" {
+		t.Fatalf("good config: %s %v", resp.Status, v)
+	}
+	// The largest duration a parameter may give: 2^63-1 ns, in whole ms.
+	if maxMS != 9223372036854 {
+		t.Fatalf("maxMS = %d", maxMS)
+	}
+	for _, c := range []struct {
+		what, body string
+		status     int
+		want       string
+	}{
+		{"unknown field", `{"algorithm": "fixedwindow", "params": {"limit": 2, "window_ms": 10000}, "limit": 3}`, 400, "unknown field"},
+		{"unknown parameter", `{"algorithm": "fixedwindow", "params": {"limit": 2, "window_ms": 10000, "burst": 3}}`, 400, "burst is not a parameter of fixedwindow"},
+		{"a second object", good + good, 400, "more data after the JSON object"},
+		{"trailing garbage", good + " x", 400, "more data after the JSON object"},
+		{"not an object", `[1]`, 400, "cannot unmarshal"},
+		{"not an integer", `{"algorithm": "fixedwindow", "params": {"limit": 2.5, "window_ms": 10000}}`, 400, "cannot unmarshal"},
+		{"too large", `{"algorithm": "fixedwindow", ` + strings.Repeat(" ", 1<<16) + `"params": {"limit": 2, "window_ms": 10000}}`, 413, "request body too large"},
+		{"too large after the object", good + strings.Repeat(" ", 1<<16), 413, "request body too large"},
+		{"window one past the largest", `{"algorithm": "fixedwindow", "params": {"limit": 2, "window_ms": 9223372036855}}`, 400, "window_ms: 9223372036855 ms is too long"},
+		// 18446744083710 ms is 2^64 ns + 10.000448384 s: converted
+		// unchecked, it would wrap around to a valid window of about 10 s.
+		{"window that wraps around to 10 s", `{"algorithm": "fixedwindow", "params": {"limit": 2, "window_ms": 18446744083710}}`, 400, "too long for a duration"},
+		{"negative overflow", `{"algorithm": "tokenbucket", "params": {"capacity": 2, "refill_rate": 1, "refill_interval_ms": -9223372036855}}`, 400, "too long for a duration"},
+	} {
+		resp, v := put(c.body)
+		wantJSONError(t, c.what, resp, v, c.status, c.want)
+	}
+	// None of them changed the limiter.
+	if _, v := call(t, "GET", ts.URL+"/api/config", nil, nil); v["algorithm"] != "fixedwindow" || fmt.Sprint(v["params"]) != "map[limit:2 window_ms:10000]" {
+		t.Errorf("config after the bad PUTs: %v", v)
 	}
 }
 

@@ -6,15 +6,22 @@ let algorithms = [];
 let seq = 0;
 let allowedCount = 0;
 let deniedCount = 0;
+let errorCount = 0;
 
+// api calls the JSON API; an answer that is not 2xx throws its error.
 async function api(method, path, body) {
   const res = await fetch(path, {
     method,
     headers: body ? { "Content-Type": "application/json" } : {},
     body: body ? JSON.stringify(body) : undefined,
   });
-  const data = await res.json();
-  if (!res.ok && res.status !== 429) throw new Error(data.error || res.statusText);
+  let data;
+  try {
+    data = await res.json();
+  } catch (e) {
+    throw new Error(`HTTP ${res.status}: the answer is not JSON`);
+  }
+  if (!res.ok) throw new Error(`HTTP ${res.status}: ${data.error || res.statusText}`);
   return data;
 }
 
@@ -79,24 +86,51 @@ function fmtMs(ms) {
   return ms >= 1000 ? (ms / 1000).toFixed(3) + " s" : ms.toFixed(1) + " ms";
 }
 
+// sendOne sends one request to the limited endpoint and lists it: ALLOWED
+// (200) or DENIED (429) only when the limiter decided it; anything else,
+// a store failure (503) included, is an ERROR with its message.
 async function sendOne() {
   const key = $("key").value;
   const n = Number($("cost").value) || 1;
-  const res = await fetch("/api/limited?n=" + n, { headers: { "X-Demo-Key": key, Accept: "application/json" } });
-  const d = await res.json();
-  seq++;
+  const id = ++seq;
+  let res = null;
+  let d = {};
+  let failure = "";
+  try {
+    res = await fetch("/api/limited?n=" + n, { headers: { "X-Demo-Key": key, Accept: "application/json" } });
+    try {
+      d = await res.json();
+    } catch (e) {
+      d = { error: "the answer is not JSON" };
+    }
+  } catch (e) {
+    failure = "no answer: " + e.message;
+  }
+  let kind = "error";
+  if (res && !d.error && res.status === 200) kind = "allowed";
+  if (res && !d.error && res.status === 429) kind = "denied";
   const li = document.createElement("li");
-  const allowed = res.status === 200;
-  li.className = allowed ? "allowed" : res.status === 429 ? "denied" : "error";
-  if (allowed) allowedCount++; else deniedCount++;
-  li.innerHTML = `<span class="tag">${allowed ? "ALLOWED" : res.status === 429 ? "DENIED" : res.status}</span>` +
-    ` #${seq} key=${key} cost=${n} remaining=${d.remaining}` +
-    (allowed ? "" : ` retry after ${fmtMs(d.retry_after_ms || 0)}`) +
-    ` reset after ${fmtMs(d.reset_after_ms || 0)}`;
+  li.className = kind;
+  const tag = document.createElement("span");
+  tag.className = "tag";
+  tag.textContent = kind.toUpperCase();
+  let text = ` #${id} key=${key} cost=${n} `;
+  if (kind === "error") {
+    errorCount++;
+    text += res ? `HTTP ${res.status}: ${d.error || res.statusText || "no decision"}` : failure;
+  } else {
+    if (kind === "allowed") allowedCount++; else deniedCount++;
+    text += `remaining=${d.remaining}` +
+      (kind === "allowed" ? "" : ` retry after ${fmtMs(d.retry_after_ms || 0)}`) +
+      ` reset after ${fmtMs(d.reset_after_ms || 0)}`;
+  }
+  li.append(tag, text);
   $("log").prepend(li);
   const names = ["RateLimit-Policy", "RateLimit", "Retry-After", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"];
-  $("headers").textContent = `HTTP ${res.status}\n` + names.filter((h) => res.headers.get(h) !== null).map((h) => `${h}: ${res.headers.get(h)}`).join("\n");
-  $("summary").textContent = `${allowedCount} allowed, ${deniedCount} denied`;
+  $("headers").textContent = res
+    ? `HTTP ${res.status}\n` + names.filter((h) => res.headers.get(h) !== null).map((h) => `${h}: ${res.headers.get(h)}`).join("\n")
+    : failure;
+  $("summary").textContent = `${allowedCount} allowed, ${deniedCount} denied` + (errorCount ? `, ${errorCount} failed (no decision)` : "");
 }
 
 async function sendBurst() {
@@ -110,8 +144,13 @@ async function refreshState() {
     const s = await api("GET", "/api/state?key=" + encodeURIComponent($("key").value));
     const d = s.decision;
     $("state").textContent = `${d.remaining} / ${d.limit}`;
+    $("state").classList.remove("unavailable");
+    $("state-detail").classList.remove("error");
     $("state-detail").textContent = `${s.meaning}; next request ${d.allowed ? "would pass" : "would be denied, retry in " + fmtMs(d.retry_after_ms)}; back to full in ${fmtMs(d.reset_after_ms)}`;
   } catch (e) {
+    $("state").textContent = "unavailable";
+    $("state").classList.add("unavailable");
+    $("state-detail").classList.add("error");
     $("state-detail").textContent = e.message;
   }
 }
@@ -119,6 +158,6 @@ async function refreshState() {
 $("apply").addEventListener("click", applyConfig);
 $("send-one").addEventListener("click", async () => { await sendOne(); await refreshState(); });
 $("send-burst").addEventListener("click", sendBurst);
-$("clear").addEventListener("click", () => { $("log").innerHTML = ""; seq = 0; allowedCount = 0; deniedCount = 0; $("summary").textContent = ""; });
+$("clear").addEventListener("click", () => { $("log").innerHTML = ""; seq = 0; allowedCount = 0; deniedCount = 0; errorCount = 0; $("summary").textContent = ""; });
 loadConfig().then(refreshState);
 setInterval(refreshState, 500);
