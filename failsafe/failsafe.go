@@ -12,15 +12,46 @@
 // when Timeout is longer than RetryInterval).
 // Every store error goes to OnError; none is swallowed silently.
 //
-// The client must honour context deadlines for the timeout to bound a call:
-// rueidis does; go-redis only with ContextTimeoutEnabled: true in its
-// options (otherwise it waits for its own ReadTimeout).
+// # Timeouts do not depend on the client
+//
+// failsafe enforces Timeout (and the caller's own context) itself, whatever
+// the client's options: the store call runs in its own goroutine, and the
+// caller gets the policy's decision at the deadline even if the client
+// ignores its context (go-redis without ContextTimeoutEnabled waits for
+// its ReadTimeout, 3 s by default). The abandoned call goes on in the
+// background until the client gives up or the store answers; its late
+// answer is dropped, never returned, never reported a second time, and it
+// does not mark the store up again. A store call that panics panics in the
+// caller's goroutine, as it would without failsafe; once the caller has
+// stopped waiting, it crashes the program, as any goroutine's panic does.
+//
+// A timed-out call may still have been applied: the script may have
+// reached Redis and run there, so a request that got the policy's decision
+// may also have been counted by the store. The same holds for a client that
+// honours the deadline itself, since the command may already have been
+// sent. Counting it can only make later decisions stricter, never allow
+// more than the limit. (A Reset that timed out may likewise still happen,
+// later, and then forget what was counted in between.) Clients that honour context deadlines (rueidis,
+// valkey-go, redigo, go-redis with ContextTimeoutEnabled: true) give up at
+// the deadline themselves, so an abandoned call ends at once; with the
+// others it holds its connection until the store answers or the client's
+// own timeout.
+//
+// At most MaxInFlight store calls run at once, counting the abandoned ones
+// that have not finished yet, so at most MaxInFlight goroutines of
+// failsafe's own can be waiting on a hung store. A call that would exceed
+// it is not sent: it counts as a store failure ([ErrBusy]). Below that cap,
+// the calls abandoned when a store stops answering are those of the callers
+// waiting on it at that moment (one per caller); after that the store is
+// down and only one probe per RetryInterval is sent.
 package failsafe
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -53,6 +84,15 @@ func (p Policy) String() string {
 	return fmt.Sprintf("Policy(%d)", int(p))
 }
 
+// DefaultMaxInFlight is Config.MaxInFlight when it is 0.
+const DefaultMaxInFlight = 1000
+
+// ErrBusy reports a call that was not sent because MaxInFlight store calls
+// were already running (some of them, typically, abandoned after their
+// Timeout on a store that does not answer). It comes wrapped together with
+// core.ErrStore, and counts as a store failure.
+var ErrBusy = errors.New("failsafe: too many store calls in flight")
+
 // Config configures a Limiter.
 type Config struct {
 	// Store is the limiter whose store may fail. Required.
@@ -62,8 +102,16 @@ type Config struct {
 	// Local decides under FailLocal: typically the same algorithm and
 	// configuration on a memory store. Required for FailLocal.
 	Local core.Limiter
-	// Timeout bounds every call to Store; 0 means no timeout of our own.
+	// Timeout bounds every call to Store, whether or not the client honours
+	// context deadlines; 0 means no timeout of our own (the caller's context
+	// still bounds the call). A call that times out gets the policy's
+	// decision, and may still be applied by the store (see the package doc).
 	Timeout time.Duration
+	// MaxInFlight is the most calls to Store that may run at once, counting
+	// calls abandoned at their timeout that the store has not finished. A
+	// call beyond it is not sent and counts as a store failure (ErrBusy).
+	// 0 means DefaultMaxInFlight.
+	MaxInFlight int
 	// RetryInterval is how long the store is left alone after a failure
 	// before it is tried again. 0 means 1 s.
 	RetryInterval time.Duration
@@ -83,6 +131,11 @@ type Limiter struct {
 	// caller that moves it forward by RetryInterval probes the store, and
 	// only a probe that gets an answer sets it back to 0.
 	downUntil atomic.Int64
+	// inFlight counts the store calls running, abandoned ones included.
+	inFlight atomic.Int64
+	// callDone, if set (by tests), runs when a store call run in its own
+	// goroutine has finished, just before that goroutine ends.
+	callDone func()
 }
 
 var _ core.Limiter = (*Limiter)(nil)
@@ -91,6 +144,12 @@ var _ core.Limiter = (*Limiter)(nil)
 func New(cfg Config) (*Limiter, error) {
 	if cfg.Store == nil {
 		return nil, fmt.Errorf("%w: failsafe: Store is nil", core.ErrInvalidConfig)
+	}
+	if isNil(cfg.Store) {
+		return nil, fmt.Errorf("%w: failsafe: Store is a nil %T", core.ErrInvalidConfig, cfg.Store)
+	}
+	if cfg.Local != nil && isNil(cfg.Local) {
+		return nil, fmt.Errorf("%w: failsafe: Local is a nil %T", core.ErrInvalidConfig, cfg.Local)
 	}
 	switch cfg.Policy {
 	case FailOpen, FailClosed:
@@ -101,16 +160,30 @@ func New(cfg Config) (*Limiter, error) {
 	default:
 		return nil, fmt.Errorf("%w: failsafe: unknown Policy %d", core.ErrInvalidConfig, int(cfg.Policy))
 	}
-	if cfg.Timeout < 0 || cfg.RetryInterval < 0 {
-		return nil, fmt.Errorf("%w: failsafe: Timeout and RetryInterval must not be negative", core.ErrInvalidConfig)
+	if cfg.Timeout < 0 || cfg.RetryInterval < 0 || cfg.MaxInFlight < 0 {
+		return nil, fmt.Errorf("%w: failsafe: Timeout, RetryInterval and MaxInFlight must not be negative", core.ErrInvalidConfig)
 	}
 	if cfg.RetryInterval == 0 {
 		cfg.RetryInterval = time.Second
+	}
+	if cfg.MaxInFlight == 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	return &Limiter{cfg: cfg}, nil
+}
+
+// isNil reports whether v holds a nil pointer (or another nil value of a
+// kind that can be nil), on which every method call would panic.
+func isNil(v core.Limiter) bool {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
+		return rv.IsNil()
+	}
+	return false
 }
 
 // Down reports whether the store is considered down: from a failure until
@@ -160,35 +233,29 @@ func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
 	})
 }
 
-// Reset resets key on the store (and on Local, if any). A store failure is
-// returned: a reset cannot be faked.
+// Reset resets key on the store (and on Local, if any), within Timeout. A
+// store failure is returned: a reset cannot be faked. A Reset that timed
+// out may still be applied by the store, later.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if l.cfg.Local != nil {
 		if err := l.cfg.Local.Reset(ctx, key); err != nil {
 			return err
 		}
 	}
-	cctx, cancel := l.withTimeout(ctx)
-	defer cancel()
-	err := l.cfg.Store.Reset(cctx, key)
+	_, err := l.call(ctx, func(cctx context.Context) (core.Decision, error) {
+		return core.Decision{}, l.cfg.Store.Reset(cctx, key)
+	})
 	if err != nil && l.storeFault(ctx, err) {
 		l.fail(key, err)
 	}
 	return err
 }
 
-func (l *Limiter) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	if l.cfg.Timeout > 0 {
-		return context.WithTimeout(ctx, l.cfg.Timeout)
-	}
-	return ctx, func() {}
-}
-
 func (l *Limiter) decide(ctx context.Context, key string, op func(core.Limiter, context.Context) (core.Decision, error)) (core.Decision, error) {
 	if ok, probe := l.try(); ok {
-		cctx, cancel := l.withTimeout(ctx)
-		d, err := op(l.cfg.Store, cctx)
-		cancel()
+		d, err := l.call(ctx, func(cctx context.Context) (core.Decision, error) {
+			return op(l.cfg.Store, cctx)
+		})
 		if err == nil || !l.storeFault(ctx, err) {
 			if probe != 0 && err == nil {
 				// The store answered: up again, unless a newer failure
@@ -207,6 +274,90 @@ func (l *Limiter) decide(ctx context.Context, key string, op func(core.Limiter, 
 	default:
 		return core.Decision{Allowed: true}, nil
 	}
+}
+
+// The states of a store call run in its own goroutine.
+const (
+	running   int32 = iota
+	finished        // the result is (being) sent to the waiting caller
+	abandoned       // the caller stopped waiting; the result is dropped
+)
+
+// result is the outcome of a store call run in its own goroutine.
+type result struct {
+	d        core.Decision
+	err      error
+	panicked bool
+	panicVal any
+}
+
+// call runs op against the store and returns no later than Timeout after
+// it starts, or when ctx ends, whatever op does with its context: op runs
+// in its own goroutine, which is abandoned at the deadline and finishes in
+// the background; its late result is dropped. Without a deadline (no
+// Timeout, and a ctx that never ends) op runs in the caller's goroutine.
+func (l *Limiter) call(ctx context.Context, op func(context.Context) (core.Decision, error)) (core.Decision, error) {
+	if l.inFlight.Add(1) > int64(l.cfg.MaxInFlight) {
+		l.inFlight.Add(-1)
+		return core.Decision{}, fmt.Errorf("%w: %w: %d calls already running (MaxInFlight)", core.ErrStore, ErrBusy, l.cfg.MaxInFlight)
+	}
+	cctx, cancel := ctx, context.CancelFunc(func() {})
+	if l.cfg.Timeout > 0 {
+		cctx, cancel = context.WithTimeout(ctx, l.cfg.Timeout)
+	}
+	defer cancel()
+	if cctx.Done() == nil {
+		defer l.inFlight.Add(-1)
+		return op(cctx)
+	}
+
+	var state atomic.Int32
+	done := make(chan result, 1) // buffered: the goroutine never blocks on it
+	go func() {
+		r := result{panicked: true}
+		defer func() {
+			if r.panicked {
+				r.panicVal = recover()
+			}
+			l.inFlight.Add(-1)
+			if state.CompareAndSwap(running, finished) {
+				done <- r
+			} else if r.panicked {
+				// Nobody waits for this call any more: crash, as any
+				// goroutine's panic would, rather than hide it.
+				panic(fmt.Sprintf("failsafe: store call panicked after its caller stopped waiting: %v\n%s", r.panicVal, debug.Stack()))
+			}
+			if l.callDone != nil {
+				l.callDone()
+			}
+		}()
+		r.d, r.err = op(cctx)
+		r.panicked = false
+	}()
+
+	select {
+	case r := <-done:
+		return r.get()
+	case <-cctx.Done():
+	}
+	if !state.CompareAndSwap(running, abandoned) {
+		// The answer came with the deadline: use it.
+		r := <-done
+		return r.get()
+	}
+	if err := ctx.Err(); err != nil {
+		return core.Decision{}, fmt.Errorf("%w: failsafe: gave up waiting: %w", core.ErrStore, err)
+	}
+	return core.Decision{}, fmt.Errorf("%w: failsafe: no answer within %v: %w", core.ErrStore, l.cfg.Timeout, context.DeadlineExceeded)
+}
+
+// get returns the call's outcome in the caller's goroutine, panicking
+// there if the call panicked.
+func (r result) get() (core.Decision, error) {
+	if r.panicked {
+		panic(r.panicVal)
+	}
+	return r.d, r.err
 }
 
 // storeFault reports whether err is the store's fault rather than the

@@ -122,14 +122,22 @@ func TestTimeout(t *testing.T) {
 	}
 }
 
+// ptrLimiter is a limiter type whose nil pointer satisfies core.Limiter.
+type ptrLimiter struct{ core.Limiter }
+
 func TestConfigErrors(t *testing.T) {
 	b := bucket(t, 1)
+	var nilStore *ptrLimiter
 	for name, cfg := range map[string]failsafe.Config{
-		"no store":           {},
-		"local without one":  {Store: b, Policy: failsafe.FailLocal},
-		"unknown policy":     {Store: b, Policy: 7},
-		"negative timeout":   {Store: b, Timeout: -1},
-		"negative retry gap": {Store: b, RetryInterval: -1},
+		"no store":                 {},
+		"nil pointer store":        {Store: nilStore},
+		"local without one":        {Store: b, Policy: failsafe.FailLocal},
+		"nil pointer local":        {Store: b, Policy: failsafe.FailLocal, Local: nilStore},
+		"nil pointer unused local": {Store: b, Policy: failsafe.FailOpen, Local: nilStore},
+		"unknown policy":           {Store: b, Policy: 7},
+		"negative timeout":         {Store: b, Timeout: -1},
+		"negative retry gap":       {Store: b, RetryInterval: -1},
+		"negative calls in flight": {Store: b, MaxInFlight: -1},
 	} {
 		if _, err := failsafe.New(cfg); !errors.Is(err, core.ErrInvalidConfig) {
 			t.Errorf("%s: %v", name, err)

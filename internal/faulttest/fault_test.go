@@ -151,16 +151,18 @@ func TestKillAndRestart(t *testing.T) {
 }
 
 // TestStopAndContinue: SIGSTOP hangs the server. Calls time out as
-// configured instead of piling up; after SIGCONT the store answers again;
-// once the clients are closed, no goroutine is left behind.
+// configured instead of piling up, even on a go-redis client that ignores
+// context deadlines (failsafe bounds the call itself); after SIGCONT the
+// store answers again; once the clients are closed, no goroutine is left
+// behind, not even the calls failsafe stopped waiting for.
 func TestStopAndContinue(t *testing.T) {
-	for _, a := range adapters[:2] { // the two main clients
-		t.Run(a.name, func(t *testing.T) {
+	for _, name := range []string{"goredis", "goredis-no-context-timeout", "rueidis"} { // the two main clients
+		t.Run(name, func(t *testing.T) {
 			srv := redistest.Start(t)
 			// Only the server's own goroutines (os/exec's pipes) may outlive
 			// the test: every client goroutine must be gone.
 			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-			runner, closeClient := openClosable(t, a.name, srv.Addr)
+			runner, closeClient := openClosable(t, name, srv.Addr)
 			defer closeClient()
 			var reported atomic.Int64
 			lim, err := failsafe.New(failsafe.Config{
@@ -192,7 +194,7 @@ func TestStopAndContinue(t *testing.T) {
 			recovery := time.Since(resumed)
 			close(stop)
 			wg.Wait()
-			t.Logf("RELIABILITY stop/continue %s: %v; %d store errors reported; recovery %v after SIGCONT", a.name, st, reported.Load(), recovery)
+			t.Logf("RELIABILITY stop/continue %s: %v; %d store errors reported; recovery %v after SIGCONT", name, st, reported.Load(), recovery)
 			if denied == 0 || reported.Load() == 0 {
 				t.Errorf("the hang went unnoticed: %d denied, %d reported", denied, reported.Load())
 			}
@@ -210,6 +212,11 @@ func openClosable(t *testing.T, name, addr string) (core.ScriptRunner, func()) {
 	switch name {
 	case "goredis":
 		c := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true})
+		return goredisstore.New(c), func() { once.Do(func() { c.Close() }) }
+	case "goredis-no-context-timeout":
+		// The README's client before ContextTimeoutEnabled: go-redis waits
+		// for its ReadTimeout (3 s), longer than the whole hang.
+		c := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1})
 		return goredisstore.New(c), func() { once.Do(func() { c.Close() }) }
 	case "rueidis":
 		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true, ForceSingleClient: true})
