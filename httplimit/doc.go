@@ -15,14 +15,22 @@
 // with Retry-After in whole seconds, rounded up and never 0, and a short
 // body: plain text, or JSON when the request accepts application/json.
 //
-// Requests are keyed by client IP by default. The client IP is the
-// connection's remote address; Forwarded and X-Forwarded-For are read only
-// when the remote address is a trusted proxy, from the right, skipping
-// trusted hops, so a client cannot choose its own key by sending those
-// headers. IPv6 clients are grouped by prefix (/64 by default), so that one
-// host cannot escape its limit by rotating addresses.
+// Requests are keyed by client IP by default ([ClientIP]). The client IP is
+// the connection's remote address. Behind proxies, name them in
+// ClientIP.TrustedProxies and name the one header they set in
+// ClientIP.Header: X-Forwarded-For, Forwarded (RFC 7239) or X-Real-IP. That
+// header alone is read, only when the remote address is a trusted proxy,
+// from the right, skipping trusted hops, so a client cannot choose its own
+// key by writing hops of its own or by sending another header. IPv6
+// clients are grouped by prefix (/64 by default), so that one host cannot
+// escape its limit by rotating addresses. [New] checks a ClientIP's settings
+// and refuses bad ones with core.ErrInvalidConfig.
 //
 // When the store fails, the middleware fails open by default (the request
-// is served, the error goes to Config.OnError) or, with FailClosed, answers
-// 503. It never panics on a store error.
+// is served) or, with FailClosed, answers 503. It never panics on a store
+// error, and never fails in silence: the error goes to [Config].OnError or,
+// without one, to Config.Logger (slog.Default() when nil) at
+// slog.LevelError, at most one line every 10 seconds, each line counting
+// the errors left out since the one before. Errors in the request itself
+// are answered with 400 and logged at slog.LevelDebug.
 package httplimit

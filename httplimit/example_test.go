@@ -1,13 +1,18 @@
 package httplimit_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"time"
 
 	"github.com/ratekit/ratekit/algorithms/gcra"
+	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/httplimit"
 	"github.com/ratekit/ratekit/store/memory"
 )
@@ -19,8 +24,11 @@ func ExampleNew() {
 
 	limit, err := httplimit.New(httplimit.Config{
 		Policies: []httplimit.Policy{{Name: "api", Limiter: limiter, Window: time.Minute}},
-		// Behind a load balancer at 10.0.0.0/8: believe its X-Forwarded-For.
-		Key: httplimit.ClientIP{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}.Key,
+		// Behind load balancers at 10.0.0.0/8 that append to X-Forwarded-For.
+		Key: httplimit.ClientIP{
+			TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
+			Header:         httplimit.XForwardedFor,
+		},
 	})
 	if err != nil {
 		panic(err)
@@ -83,4 +91,127 @@ func ExampleDecisionFromContext() {
 	fmt.Println(rec.Body.String())
 	// Output:
 	// true: 4 of 5 left
+}
+
+// Behind proxies that append to X-Forwarded-For, the client is the
+// rightmost address that is not a trusted proxy: what a client writes to
+// the left of it, or in any other header, does not matter.
+func ExampleClientIP() {
+	key := httplimit.ClientIP{
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
+		Header:         httplimit.XForwardedFor,
+	}
+	for _, xff := range []string{
+		"198.51.100.7",                    // the client, as the load balancer saw it
+		"1.2.3.4, 198.51.100.7",           // the client wrote 1.2.3.4 itself
+		"198.51.100.7, 10.0.0.9",          // through a second trusted proxy
+		"1.2.3.4, 10.0.0.3, 198.51.100.7", // a fake trusted hop changes nothing
+	} {
+		req := httptest.NewRequest("GET", "/", nil)
+		req.RemoteAddr = "10.1.2.3:4567" // the load balancer
+		req.Header.Set("X-Forwarded-For", xff)
+		req.Header.Set("Forwarded", "for=1.2.3.4") // never read: not the chosen header
+		k, _ := key.Key(req)
+		fmt.Println(k)
+	}
+	// Output:
+	// ip4:198.51.100.7
+	// ip4:198.51.100.7
+	// ip4:198.51.100.7
+	// ip4:198.51.100.7
+}
+
+// Behind proxies that speak RFC 7239. IPv6 clients are grouped by /64.
+func ExampleClientIP_forwarded() {
+	key := httplimit.ClientIP{
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
+		Header:         httplimit.Forwarded,
+	}
+	for _, fwd := range []string{
+		`for="[2001:db8:cafe::17]:4711";proto=https`,
+		`for=192.0.2.60;proto=http, for=10.0.0.9`,
+		`for=_hidden`, // an obfuscated client: the proxy is all we know
+	} {
+		req := httptest.NewRequest("GET", "/", nil)
+		req.RemoteAddr = "10.1.2.3:4567"
+		req.Header.Set("Forwarded", fwd)
+		k, _ := key.Key(req)
+		fmt.Println(k)
+	}
+	// Output:
+	// ip6:2001:db8:cafe::/64
+	// ip4:192.0.2.60
+	// ip4:10.1.2.3
+}
+
+// A ClientIP's settings are checked by New, not on every request.
+func ExampleNew_invalidClientIP() {
+	store, _ := memory.New()
+	defer store.Close()
+	limiter, _ := gcra.New(store, gcra.Config{Rate: 10, Period: time.Minute, Burst: 2})
+	_, err := httplimit.New(httplimit.Config{
+		Policies: []httplimit.Policy{{Name: "api", Limiter: limiter}},
+		// Trusted to set which header?
+		Key: httplimit.ClientIP{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}},
+	})
+	fmt.Println(errors.Is(err, core.ErrInvalidConfig))
+	fmt.Println(err)
+	// Output:
+	// true
+	// ratekit: invalid config: httplimit: Key: ClientIP.Header is empty: name the header the TrustedProxies set (XForwardedFor, Forwarded or XRealIP)
+}
+
+// An ordinary function is a Keyer through KeyFunc: here one key for all
+// clients, a limit they share.
+func ExampleKeyFunc() {
+	store, _ := memory.New()
+	defer store.Close()
+	limiter, _ := gcra.New(store, gcra.Config{Rate: 1, Period: time.Hour, Burst: 2})
+	limit, _ := httplimit.New(httplimit.Config{
+		Policies: []httplimit.Policy{{Name: "everyone", Limiter: limiter}},
+		Key:      httplimit.KeyFunc(func(*http.Request) (string, error) { return "all", nil }),
+	})
+	handler := limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	for _, remote := range []string{"192.0.2.1:1", "192.0.2.2:1", "192.0.2.3:1"} {
+		req := httptest.NewRequest("GET", "/", nil)
+		req.RemoteAddr = remote
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		fmt.Println(remote, rec.Code)
+	}
+	// Output:
+	// 192.0.2.1:1 200
+	// 192.0.2.2:1 200
+	// 192.0.2.3:1 429
+}
+
+type deadStore struct{}
+
+func (deadStore) AllowN(context.Context, string, int64) (core.Decision, error) {
+	return core.Decision{}, fmt.Errorf("%w: dial tcp 127.0.0.1:6379: connection refused", core.ErrStore)
+}
+
+// Without OnError, store failures go to the Logger (slog.Default() when
+// nil): the request is served (fail open), and the failure logged, at most
+// one line every 10 seconds.
+func ExampleConfig_logger() {
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{} // a stable output for this example
+			}
+			return a
+		},
+	}))
+	limit, _ := httplimit.New(httplimit.Config{
+		Policies: []httplimit.Policy{{Name: "api", Limiter: deadStore{}}},
+		Logger:   logger,
+	})
+	handler := limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	rec := httptest.NewRecorder()
+	handler.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	fmt.Println(rec.Code)
+	// Output:
+	// level=ERROR msg="httplimit: limiter failed, request served without this policy (fail open)" error="httplimit: policy \"api\": ratekit: store failed: dial tcp 127.0.0.1:6379: connection refused" suppressed=0
+	// 200
 }

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratekit/ratekit/core"
@@ -30,11 +33,22 @@ type Policy struct {
 	Window time.Duration
 	// Key, when set, replaces Config.Key for this policy: for example a
 	// constant key for a limit shared by all clients.
-	Key KeyFunc
+	Key Keyer
 }
 
-// KeyFunc returns the key a request is limited by. An error answers 400.
+// Keyer returns the key a request is limited by. An error answers 400 Bad
+// Request, except an error wrapping core.ErrInvalidConfig, which is the
+// server's fault and answers 500 Internal Server Error.
+type Keyer interface {
+	Key(r *http.Request) (string, error)
+}
+
+// KeyFunc is an adapter that lets an ordinary function be a Keyer: if f
+// has the right signature, KeyFunc(f) is a Keyer that calls f.
 type KeyFunc func(r *http.Request) (string, error)
+
+// Key returns f(r).
+func (f KeyFunc) Key(r *http.Request) (string, error) { return f(r) }
 
 // Config configures the middleware.
 type Config struct {
@@ -42,9 +56,10 @@ type Config struct {
 	// denial stops the chain: the policies before it have counted the
 	// request. At least one is required.
 	Policies []Policy
-	// Key returns the request's key; nil means ClientIP{}.Key (the remote
-	// address, no proxy trusted, IPv6 grouped by /64).
-	Key KeyFunc
+	// Key returns the request's key; nil means ClientIP{} (the remote
+	// address, no proxy trusted, IPv6 grouped by /64). New checks the
+	// settings of a ClientIP given here or in a Policy.
+	Key Keyer
 	// Cost returns a request's cost; nil means 1. An error answers 400.
 	Cost func(r *http.Request) (int64, error)
 	// LegacyHeaders adds X-RateLimit-Limit, X-RateLimit-Remaining and
@@ -55,8 +70,24 @@ type Config struct {
 	// the rate-limit headers and Retry-After are already set, and
 	// DecisionFromContext returns the denying decision.
 	Denied http.Handler
-	// OnError receives every store error (and key or cost errors), with
-	// the request.
+	// Logger receives the errors the middleware meets, unless OnError is
+	// set; nil means slog.Default(). The server's failures (a Limiter's
+	// error other than core.ErrInvalidKey and core.ErrInvalidCost, such as
+	// a store that is down or refuses the password, and a Keyer's error
+	// wrapping core.ErrInvalidConfig) are logged at slog.LevelError, at
+	// most one line every 10 seconds for each middleware New returns, so
+	// that a dead store does not flood the log; each line's "suppressed"
+	// attribute counts the errors left out since the line before. The
+	// client's errors, answered with 400 (a key or cost that cannot be
+	// read, or that the limiter refuses), and a store call cut short
+	// because the client went away are logged at slog.LevelDebug, every
+	// one.
+	Logger *slog.Logger
+	// OnError, when set, receives every error instead of the Logger, with
+	// its request, none left out: store errors (which wrap core.ErrStore
+	// when they come from a ratekit store), and key and cost errors. It is
+	// called from the request's goroutine and must be safe for concurrent
+	// use.
 	OnError func(r *http.Request, err error)
 	// FailClosed answers 503 when the store fails; by default the request
 	// is served (fail open).
@@ -76,14 +107,27 @@ func DecisionFromContext(ctx context.Context) (core.Decision, bool) {
 // New returns the middleware for cfg, or an error wrapping
 // core.ErrInvalidConfig that names the bad field.
 func New(cfg Config) (func(http.Handler) http.Handler, error) {
+	return newMiddleware(cfg, time.Now)
+}
+
+// newMiddleware is New with the clock that paces log lines.
+func newMiddleware(cfg Config, now func() time.Time) (func(http.Handler) http.Handler, error) {
 	if len(cfg.Policies) == 0 {
 		return nil, fmt.Errorf("%w: httplimit: Policies is empty", core.ErrInvalidConfig)
 	}
+	cfg.Policies = slices.Clone(cfg.Policies)
 	names := map[string]bool{}
 	for i := range cfg.Policies {
 		p := &cfg.Policies[i]
 		if p.Limiter == nil {
 			return nil, fmt.Errorf("%w: httplimit: Policies[%d].Limiter is nil", core.ErrInvalidConfig, i)
+		}
+		if p.Key != nil {
+			k, err := checkKeyer(p.Key)
+			if err != nil {
+				return nil, fmt.Errorf("%w: httplimit: Policies[%d].Key: %w", core.ErrInvalidConfig, i, err)
+			}
+			p.Key = k
 		}
 		if p.Name == "" {
 			p.Name = "default"
@@ -100,10 +144,42 @@ func New(cfg Config) (func(http.Handler) http.Handler, error) {
 		}
 	}
 	if cfg.Key == nil {
-		cfg.Key = ClientIP{}.Key
+		cfg.Key = ClientIP{}
 	}
-	m := &middleware{cfg: cfg}
+	k, err := checkKeyer(cfg.Key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: httplimit: Key: %w", core.ErrInvalidConfig, err)
+	}
+	cfg.Key = k
+	m := &middleware{cfg: cfg, now: now}
 	return m.wrap, nil
+}
+
+// checkKeyer returns k checked and ready to use: a ClientIP whose settings
+// are good, or k itself when there is nothing to check.
+func checkKeyer(k Keyer) (Keyer, error) {
+	var c ClientIP
+	switch k := k.(type) {
+	case KeyFunc:
+		if k == nil {
+			return nil, errors.New("a nil KeyFunc")
+		}
+		return k, nil
+	case *ClientIP:
+		if k == nil {
+			return nil, errors.New("a nil *ClientIP")
+		}
+		c = *k
+	case ClientIP:
+		c = k
+	default:
+		return k, nil
+	}
+	p, err := c.prepare(true)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 func checkName(name string) error {
@@ -118,8 +194,17 @@ func checkName(name string) error {
 	return nil
 }
 
+// logEvery is the least time between two lines a middleware logs at
+// slog.LevelError.
+const logEvery = 10 * time.Second
+
 type middleware struct {
 	cfg Config
+	now func() time.Time
+	// nextLog is when, in Unix nanoseconds, the next error line may be
+	// logged; suppressed counts the error lines left out since the last.
+	nextLog    atomic.Int64
+	suppressed atomic.Int64
 }
 
 func (m *middleware) wrap(next http.Handler) http.Handler {
@@ -128,7 +213,7 @@ func (m *middleware) wrap(next http.Handler) http.Handler {
 		if m.cfg.Cost != nil {
 			var err error
 			if n, err = m.cfg.Cost(r); err != nil {
-				m.report(r, fmt.Errorf("httplimit: cost: %w", err))
+				m.report(r, slog.LevelDebug, "httplimit: bad request", fmt.Errorf("httplimit: cost: %w", err))
 				http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
 				return
 			}
@@ -136,24 +221,37 @@ func (m *middleware) wrap(next http.Handler) http.Handler {
 		var policies, states []string
 		var last core.Decision
 		for i, p := range m.cfg.Policies {
-			keyf := m.cfg.Key
+			keyer := m.cfg.Key
 			if p.Key != nil {
-				keyf = p.Key
+				keyer = p.Key
 			}
-			key, err := keyf(r)
+			key, err := keyer.Key(r)
 			if err != nil {
-				m.report(r, fmt.Errorf("httplimit: policy %q: key: %w", p.Name, err))
+				if errors.Is(err, core.ErrInvalidConfig) {
+					m.report(r, slog.LevelError, "httplimit: Keyer misconfigured, request answered 500", fmt.Errorf("httplimit: policy %q: key: %w", p.Name, err))
+					http.Error(w, "rate limiter misconfigured", http.StatusInternalServerError)
+					return
+				}
+				m.report(r, slog.LevelDebug, "httplimit: bad request", fmt.Errorf("httplimit: policy %q: key: %w", p.Name, err))
 				http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
 				return
 			}
 			d, err := p.Limiter.AllowN(r.Context(), key, n)
 			if err != nil {
 				if errors.Is(err, core.ErrInvalidCost) || errors.Is(err, core.ErrInvalidKey) {
-					m.report(r, fmt.Errorf("httplimit: policy %q: %w", p.Name, err))
+					m.report(r, slog.LevelDebug, "httplimit: bad request", fmt.Errorf("httplimit: policy %q: %w", p.Name, err))
 					http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
 					return
 				}
-				m.report(r, fmt.Errorf("httplimit: policy %q: %w", p.Name, err))
+				err = fmt.Errorf("httplimit: policy %q: %w", p.Name, err)
+				switch {
+				case r.Context().Err() != nil:
+					m.report(r, slog.LevelDebug, "httplimit: limiter call cut short, the client went away", err)
+				case m.cfg.FailClosed:
+					m.report(r, slog.LevelError, "httplimit: limiter failed, request answered 503 (FailClosed)", err)
+				default:
+					m.report(r, slog.LevelError, "httplimit: limiter failed, request served without this policy (fail open)", err)
+				}
 				if m.cfg.FailClosed {
 					http.Error(w, "rate limiter unavailable", http.StatusServiceUnavailable)
 					return
@@ -183,10 +281,32 @@ func (m *middleware) wrap(next http.Handler) http.Handler {
 	})
 }
 
-func (m *middleware) report(r *http.Request, err error) {
+// report hands err to OnError or, without one, logs msg and err at level:
+// at slog.LevelError, at most one line every logEvery.
+func (m *middleware) report(r *http.Request, level slog.Level, msg string, err error) {
 	if m.cfg.OnError != nil {
 		m.cfg.OnError(r, err)
+		return
 	}
+	logger := m.cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	ctx := r.Context()
+	if !logger.Enabled(ctx, level) {
+		return
+	}
+	if level < slog.LevelError {
+		logger.LogAttrs(ctx, level, msg, slog.Any("error", err))
+		return
+	}
+	now := m.now().UnixNano()
+	next := m.nextLog.Load()
+	if now < next || !m.nextLog.CompareAndSwap(next, now+int64(logEvery)) {
+		m.suppressed.Add(1)
+		return
+	}
+	logger.LogAttrs(ctx, level, msg, slog.Any("error", err), slog.Int64("suppressed", m.suppressed.Swap(0)))
 }
 
 func (m *middleware) setHeaders(w http.ResponseWriter, policies, states []string) {

@@ -6,10 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -165,7 +169,7 @@ func TestMultiplePoliciesAndCost(t *testing.T) {
 	perIP := bucket(t, s, clock, 10)
 	global, _ := fixedwindow.New(s, fixedwindow.Config{Limit: 4, Window: time.Minute, Clock: clock})
 	h := mw(t, httplimit.Config{
-		Policies: []httplimit.Policy{{Name: "ip", Limiter: perIP}, {Name: "global", Limiter: global, Window: time.Minute, Key: func(*http.Request) (string, error) { return "all", nil }}},
+		Policies: []httplimit.Policy{{Name: "ip", Limiter: perIP}, {Name: "global", Limiter: global, Window: time.Minute, Key: httplimit.KeyFunc(func(*http.Request) (string, error) { return "all", nil })}},
 		Cost: func(r *http.Request) (int64, error) {
 			if r.URL.Query().Get("heavy") != "" {
 				return 3, nil
@@ -227,7 +231,7 @@ func TestStoreErrors(t *testing.T) {
 	if resp.StatusCode != 200 || len(reported) != 1 || !errors.Is(reported[0], core.ErrStore) {
 		t.Fatalf("fail open: %s, reported %v", resp.Status, reported)
 	}
-	closed := mw(t, httplimit.Config{Policies: []httplimit.Policy{{Limiter: failing{storeErr}}}, FailClosed: true})(ok)
+	closed := mw(t, httplimit.Config{Policies: []httplimit.Policy{{Limiter: failing{storeErr}}}, FailClosed: true, Logger: slog.New(&recorder{})})(ok)
 	if resp := get(t, closed, "10.0.0.1:1", nil); resp.StatusCode != 503 {
 		t.Fatalf("fail closed: %s", resp.Status)
 	}
@@ -242,58 +246,515 @@ func TestStoreErrors(t *testing.T) {
 func TestConfigErrors(t *testing.T) {
 	s, clock := memStore(t)
 	l := bucket(t, s, clock, 1)
-	for name, cfg := range map[string]httplimit.Config{
-		"no policies":     {},
-		"nil limiter":     {Policies: []httplimit.Policy{{Name: "a"}}},
-		"bad name":        {Policies: []httplimit.Policy{{Name: "a\nb", Limiter: l}}},
-		"duplicate name":  {Policies: []httplimit.Policy{{Name: "a", Limiter: l}, {Name: "a", Limiter: l}}},
-		"negative window": {Policies: []httplimit.Policy{{Limiter: l, Window: -time.Second}}},
+	ten := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	for _, tt := range []struct {
+		name string
+		cfg  httplimit.Config
+		want string // in the error: the field at fault
+	}{
+		{"no policies", httplimit.Config{}, "Policies"},
+		{"nil limiter", httplimit.Config{Policies: []httplimit.Policy{{Name: "a"}}}, "Policies[0].Limiter"},
+		{"bad name", httplimit.Config{Policies: []httplimit.Policy{{Name: "a\nb", Limiter: l}}}, "Policies[0].Name"},
+		{"duplicate name", httplimit.Config{Policies: []httplimit.Policy{{Name: "a", Limiter: l}, {Name: "a", Limiter: l}}}, "Policies[1].Name"},
+		{"negative window", httplimit.Config{Policies: []httplimit.Policy{{Limiter: l, Window: -time.Second}}}, "Policies[0].Window"},
+		{"IPv6Prefix 129", httplimit.Config{Policies: []httplimit.Policy{{Limiter: l}}, Key: httplimit.ClientIP{IPv6Prefix: 129}}, "Key: ClientIP.IPv6Prefix"},
+		{"IPv6Prefix -1", httplimit.Config{Policies: []httplimit.Policy{{Limiter: l}}, Key: &httplimit.ClientIP{IPv6Prefix: -1}}, "Key: ClientIP.IPv6Prefix"},
+		{"bad IPv6Prefix in a policy", httplimit.Config{Policies: []httplimit.Policy{{Limiter: l}, {Name: "b", Limiter: l, Key: httplimit.ClientIP{IPv6Prefix: 200}}}}, "Policies[1].Key: ClientIP.IPv6Prefix"},
+		{"proxies without a header", httplimit.Config{Policies: []httplimit.Policy{{Limiter: l}}, Key: httplimit.ClientIP{TrustedProxies: ten}}, "Key: ClientIP.Header"},
+		{"a header without proxies", httplimit.Config{Policies: []httplimit.Policy{{Limiter: l}}, Key: httplimit.ClientIP{Header: httplimit.XForwardedFor}}, "Key: ClientIP.Header"},
+		{"an unknown header", httplimit.Config{Policies: []httplimit.Policy{{Limiter: l}}, Key: httplimit.ClientIP{TrustedProxies: ten, Header: "X-Client-IP"}}, "Key: ClientIP.Header"},
+		{"a zero prefix", httplimit.Config{Policies: []httplimit.Policy{{Limiter: l}}, Key: httplimit.ClientIP{TrustedProxies: []netip.Prefix{ten[0], {}}, Header: httplimit.XForwardedFor}}, "Key: ClientIP.TrustedProxies[1]"},
+		{"an IPv4-mapped prefix", httplimit.Config{Policies: []httplimit.Policy{{Limiter: l}}, Key: httplimit.ClientIP{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("::ffff:10.0.0.0/104")}, Header: httplimit.XForwardedFor}}, "Key: ClientIP.TrustedProxies[0]"},
+		{"a nil *ClientIP", httplimit.Config{Policies: []httplimit.Policy{{Limiter: l}}, Key: (*httplimit.ClientIP)(nil)}, "Key: a nil *ClientIP"},
+		{"a nil KeyFunc", httplimit.Config{Policies: []httplimit.Policy{{Limiter: l, Key: httplimit.KeyFunc(nil)}}}, "Policies[0].Key: a nil KeyFunc"},
 	} {
-		if _, err := httplimit.New(cfg); !errors.Is(err, core.ErrInvalidConfig) {
+		_, err := httplimit.New(tt.cfg)
+		if !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(fmt.Sprint(err), tt.want) {
+			t.Errorf("%s: %v; want ErrInvalidConfig naming %s", tt.name, err, tt.want)
+		}
+	}
+	for name, key := range map[string]httplimit.Keyer{
+		"zero ClientIP":      httplimit.ClientIP{},
+		"ClientIP pointer":   &httplimit.ClientIP{TrustedProxies: ten, Header: httplimit.XRealIP, IPv6Prefix: 128},
+		"header in any case": httplimit.ClientIP{TrustedProxies: ten, Header: "forwarded"},
+		"Header":             httplimit.Header("X-API-Key"),
+	} {
+		if _, err := httplimit.New(httplimit.Config{Policies: []httplimit.Policy{{Limiter: l}}, Key: key}); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
 }
 
+// New keeps its own copy of what it is given: changing the caller's slices
+// afterwards changes nothing, and New writes nothing into them.
+func TestNewCopiesConfig(t *testing.T) {
+	s, clock := memStore(t)
+	proxies := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	policies := []httplimit.Policy{{Limiter: bucket(t, s, clock, 5)}}
+	ip := &httplimit.ClientIP{TrustedProxies: proxies, Header: httplimit.XForwardedFor}
+	h := mw(t, httplimit.Config{Policies: policies, Key: ip})(ok)
+	if policies[0].Name != "" {
+		t.Errorf("New wrote %q into the caller's Policies", policies[0].Name)
+	}
+	proxies[0] = netip.MustParsePrefix("192.0.2.0/24")
+	ip.Header = httplimit.Forwarded
+	policies[0].Name = "changed"
+	resp := get(t, h, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "198.51.100.9"})
+	if got := resp.Header.Get("RateLimit"); got != `"default";r=4;t=10` {
+		t.Fatalf("RateLimit %q", got)
+	}
+	// The client keyed by X-Forwarded-For through 10.0.0.0/8, as configured
+	// at New, has used one of its 5: another client has all 5.
+	resp = get(t, h, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "198.51.100.10"})
+	if got := resp.Header.Get("RateLimit"); got != `"default";r=4;t=10` {
+		t.Fatalf("another client: RateLimit %q", got)
+	}
+	resp = get(t, h, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "198.51.100.9"})
+	if got := resp.Header.Get("RateLimit"); got != `"default";r=3;t=20` {
+		t.Fatalf("the first client again: RateLimit %q", got)
+	}
+}
+
+// A Keyer that reports a configuration error is the server's fault: 500,
+// logged as an error, not 400.
+func TestMisconfiguredKeyer(t *testing.T) {
+	s, clock := memStore(t)
+	rec := &recorder{}
+	wrapped := httplimit.KeyFunc(func(r *http.Request) (string, error) {
+		return httplimit.ClientIP{IPv6Prefix: 200}.Key(r) // New cannot see inside
+	})
+	h := mw(t, httplimit.Config{Policies: []httplimit.Policy{{Limiter: bucket(t, s, clock, 5)}}, Key: wrapped, Logger: slog.New(rec)})(ok)
+	if resp := get(t, h, "10.0.0.1:1", nil); resp.StatusCode != http.StatusInternalServerError {
+		t.Fatalf("%s; want 500", resp.Status)
+	}
+	if got := rec.levels(); fmt.Sprint(got) != "[ERROR]" {
+		t.Fatalf("logged %v; want one error", got)
+	}
+}
+
+// recorder is a slog.Handler that keeps the records it is given, at
+// level and above.
+type recorder struct {
+	level slog.Level
+	mu    sync.Mutex
+	recs  []slog.Record
+}
+
+func (h *recorder) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level }
+func (h *recorder) WithAttrs([]slog.Attr) slog.Handler           { panic("unused") }
+func (h *recorder) WithGroup(string) slog.Handler                { panic("unused") }
+
+func (h *recorder) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.recs = append(h.recs, r.Clone())
+	return nil
+}
+
+func (h *recorder) records() []slog.Record {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.recs)
+}
+
+func (h *recorder) levels() []slog.Level {
+	var ls []slog.Level
+	for _, r := range h.records() {
+		ls = append(ls, r.Level)
+	}
+	return ls
+}
+
+// attr returns the value of r's attribute key.
+func attr(r slog.Record, key string) (v slog.Value) {
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == key {
+			v = a.Value
+			return false
+		}
+		return true
+	})
+	return v
+}
+
+// A store error with no OnError is logged at error level, with the error;
+// a second one at the same time is not.
+func TestStoreErrorsAreLogged(t *testing.T) {
+	storeErr := fmt.Errorf("%w: WRONGPASS invalid username-password pair", core.ErrStore)
+	for _, failClosed := range []bool{false, true} {
+		rec := &recorder{level: slog.LevelDebug}
+		h := mw(t, httplimit.Config{Policies: []httplimit.Policy{{Name: "api", Limiter: failing{storeErr}}}, Logger: slog.New(rec), FailClosed: failClosed})(ok)
+		want := map[bool]int{false: 200, true: 503}[failClosed]
+		for range 2 {
+			if resp := get(t, h, "10.0.0.1:1", nil); resp.StatusCode != want {
+				t.Fatalf("FailClosed %v: %s", failClosed, resp.Status)
+			}
+		}
+		recs := rec.records()
+		if len(recs) != 1 || recs[0].Level != slog.LevelError {
+			t.Fatalf("FailClosed %v: logged %v; want one error", failClosed, rec.levels())
+		}
+		err, _ := attr(recs[0], "error").Any().(error)
+		if !errors.Is(err, core.ErrStore) || !strings.Contains(err.Error(), `policy "api"`) {
+			t.Errorf("FailClosed %v: error attribute %v", failClosed, err)
+		}
+		if !strings.Contains(recs[0].Message, map[bool]string{false: "fail open", true: "503"}[failClosed]) {
+			t.Errorf("FailClosed %v: message %q does not say what became of the request", failClosed, recs[0].Message)
+		}
+	}
+}
+
+// The log of a dead store: one line, then none until LogEvery has passed,
+// then one line counting the errors left out.
+func TestStoreErrorLogIsRateLimited(t *testing.T) {
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rec := &recorder{}
+	m, err := httplimit.NewWithClock(httplimit.Config{
+		Policies: []httplimit.Policy{{Limiter: failing{core.ErrStore}}},
+		Logger:   slog.New(rec),
+	}, clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := m(ok)
+	fail := func(n int) {
+		t.Helper()
+		for range n {
+			if resp := get(t, h, "10.0.0.1:1", nil); resp.StatusCode != 200 {
+				t.Fatalf("fail open: %s", resp.Status)
+			}
+		}
+	}
+	suppressed := func() []int64 {
+		var s []int64
+		for _, r := range rec.records() {
+			s = append(s, attr(r, "suppressed").Int64())
+		}
+		return s
+	}
+	fail(5)
+	if got := fmt.Sprint(suppressed()); got != "[0]" {
+		t.Fatalf("after 5 errors at once: lines with suppressed=%s; want [0]", got)
+	}
+	clock.Advance(httplimit.LogEvery - time.Nanosecond)
+	fail(3)
+	if got := fmt.Sprint(suppressed()); got != "[0]" {
+		t.Fatalf("just before LogEvery: %s; want [0]", got)
+	}
+	clock.Advance(time.Nanosecond)
+	fail(2)
+	if got := fmt.Sprint(suppressed()); got != "[0 7]" {
+		t.Fatalf("at LogEvery: %s; want [0 7]", got)
+	}
+	clock.Advance(time.Hour)
+	fail(1)
+	if got := fmt.Sprint(suppressed()); got != "[0 7 1]" {
+		t.Fatalf("an hour on: %s; want [0 7 1]", got)
+	}
+}
+
+// Under concurrent failures every error is either logged or counted once.
+func TestStoreErrorLogCountsConcurrently(t *testing.T) {
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rec := &recorder{}
+	m, err := httplimit.NewWithClock(httplimit.Config{
+		Policies: []httplimit.Policy{{Limiter: failing{core.ErrStore}}},
+		Logger:   slog.New(rec),
+	}, clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := m(ok)
+	const goroutines, each = 8, 50
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for range each {
+				get(t, h, "10.0.0.1:1", nil)
+			}
+		})
+	}
+	wg.Wait()
+	clock.Advance(httplimit.LogEvery)
+	get(t, h, "10.0.0.1:1", nil)
+	recs := rec.records()
+	if len(recs) != 2 {
+		t.Fatalf("%d lines; want 2", len(recs))
+	}
+	if got := attr(recs[1], "suppressed").Int64(); got != goroutines*each-1 {
+		t.Fatalf("suppressed=%d; want %d", got, goroutines*each-1)
+	}
+}
+
+// The client's errors are logged at debug level, each one; a client that
+// went away is not a store failure.
+func TestClientErrorsAreLoggedAtDebug(t *testing.T) {
+	s, clock := memStore(t)
+	rec := &recorder{level: slog.LevelDebug}
+	h := mw(t, httplimit.Config{
+		Policies: []httplimit.Policy{{Limiter: bucket(t, s, clock, 2)}},
+		Key:      httplimit.Header("X-API-Key"),
+		Cost: func(r *http.Request) (int64, error) {
+			return strconv.ParseInt(r.URL.Query().Get("n"), 10, 64)
+		},
+		Logger: slog.New(rec),
+	})(ok)
+	for _, c := range []struct{ url, apiKey string }{
+		{"/?n=1", ""},  // no key
+		{"/?n=x", "k"}, // a cost that cannot be read
+		{"/?n=3", "k"}, // a cost above the limit
+	} {
+		req := httptest.NewRequest("GET", c.url, nil)
+		if c.apiKey != "" {
+			req.Header.Set("X-API-Key", c.apiKey)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != 400 {
+			t.Fatalf("%s %q: %d; want 400", c.url, c.apiKey, w.Code)
+		}
+	}
+	if got := fmt.Sprint(rec.levels()); got != "[DEBUG DEBUG DEBUG]" {
+		t.Fatalf("logged %s; want three debug lines", got)
+	}
+
+	rec = &recorder{level: slog.LevelDebug}
+	gone := mw(t, httplimit.Config{Policies: []httplimit.Policy{{Limiter: failing{context.Canceled}}}, Logger: slog.New(rec)})(ok)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req := httptest.NewRequestWithContext(ctx, "GET", "/", nil)
+	gone.ServeHTTP(httptest.NewRecorder(), req)
+	if got := fmt.Sprint(rec.levels()); got != "[DEBUG]" {
+		t.Fatalf("client gone: logged %s; want one debug line", got)
+	}
+}
+
+// OnError replaces the Logger; a nil Logger is slog.Default().
+func TestOnErrorReplacesLogger(t *testing.T) {
+	rec := &recorder{level: slog.LevelDebug}
+	var got []error
+	h := mw(t, httplimit.Config{
+		Policies: []httplimit.Policy{{Limiter: failing{core.ErrStore}}},
+		Logger:   slog.New(rec),
+		OnError:  func(_ *http.Request, err error) { got = append(got, err) },
+	})(ok)
+	get(t, h, "10.0.0.1:1", nil)
+	get(t, h, "10.0.0.1:1", nil)
+	if len(got) != 2 || len(rec.records()) != 0 {
+		t.Fatalf("OnError got %v, the Logger %d lines; want 2 and 0", got, len(rec.records()))
+	}
+
+	def := &recorder{}
+	old := slog.Default()
+	slog.SetDefault(slog.New(def))
+	t.Cleanup(func() { slog.SetDefault(old) })
+	h = mw(t, httplimit.Config{Policies: []httplimit.Policy{{Limiter: failing{core.ErrStore}}}})(ok)
+	get(t, h, "10.0.0.1:1", nil)
+	if len(def.records()) != 1 {
+		t.Fatalf("slog.Default() got %d lines; want 1", len(def.records()))
+	}
+}
+
+var trusted = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}
+
+// request returns a GET from remote with the given header lines, each
+// header's lines in order.
+func request(remote string, hdr map[string][]string) *http.Request {
+	req := httptest.NewRequest("GET", "/", nil)
+	req.RemoteAddr = remote
+	for k, lines := range hdr {
+		for _, v := range lines {
+			req.Header.Add(k, v)
+		}
+	}
+	return req
+}
+
 func TestClientIP(t *testing.T) {
-	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}
+	xff := httplimit.ClientIP{TrustedProxies: trusted, Header: httplimit.XForwardedFor}
 	for _, tt := range []struct {
 		name   string
 		key    httplimit.ClientIP
 		remote string
-		hdr    map[string]string
+		hdr    map[string][]string
 		want   string
 	}{
 		{"plain v4", httplimit.ClientIP{}, "203.0.113.7:5555", nil, "ip4:203.0.113.7"},
-		{"spoofed XFF from an untrusted peer", httplimit.ClientIP{}, "203.0.113.7:5555", map[string]string{"X-Forwarded-For": "1.2.3.4"}, "ip4:203.0.113.7"},
-		{"spoofed XFF, proxies trusted but not this peer", httplimit.ClientIP{TrustedProxies: trusted}, "203.0.113.7:5555", map[string]string{"X-Forwarded-For": "1.2.3.4"}, "ip4:203.0.113.7"},
-		{"trusted proxy", httplimit.ClientIP{TrustedProxies: trusted}, "10.1.1.1:80", map[string]string{"X-Forwarded-For": "198.51.100.9"}, "ip4:198.51.100.9"},
-		{"spoof left of the real client", httplimit.ClientIP{TrustedProxies: trusted}, "10.1.1.1:80", map[string]string{"X-Forwarded-For": "1.2.3.4, 198.51.100.9, 10.2.2.2"}, "ip4:198.51.100.9"},
-		{"Forwarded wins", httplimit.ClientIP{TrustedProxies: trusted}, "10.1.1.1:80", map[string]string{"Forwarded": `for="[2001:db8:1:2::5]:4711";proto=https`, "X-Forwarded-For": "1.2.3.4"}, "ip6:2001:db8:1:2::/64"},
-		{"garbage hop keeps the proxy's view", httplimit.ClientIP{TrustedProxies: trusted}, "10.1.1.1:80", map[string]string{"X-Forwarded-For": "evil, 10.3.3.3"}, "ip4:10.3.3.3"},
+		{"no proxy trusted: headers ignored", httplimit.ClientIP{}, "203.0.113.7:5555", map[string][]string{"X-Forwarded-For": {"1.2.3.4"}, "Forwarded": {"for=1.2.3.4"}, "X-Real-IP": {"1.2.3.4"}}, "ip4:203.0.113.7"},
 		{"v6 grouped by /64", httplimit.ClientIP{}, "[2001:db8:aa:bb:1:2:3:4]:80", nil, "ip6:2001:db8:aa:bb::/64"},
 		{"v6 other address, same /64", httplimit.ClientIP{}, "[2001:db8:aa:bb:ffff::1]:80", nil, "ip6:2001:db8:aa:bb::/64"},
 		{"v6 /48", httplimit.ClientIP{IPv6Prefix: 48}, "[2001:db8:aa:bb::1]:80", nil, "ip6:2001:db8:aa::/48"},
 		{"v6 whole address", httplimit.ClientIP{IPv6Prefix: 128}, "[2001:db8::1]:80", nil, "ip6:2001:db8::1/128"},
+		{"v6 with a zone", httplimit.ClientIP{IPv6Prefix: 128}, "[fe80::1%eth0]:80", nil, "ip6:fe80::1/128"},
 		{"v4-mapped v6", httplimit.ClientIP{}, "[::ffff:192.0.2.1]:80", nil, "ip4:192.0.2.1"},
+		{"trusted v6 proxy", httplimit.ClientIP{TrustedProxies: trusted, Header: httplimit.Forwarded}, "[fd00::1]:443", map[string][]string{"Forwarded": {`for="[2001:db8:1:2::5]:4711";proto=https`}}, "ip6:2001:db8:1:2::/64"},
+		{"header name in any case", httplimit.ClientIP{TrustedProxies: trusted, Header: "x-forwarded-for"}, "10.1.1.1:80", map[string][]string{"X-Forwarded-For": {"198.51.100.9"}}, "ip4:198.51.100.9"},
+		{"XFF: port", xff, "10.1.1.1:80", map[string][]string{"X-Forwarded-For": {"198.51.100.9:1234"}}, "ip4:198.51.100.9"},
+		{"XFF: bracketed v6 and port", xff, "10.1.1.1:80", map[string][]string{"X-Forwarded-For": {"[2001:db8::1]:80"}}, "ip6:2001:db8::/64"},
+		{"XFF: bare v6", xff, "10.1.1.1:80", map[string][]string{"X-Forwarded-For": {"2001:db8::1"}}, "ip6:2001:db8::/64"},
+		{"XFF: garbage hop keeps the proxy's view", xff, "10.1.1.1:80", map[string][]string{"X-Forwarded-For": {"evil, 10.3.3.3"}}, "ip4:10.3.3.3"},
+		{"XFF: unknown stops", xff, "10.1.1.1:80", map[string][]string{"X-Forwarded-For": {"198.51.100.9, unknown"}}, "ip4:10.1.1.1"},
+		{"XFF: bracketed v4 is garbage", xff, "10.1.1.1:80", map[string][]string{"X-Forwarded-For": {"[198.51.100.9]"}}, "ip4:10.1.1.1"},
+		{"XFF: empty elements count for nothing", xff, "10.1.1.1:80", map[string][]string{"X-Forwarded-For": {"198.51.100.9,, 10.3.3.3,"}}, "ip4:198.51.100.9"},
+		{"XFF: lines are read in order, the last line last", xff, "10.1.1.1:80", map[string][]string{"X-Forwarded-For": {"198.51.100.9", "203.0.113.50"}}, "ip4:203.0.113.50"},
+		{"XFF: every hop trusted", xff, "10.1.1.1:80", map[string][]string{"X-Forwarded-For": {"10.5.5.5, 10.3.3.3"}}, "ip4:10.5.5.5"},
+		{"XFF: absent", xff, "10.1.1.1:80", nil, "ip4:10.1.1.1"},
 	} {
-		req := httptest.NewRequest("GET", "/", nil)
-		req.RemoteAddr = tt.remote
-		for k, v := range tt.hdr {
-			req.Header.Set(k, v)
-		}
-		got, err := tt.key.Key(req)
+		got, err := tt.key.Key(request(tt.remote, tt.hdr))
 		if err != nil || got != tt.want {
 			t.Errorf("%s: %q, %v; want %q", tt.name, got, err, tt.want)
 		}
 	}
-	req := httptest.NewRequest("GET", "/", nil)
-	req.RemoteAddr = "nonsense"
-	if _, err := (httplimit.ClientIP{}).Key(req); err == nil {
-		t.Error("bad remote address: no error")
+	if _, err := (httplimit.ClientIP{}).Key(request("nonsense", nil)); err == nil || errors.Is(err, core.ErrInvalidConfig) {
+		t.Errorf("bad remote address: %v", err)
 	}
-	if _, err := (httplimit.ClientIP{IPv6Prefix: 129}).Key(httptest.NewRequest("GET", "/", nil)); err == nil {
-		t.Error("IPv6Prefix 129: no error")
+	if _, err := (httplimit.ClientIP{IPv6Prefix: 129}).Key(request("10.0.0.1:1", nil)); !errors.Is(err, core.ErrInvalidConfig) {
+		t.Errorf("IPv6Prefix 129: %v", err)
+	}
+}
+
+// The Forwarded header's syntax (RFC 7239): quoted nodes, IPv6 in
+// brackets, ports and obfuscated ports, and nodes that name no address.
+func TestClientIPForwarded(t *testing.T) {
+	key := httplimit.ClientIP{TrustedProxies: trusted, Header: httplimit.Forwarded}
+	const proxy = "ip4:10.0.0.1"
+	for _, tt := range []struct {
+		fwd  []string
+		want string
+	}{
+		{[]string{`for="[2001:db8:cafe::17]:4711"`}, "ip6:2001:db8:cafe::/64"},
+		{[]string{`for="[2001:db8:cafe::17]"`}, "ip6:2001:db8:cafe::/64"},
+		{[]string{`for="[2001:db8:cafe::17]:_port-1"`}, "ip6:2001:db8:cafe::/64"},
+		{[]string{`for=192.0.2.60;proto=http;by=203.0.113.43`}, "ip4:192.0.2.60"},
+		{[]string{`proto=http; FOR="192.0.2.60:_abc"`}, "ip4:192.0.2.60"},
+		{[]string{`for="[::ffff:192.0.2.60]"`}, "ip4:192.0.2.60"},
+		{[]string{`for=192.0.2.60, for=10.0.0.5`}, "ip4:192.0.2.60"},
+		{[]string{`for=192.0.2.60`, `for=10.0.0.5`}, "ip4:192.0.2.60"},
+		{[]string{`for=10.0.0.5`, `for=192.0.2.60`}, "ip4:192.0.2.60"},
+		{[]string{`for=192.0.2.60, , for=10.0.0.5,`}, "ip4:192.0.2.60"},
+		// Obfuscated, unknown and malformed nodes stop the walk: the client
+		// is the last address read.
+		{[]string{`for=_hidden`}, proxy},
+		{[]string{`for=unknown`}, proxy},
+		{[]string{`for=192.0.2.60, for=_hidden`}, proxy},
+		{[]string{`for=192.0.2.60, for=unknown, for=10.0.0.5`}, "ip4:10.0.0.5"},
+		{[]string{`for=2001:db8::1`}, proxy},
+		{[]string{`for="[192.0.2.60]"`}, proxy},
+		{[]string{`for="[2001:db8::1"`}, proxy},
+		{[]string{`for="[2001:db8::1]:123456"`}, proxy},
+		{[]string{`for="[2001:db8::1]x"`}, proxy},
+		{[]string{`for=192.0.2.60:`}, proxy},
+		{[]string{`for=192.0.2.60;for=192.0.2.61`}, proxy},
+		{[]string{`for=192.0.2.60;garbage`}, proxy},
+		{[]string{`for="192.0.2.60`}, proxy},
+		{[]string{`for="192.0.\2.60"`}, proxy},
+		{[]string{`proto=https`}, proxy},
+		{[]string{`for=`}, proxy},
+		// A client's unbalanced quote cannot swallow the element its proxy
+		// appends on the same line.
+		{[]string{`for=", for=192.0.2.60`}, "ip4:192.0.2.60"},
+	} {
+		got, err := key.Key(request("10.0.0.1:1", map[string][]string{"Forwarded": tt.fwd}))
+		if err != nil || got != tt.want {
+			t.Errorf("Forwarded %q: %q, %v; want %q", tt.fwd, got, err, tt.want)
+		}
+	}
+}
+
+// For each header a ClientIP can read, a client cannot choose its key: not
+// by sending another header, not by writing hops of its own before the
+// proxies', not through a chain of proxies, not by connecting directly.
+func TestClientIPSpoofing(t *testing.T) {
+	const client, fake = "198.51.100.9", "1.2.3.4"
+	const want = "ip4:" + client
+	fakes := map[string][]string{"X-Forwarded-For": {fake}, "Forwarded": {"for=" + fake}, "X-Real-IP": {fake}}
+	// with returns the client's fake headers, except h, which has lines.
+	with := func(h string, lines ...string) map[string][]string {
+		m := map[string][]string{}
+		for k, v := range fakes {
+			if k != h {
+				m[k] = v
+			}
+		}
+		m[h] = lines
+		return m
+	}
+	for _, tt := range []struct {
+		name   string
+		header httplimit.ProxyHeader
+		remote string
+		hdr    map[string][]string
+		want   string
+	}{
+		{"one proxy", httplimit.XForwardedFor, "10.0.0.1:1", map[string][]string{"X-Forwarded-For": {client}}, want},
+		{"client sends the other headers", httplimit.XForwardedFor, "10.0.0.1:1", with("X-Forwarded-For", client), want},
+		{"client sends only the other headers", httplimit.XForwardedFor, "10.0.0.1:1", with("X-Forwarded-For"), "ip4:10.0.0.1"},
+		{"client prepends hops", httplimit.XForwardedFor, "10.0.0.1:1", with("X-Forwarded-For", fake+", 10.9.9.9, "+client), want},
+		{"client prepends a line", httplimit.XForwardedFor, "10.0.0.1:1", with("X-Forwarded-For", fake+", 10.9.9.9", client), want},
+		{"two trusted proxies", httplimit.XForwardedFor, "10.0.0.2:1", with("X-Forwarded-For", fake+", "+client+", 10.0.0.1"), want},
+		{"two trusted proxies, a line each", httplimit.XForwardedFor, "10.0.0.2:1", with("X-Forwarded-For", fake+", "+client, "10.0.0.1"), want},
+		{"untrusted remote", httplimit.XForwardedFor, "203.0.113.7:1", with("X-Forwarded-For", fake), "ip4:203.0.113.7"},
+
+		{"one proxy", httplimit.Forwarded, "10.0.0.1:1", map[string][]string{"Forwarded": {"for=" + client + ";proto=https"}}, want},
+		{"client sends the other headers", httplimit.Forwarded, "10.0.0.1:1", with("Forwarded", "for="+client), want},
+		{"client sends only the other headers", httplimit.Forwarded, "10.0.0.1:1", with("Forwarded"), "ip4:10.0.0.1"},
+		{"client prepends hops", httplimit.Forwarded, "10.0.0.1:1", with("Forwarded", "for="+fake+", for=10.9.9.9, for="+client), want},
+		{"client prepends a line", httplimit.Forwarded, "10.0.0.1:1", with("Forwarded", "for="+fake+", for=10.9.9.9", "for="+client), want},
+		{"two trusted proxies", httplimit.Forwarded, "10.0.0.2:1", with("Forwarded", "for="+fake+", for="+client+";proto=https, for=10.0.0.1;by=10.0.0.2"), want},
+		{"two trusted proxies, a line each", httplimit.Forwarded, "10.0.0.2:1", with("Forwarded", "for="+fake+", for="+client, "for=10.0.0.1"), want},
+		{"untrusted remote", httplimit.Forwarded, "203.0.113.7:1", with("Forwarded", "for="+fake), "ip4:203.0.113.7"},
+
+		{"one proxy", httplimit.XRealIP, "10.0.0.1:1", map[string][]string{"X-Real-IP": {client}}, want},
+		{"client sends the other headers", httplimit.XRealIP, "10.0.0.1:1", with("X-Real-IP", client), want},
+		{"client sends only the other headers", httplimit.XRealIP, "10.0.0.1:1", with("X-Real-IP"), "ip4:10.0.0.1"},
+		{"client's line before the proxy's", httplimit.XRealIP, "10.0.0.1:1", with("X-Real-IP", fake, client), want},
+		{"client's list", httplimit.XRealIP, "10.0.0.1:1", with("X-Real-IP", fake+", "+client), "ip4:10.0.0.1"},
+		{"two trusted proxies passing the client on", httplimit.XRealIP, "10.0.0.2:1", with("X-Real-IP", client), want},
+		{"untrusted remote", httplimit.XRealIP, "203.0.113.7:1", with("X-Real-IP", fake), "ip4:203.0.113.7"},
+	} {
+		key := httplimit.ClientIP{TrustedProxies: trusted, Header: tt.header}
+		got, err := key.Key(request(tt.remote, tt.hdr))
+		if err != nil || got != tt.want {
+			t.Errorf("%s: %s: %q, %v; want %q", tt.header, tt.name, got, err, tt.want)
+		}
+	}
+}
+
+// End to end, for each header: once the client has used its limit, no
+// header it sends gets it another request.
+func TestClientIPSpoofDoesNotEscape(t *testing.T) {
+	for _, tt := range []struct {
+		header httplimit.ProxyHeader
+		legit  string
+		spoofs []map[string]string
+	}{
+		{httplimit.XForwardedFor, "198.51.100.9", []map[string]string{
+			{"X-Forwarded-For": "198.51.100.9", "Forwarded": "for=1.2.3.4", "X-Real-IP": "1.2.3.4"},
+			{"X-Forwarded-For": "1.2.3.4, 198.51.100.9"},
+			{"X-Forwarded-For": "10.0.0.7, 198.51.100.9"},
+		}},
+		{httplimit.Forwarded, "for=198.51.100.9", []map[string]string{
+			{"Forwarded": "for=198.51.100.9", "X-Forwarded-For": "1.2.3.4", "X-Real-IP": "1.2.3.4"},
+			{"Forwarded": "for=1.2.3.4, for=198.51.100.9"},
+			{"Forwarded": `for="[2001:db8::1]:1", for=198.51.100.9`},
+		}},
+		{httplimit.XRealIP, "198.51.100.9", []map[string]string{
+			{"X-Real-IP": "198.51.100.9", "X-Forwarded-For": "1.2.3.4", "Forwarded": "for=1.2.3.4"},
+		}},
+	} {
+		s, clock := memStore(t)
+		h := mw(t, httplimit.Config{
+			Policies: []httplimit.Policy{{Limiter: bucket(t, s, clock, 1)}},
+			Key:      httplimit.ClientIP{TrustedProxies: trusted, Header: tt.header},
+		})(ok)
+		if resp := get(t, h, "10.0.0.1:1", map[string]string{string(tt.header): tt.legit}); resp.StatusCode != 200 {
+			t.Fatalf("%s: first request: %s", tt.header, resp.Status)
+		}
+		for _, spoof := range tt.spoofs {
+			if resp := get(t, h, "10.0.0.1:1", spoof); resp.StatusCode != 429 {
+				t.Errorf("%s: %q escaped the limit: %s", tt.header, spoof, resp.Status)
+			}
+		}
 	}
 }
 

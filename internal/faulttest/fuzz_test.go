@@ -130,16 +130,22 @@ func FuzzClientIP(f *testing.F) {
 	f.Add("[2001:db8::1]:443", "", "")
 	f.Add("garbage", "::::", "for=;for=\"")
 	f.Add("10.0.0.1:1", strings.Repeat("10.0.0.1,", 1000), "")
-	trusted := httplimit.ClientIP{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}
+	proxies := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	byXFF := httplimit.ClientIP{TrustedProxies: proxies, Header: httplimit.XForwardedFor}
+	byFwd := httplimit.ClientIP{TrustedProxies: proxies, Header: httplimit.Forwarded}
 	f.Fuzz(func(t *testing.T, remote, xff, fwd string) {
 		req := httptest.NewRequest("GET", "/", nil)
 		req.RemoteAddr = remote
 		req.Header.Set("X-Forwarded-For", xff)
 		req.Header.Set("Forwarded", fwd)
-		k1, err1 := trusted.Key(req)
+		k1, err1 := byXFF.Key(req)
 		k2, err2 := httplimit.ClientIP{}.Key(req)
-		if (err1 == nil && k1 == "") || (err2 == nil && k2 == "") {
+		k4, err4 := byFwd.Key(req)
+		if (err1 == nil && k1 == "") || (err2 == nil && k2 == "") || (err4 == nil && k4 == "") {
 			t.Fatal("empty key without an error")
+		}
+		if errors.Is(err1, core.ErrInvalidConfig) || errors.Is(err4, core.ErrInvalidConfig) {
+			t.Fatalf("a valid ClientIP reports a configuration error: %v, %v", err1, err4)
 		}
 		req2 := httptest.NewRequest("GET", "/", nil)
 		req2.RemoteAddr = remote
