@@ -12,6 +12,7 @@ import (
 	"github.com/ratekit/ratekit/algorithms/slidingcounter"
 	"github.com/ratekit/ratekit/algorithms/slidinglog"
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/params"
 )
 
 func micros(d time.Duration) int64 { return int64(d / time.Microsecond) }
@@ -23,6 +24,8 @@ func drawFixedWindow(t *rapid.T) variant {
 	}
 	limit, w := cfg.Limit, micros(cfg.Window)
 	return variant{
+		tag:  "fw:",
+		wait: cfg.Window,
 		desc: fmt.Sprintf("fixedwindow limit=%d window=%v", cfg.Limit, cfg.Window),
 		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (core.Limiter, error) {
 			c := cfg
@@ -56,6 +59,8 @@ func drawSlidingLog(t *rapid.T) variant {
 	}
 	limit, w := cfg.Limit, micros(cfg.Window)
 	return variant{
+		tag:  "sl:",
+		wait: cfg.Window,
 		desc: fmt.Sprintf("slidinglog limit=%d window=%v", cfg.Limit, cfg.Window),
 		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (core.Limiter, error) {
 			c := cfg
@@ -86,6 +91,8 @@ func drawSlidingCounter(t *rapid.T) variant {
 	}
 	limit, w := cfg.Limit, micros(cfg.Window)
 	return variant{
+		tag:  "sc:",
+		wait: 2 * cfg.Window,
 		desc: fmt.Sprintf("slidingcounter limit=%d window=%v", cfg.Limit, cfg.Window),
 		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (core.Limiter, error) {
 			c := cfg
@@ -146,6 +153,8 @@ func drawLeakyBucket(t *rapid.T) variant {
 		Per:      rapid.SampledFrom(periods).Draw(t, "per"),
 	}
 	return variant{
+		tag:  "lb:",
+		wait: time.Duration(params.CeilDiv(cfg.Capacity*micros(cfg.Per), cfg.LeakRate)) * time.Microsecond,
 		desc: fmt.Sprintf("leakybucket capacity=%d rate=%d per=%v", cfg.Capacity, cfg.LeakRate, cfg.Per),
 		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (core.Limiter, error) {
 			c := cfg
@@ -165,6 +174,8 @@ func drawGCRA(t *rapid.T) variant {
 		Burst:  rapid.Int64Range(1, 20).Draw(t, "burst"),
 	}
 	return variant{
+		tag:  "gcra:",
+		wait: time.Duration(params.CeilDiv(cfg.Burst*micros(cfg.Period), cfg.Rate)) * time.Microsecond,
 		desc: fmt.Sprintf("gcra rate=%d period=%v burst=%d", cfg.Rate, cfg.Period, cfg.Burst),
 		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (core.Limiter, error) {
 			c := cfg

@@ -26,9 +26,16 @@ type Harness struct {
 	// the store's own clock (TIME in Lua) must follow it, and so should its
 	// TTLs. When nil, limiters get the suite's fake clock.
 	SetTime func(time.Time)
+	// ForwardOnlyTTL, in server-time mode, says that the store's TTLs
+	// count only the forward moves of its clock, unlike Redis, whose keys
+	// expire at an absolute time (miniredis with ClockTTL: a step back
+	// does not give a key its time back). The suite then never steps the
+	// clock back, since such a store would drop keys early.
+	ForwardOnlyTTL bool
 }
 
-// Run runs the suite for every algorithm, each as a subtest.
+// Run runs the suite for every algorithm, each as a subtest: the state
+// machine, then the refusal of corrupt state.
 func Run(t *testing.T, h Harness) {
 	t.Helper()
 	if h.Runner == nil {
@@ -38,20 +45,28 @@ func Run(t *testing.T, h Harness) {
 		t.Run(a.name, func(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) { runMachine(rt, h, a) })
 		})
+		t.Run(a.name+"/corrupt", func(t *testing.T) {
+			rapid.Check(t, func(rt *rapid.T) { checkCorrupt(rt, h, a) })
+		})
 	}
 }
 
 // A variant is one drawn configuration of an algorithm.
 type variant struct {
 	desc string
+	// tag is appended to the suite's prefix for the algorithm's keys.
+	tag string
 	// build returns the limiter over runner, with clock (nil: store time).
 	build func(runner core.ScriptRunner, prefix string, clock core.Clock) (core.Limiter, error)
 	// maxCost is the largest cost that may ever pass.
 	maxCost int64
 	// period is the algorithm's natural time scale (refill interval, window).
 	period time.Duration
+	// wait is the longest RetryAfter or ResetAfter the configuration
+	// allows, once the clock has caught up with the key's last write.
+	wait time.Duration
 	// bound checks the algorithm's bound over the allowed requests of one
-	// key since its last reset, the newest last.
+	// key since its last reset or reconfiguration, the newest last.
 	bound func(history []event) error
 }
 
@@ -81,6 +96,9 @@ var periods = []time.Duration{
 	time.Minute, time.Hour,
 }
 
+// An event is one allowed request. Its time is the key's own time: the
+// clock, or the time of the key's last write when the clock is behind it
+// (a key's time never runs backwards), so bounds hold across clock steps.
 type event struct {
 	at   int64 // Unix µs
 	cost int64
@@ -99,11 +117,19 @@ var prefixNonce = time.Now().UnixNano()
 // change slots or collide ("{" and "%7B" are different keys).
 var keys = []string{"a", "b", "user:42", "{", "%7B", "}x{", "a}b{c"}
 
+func newPrefix() string {
+	return fmt.Sprintf("rkconf:%x:%d:", prefixNonce, prefixSeq.Add(1))
+}
+
+func drawStart(t *rapid.T) time.Time {
+	return time.UnixMicro(rapid.Int64Range(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro(), time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()).Draw(t, "start"))
+}
+
 func runMachine(t *rapid.T, h Harness, a algorithm) {
 	v := a.draw(t)
-	start := time.UnixMicro(rapid.Int64Range(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro(), time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()).Draw(t, "start"))
+	start := drawStart(t)
 	clock := fakeclock.New(start)
-	prefix := fmt.Sprintf("rkconf:%x:%d:", prefixNonce, prefixSeq.Add(1))
+	prefix := newPrefix()
 
 	ref, err := memory.New(memory.WithClock(clock), memory.WithSweepInterval(0))
 	if err != nil {
@@ -116,58 +142,120 @@ func runMachine(t *rapid.T, h Harness, a algorithm) {
 		limClock = nil
 		h.SetTime(start)
 	}
-	want, err := v.build(ref, prefix, limClock)
-	if err != nil {
-		t.Fatalf("%s: building the reference limiter: %v", v.desc, err)
+	var want, got core.Limiter
+	build := func(v variant) {
+		var err error
+		if want, err = v.build(ref, prefix, limClock); err != nil {
+			t.Fatalf("%s: building the reference limiter: %v", v.desc, err)
+		}
+		if got, err = v.build(h.Runner, prefix, limClock); err != nil {
+			t.Fatalf("%s: building the limiter under test: %v", v.desc, err)
+		}
+		t.Logf("config: %s", v.desc)
 	}
-	got, err := v.build(h.Runner, prefix, limClock)
-	if err != nil {
-		t.Fatalf("%s: building the limiter under test: %v", v.desc, err)
-	}
-	t.Logf("config: %s", v.desc)
+	build(v)
 
 	ctx := context.Background()
+	// history holds each key's allowed requests since its last reset or
+	// reconfiguration; high each key's time (the latest time at which it
+	// was written) since its last reset.
 	history := map[string][]event{}
-	period := int64(v.period / time.Microsecond)
+	high := map[string]int64{}
+	// tainted[key] is the time until which state written under an earlier
+	// configuration may shape the key's decisions: bounds speak of one
+	// configuration, so they are checked from then on.
+	tainted := map[string]int64{}
+	period := func() int64 { return int64(v.period / time.Microsecond) }
 	keyGen := rapid.SampledFrom(keys)
-	step := rapid.OneOf(
-		rapid.Just(int64(0)),
-		rapid.Int64Range(1, 2000),
-		rapid.Int64Range(0, period),
-		rapid.Map(rapid.Int64Range(1, 4), func(k int64) int64 { return k * period }),
-		rapid.Map(rapid.Int64Range(1, 4), func(k int64) int64 { return k*period - 1 }),
-		rapid.Int64Range(0, 30*period),
-	)
-	costGen := rapid.OneOf(
-		rapid.Just(int64(1)),
-		rapid.Int64Range(1, v.maxCost),
-		rapid.Int64Range(-1, v.maxCost+2),
-	)
+	step := func(t *rapid.T) int64 {
+		p := period()
+		return rapid.OneOf(
+			rapid.Just(int64(0)),
+			rapid.Int64Range(1, 2000),
+			rapid.Int64Range(0, p),
+			rapid.Map(rapid.Int64Range(1, 4), func(k int64) int64 { return k * p }),
+			rapid.Map(rapid.Int64Range(1, 4), func(k int64) int64 { return k*p - 1 }),
+			rapid.Int64Range(0, 30*p),
+		).Draw(t, "step")
+	}
+	cost := func(t *rapid.T, name string) int64 {
+		return rapid.OneOf(
+			rapid.Just(int64(1)),
+			rapid.Int64Range(1, v.maxCost),
+			rapid.Int64Range(-1, v.maxCost+2),
+		).Draw(t, name)
+	}
 	sync := func() {
 		if h.SetTime != nil {
 			h.SetTime(clock.Now())
 		}
 	}
-
+	now := func() int64 { return clock.Now().UnixMicro() }
+	// checkDecision holds every decision to what its configuration
+	// allows: Remaining within [0, Limit], and waits no longer than the
+	// configuration's longest plus the time the clock is behind the key.
+	checkDecision := func(t *rapid.T, what, key string, d core.Decision) {
+		behind := time.Duration(max(high[key]-now(), 0)) * time.Microsecond
+		switch {
+		case d.Remaining < 0 || d.Remaining > d.Limit:
+			t.Fatalf("%s: %s: Remaining %d outside [0, Limit %d]", v.desc, what, d.Remaining, d.Limit)
+		case d.RetryAfter > v.wait+behind || d.ResetAfter > v.wait+behind:
+			t.Fatalf("%s: %s: RetryAfter %v / ResetAfter %v longer than the configuration allows (%v, the clock %v behind the key)", v.desc, what, d.RetryAfter, d.ResetAfter, v.wait, behind)
+		case d.Allowed && d.RetryAfter != 0, !d.Allowed && d.RetryAfter <= 0:
+			t.Fatalf("%s: %s: Allowed %v with RetryAfter %v", v.desc, what, d.Allowed, d.RetryAfter)
+		}
+	}
 	allowed := func(key string, n int64) {
-		history[key] = append(history[key], event{at: clock.Now().UnixMicro(), cost: n})
+		at := max(now(), high[key])
+		high[key] = at
+		if at < tainted[key] {
+			// State from an older configuration may still count here.
+			tainted[key] = max(tainted[key], at+int64(v.wait/time.Microsecond))
+			return
+		}
+		history[key] = append(history[key], event{at: at, cost: n})
 		if err := v.bound(history[key]); err != nil {
 			t.Fatalf("%s: key %q: bound violated: %v", v.desc, key, err)
 		}
 	}
+	// allowN decides on both stores, compares, checks and records.
+	allowN := func(t *rapid.T, key string, n int64) (core.Decision, error) {
+		sync()
+		what := fmt.Sprintf("AllowN(%q, %d) at %d", key, n, now())
+		dw, ew := want.AllowN(ctx, key, n)
+		dg, eg := got.AllowN(ctx, key, n)
+		compare(t, what, dw, ew, dg, eg)
+		if ew == nil {
+			checkDecision(t, what, key, dw)
+			if dw.Allowed {
+				allowed(key, n)
+			}
+		}
+		return dw, ew
+	}
 	actions := map[string]func(*rapid.T){
 		"advance": func(t *rapid.T) {
-			d := step.Draw(t, "step")
-			clock.Advance(time.Duration(d) * time.Microsecond)
+			clock.Advance(time.Duration(step(t)) * time.Microsecond)
 		},
 		"allow": func(t *rapid.T) {
-			key, n := keyGen.Draw(t, "key"), costGen.Draw(t, "n")
-			sync()
-			dw, ew := want.AllowN(ctx, key, n)
-			dg, eg := got.AllowN(ctx, key, n)
-			compare(t, fmt.Sprintf("AllowN(%q, %d) at %d", key, n, clock.Now().UnixMicro()), dw, ew, dg, eg)
-			if ew == nil && dw.Allowed {
-				allowed(key, n)
+			allowN(t, keyGen.Draw(t, "key"), cost(t, "n"))
+		},
+		// A denied request retried after exactly its RetryAfter passes,
+		// if nothing else was counted; a microsecond earlier it does not.
+		"retry": func(t *rapid.T) {
+			key := keyGen.Draw(t, "key")
+			n := rapid.Int64Range(1, v.maxCost).Draw(t, "n")
+			d, err := allowN(t, key, n)
+			if err != nil || d.Allowed {
+				return
+			}
+			clock.Advance(d.RetryAfter - time.Microsecond)
+			if early, err := allowN(t, key, n); err == nil && early.Allowed {
+				t.Fatalf("%s: key %q: allowed %v after a denial whose RetryAfter was %v", v.desc, key, d.RetryAfter-time.Microsecond, d.RetryAfter)
+			}
+			clock.Advance(time.Microsecond)
+			if late, err := allowN(t, key, n); err == nil && !late.Allowed {
+				t.Fatalf("%s: key %q: still denied after the RetryAfter of %v (now %+v)", v.desc, key, d.RetryAfter, late)
 			}
 		},
 		"peek": func(t *rapid.T) {
@@ -175,8 +263,11 @@ func runMachine(t *rapid.T, h Harness, a algorithm) {
 			sync()
 			dw, ew := want.Peek(ctx, key)
 			dg, eg := got.Peek(ctx, key)
-			what := fmt.Sprintf("Peek(%q) at %d", key, clock.Now().UnixMicro())
+			what := fmt.Sprintf("Peek(%q) at %d", key, now())
 			compare(t, what, dw, ew, dg, eg)
+			if ew == nil {
+				checkDecision(t, what, key, dw)
+			}
 			// Peek writes nothing: a second one answers the same.
 			dg2, eg2 := got.Peek(ctx, key)
 			compare(t, what+" repeated", dg, eg, dg2, eg2)
@@ -188,19 +279,46 @@ func runMachine(t *rapid.T, h Harness, a algorithm) {
 			eg := got.Reset(ctx, key)
 			compare(t, fmt.Sprintf("Reset(%q)", key), core.Decision{}, ew, core.Decision{}, eg)
 			delete(history, key)
+			delete(high, key)
+			delete(tainted, key)
+		},
+		// Limits change on live keys: a new configuration of the same
+		// algorithm takes over the keys the old one wrote.
+		"reconfigure": func(t *rapid.T) {
+			for key, at := range high {
+				tainted[key] = max(tainted[key], at+int64(v.wait/time.Microsecond))
+			}
+			v = a.draw(t)
+			build(v)
+			clear(history)
 		},
 	}
-	if pw, ok := want.(atMost); ok {
-		pg, ok := got.(atMost)
-		if !ok {
-			t.Fatalf("%T has AllowAtMost, %T does not", want, got)
+	if h.SetTime == nil || !h.ForwardOnlyTTL {
+		// The clock steps back: a little, by whole periods, or to before
+		// the last write of a key.
+		actions["back"] = func(t *rapid.T) {
+			p := period()
+			d := rapid.OneOf(
+				rapid.Int64Range(1, 2000),
+				rapid.Int64Range(1, p),
+				rapid.Map(rapid.Int64Range(1, 4), func(k int64) int64 { return k * p }),
+			).Draw(t, "back")
+			if rapid.Bool().Draw(t, "before last write") {
+				if w, ok := high[keyGen.Draw(t, "key")]; ok {
+					d += now() - w
+				}
+			}
+			clock.Advance(-time.Duration(max(d, 0)) * time.Microsecond)
 		}
+	}
+	if _, ok := want.(atMost); ok {
 		actions["atmost"] = func(t *rapid.T) {
+			pw, pg := want.(atMost), got.(atMost)
 			key, n := keyGen.Draw(t, "key"), rapid.Int64Range(-1, 2*v.maxCost+2).Draw(t, "n")
 			sync()
 			gw, dw, ew := pw.AllowAtMost(ctx, key, n)
 			gg, dg, eg := pg.AllowAtMost(ctx, key, n)
-			what := fmt.Sprintf("AllowAtMost(%q, %d) at %d", key, n, clock.Now().UnixMicro())
+			what := fmt.Sprintf("AllowAtMost(%q, %d) at %d", key, n, now())
 			compare(t, what, dw, ew, dg, eg)
 			if gw != gg {
 				t.Fatalf("%s: reference granted %d, store %d", what, gw, gg)
@@ -208,29 +326,39 @@ func runMachine(t *rapid.T, h Harness, a algorithm) {
 			if ew == nil && (gw < 0 || gw > n || (gw > 0) != dw.Allowed) {
 				t.Fatalf("%s: granted %d with %+v", what, gw, dw)
 			}
+			if ew == nil {
+				checkDecision(t, what, key, dw)
+			}
 			if gw > 0 {
 				allowed(key, gw)
 			}
 		}
+		if _, ok := got.(atMost); !ok {
+			t.Fatalf("%T has AllowAtMost, %T does not", want, got)
+		}
 	}
-	if bg, ok := got.(batcher); ok {
+	if _, ok := got.(batcher); ok {
 		// A batch on the store under test decides like the same requests
 		// one by one, in order, on the reference.
 		actions["batch"] = func(t *rapid.T) {
 			reqs := make([]core.Request, rapid.IntRange(1, 8).Draw(t, "size"))
 			for i := range reqs {
-				reqs[i] = core.Request{Key: keyGen.Draw(t, "key"), N: costGen.Draw(t, "n")}
+				reqs[i] = core.Request{Key: keyGen.Draw(t, "key"), N: cost(t, "n")}
 			}
 			sync()
-			res := bg.AllowMany(ctx, reqs)
+			res := got.(batcher).AllowMany(ctx, reqs)
 			if len(res) != len(reqs) {
 				t.Fatalf("AllowMany of %d requests returned %d results", len(reqs), len(res))
 			}
 			for i, r := range reqs {
+				what := fmt.Sprintf("AllowMany item %d: AllowN(%q, %d) at %d", i, r.Key, r.N, now())
 				dw, ew := want.AllowN(ctx, r.Key, r.N)
-				compare(t, fmt.Sprintf("AllowMany item %d: AllowN(%q, %d) at %d", i, r.Key, r.N, clock.Now().UnixMicro()), dw, ew, res[i].Decision, res[i].Err)
-				if ew == nil && dw.Allowed {
-					allowed(r.Key, r.N)
+				compare(t, what, dw, ew, res[i].Decision, res[i].Err)
+				if ew == nil {
+					checkDecision(t, what, r.Key, dw)
+					if dw.Allowed {
+						allowed(r.Key, r.N)
+					}
 				}
 			}
 		}
@@ -253,7 +381,7 @@ func compare(t *rapid.T, what string, want core.Decision, wantErr error, got cor
 
 // kind returns the sentinel an error wraps, nil for nil or unknown errors.
 func kind(err error) error {
-	for _, s := range []error{core.ErrInvalidKey, core.ErrInvalidCost, core.ErrInvalidTime, core.ErrInvalidConfig} {
+	for _, s := range []error{core.ErrInvalidKey, core.ErrInvalidCost, core.ErrInvalidTime, core.ErrInvalidConfig, core.ErrCorruptState} {
 		if errors.Is(err, s) {
 			return s
 		}

@@ -27,6 +27,8 @@ func drawTokenBucket(t *rapid.T) variant {
 	cfg.RefillRate = rapid.Int64Range(1, cfg.Capacity+2).Draw(t, "rate")
 	capacity, rate, interval := cfg.Capacity, cfg.RefillRate, int64(cfg.RefillInterval/time.Microsecond)
 	return variant{
+		tag:  "tb:",
+		wait: time.Duration(params.CeilDiv(capacity, rate)*interval) * time.Microsecond,
 		desc: fmt.Sprintf("tokenbucket capacity=%d rate=%d interval=%v", cfg.Capacity, cfg.RefillRate, cfg.RefillInterval),
 		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (core.Limiter, error) {
 			c := cfg

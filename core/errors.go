@@ -22,6 +22,13 @@ var (
 	// own error is wrapped too, so errors.Is(err, context.DeadlineExceeded)
 	// works through it.
 	ErrStore = errors.New("ratekit: store failed")
+	// ErrCorruptState reports state at a key that the limiter's algorithm
+	// did not write and cannot read exactly: a value of another shape or
+	// type, or numbers beyond what it computes with. The message names the
+	// algorithm and the key. It is not a store failure (it does not wrap
+	// ErrStore): the store answered, the key holds something else. Reset
+	// the key, or give the limiter a Prefix of its own.
+	ErrCorruptState = errors.New("ratekit: state is corrupt")
 	// ErrUnexpectedReply reports a script reply of the wrong shape. It comes
 	// wrapped together with ErrStore.
 	ErrUnexpectedReply = errors.New("ratekit: unexpected script reply")

@@ -10,6 +10,14 @@
 //
 // Trade-off: a client can pass Limit requests at the end of one window and
 // Limit more at the start of the next, 2 x Limit within one Window.
+//
+// # Time and configuration changes
+//
+// A clock behind the window's start keeps the window, and RetryAfter counts
+// the time until it ends. State written under another configuration keeps
+// its count (at most Limit) and its start; its window ends at start + the
+// new Window, or where it was written to end, whichever comes first. State
+// the limiter did not write is refused with core.ErrCorruptState.
 package fixedwindow
 
 import (
@@ -24,10 +32,7 @@ import (
 //go:embed fixedwindow.lua
 var lua string
 
-var (
-	allowScript = core.NewScript("fixedwindow", lua, twin, false)
-	peekScript  = core.NewScript("fixedwindow", lua, twin, true)
-)
+var allowScript, peekScript = engine.NewScripts("fixedwindow", lua, twin)
 
 // DefaultPrefix is the key prefix used when Config.Prefix is empty.
 const DefaultPrefix = "ratekit:fw:"

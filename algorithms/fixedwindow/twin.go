@@ -5,7 +5,8 @@ import (
 	"github.com/ratekit/ratekit/internal/params"
 )
 
-// twin is fixedwindow.lua in Go. The stored value is {count, start_us}.
+// twin is fixedwindow.lua in Go. The stored value is {count, start_us,
+// end_us}.
 func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
 	key := keys[0]
 	now, n, limit, window, peek := args[0], args[1], args[2], args[3], args[4] == 1
@@ -14,11 +15,14 @@ func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, erro
 		now = tx.Now()
 	}
 
-	count, start := int64(0), now
+	count, start, stop := int64(0), now, now+window
 	if v, ok := tx.Get(key); ok {
-		count, start = v[0], v[1]
-		if now >= start+window {
-			count, start = 0, now
+		if !params.State(v, 3) {
+			return append(reply, params.CorruptReply[:]...), nil
+		}
+		count, start, stop = min(v[0], limit), v[1], min(v[1]+window, v[2])
+		if now >= stop {
+			count, start, stop = 0, now, now+window
 		}
 	}
 
@@ -31,14 +35,14 @@ func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, erro
 	}
 	var retry, reset int64
 	if allowed == 0 {
-		retry = start + window - now
+		retry = stop - now
 	}
 	if count > 0 {
-		reset = start + window - now
+		reset = stop - now
 	}
 	if allowed == 1 && !peek {
-		v := tx.Put(key, 2, params.TTL(reset, clientClock))
-		v[0], v[1] = count, start
+		v := tx.Put(key, 3, params.TTL(reset, clientClock))
+		v[0], v[1], v[2] = count, start, stop
 	}
-	return append(reply, allowed, max(limit-count, 0), retry, reset), nil
+	return append(reply, allowed, limit-count, retry, reset), nil
 }

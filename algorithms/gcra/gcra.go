@@ -9,6 +9,18 @@
 //
 // Beyond AllowN, AllowAtMost grants as many units of a request as fit now
 // (redis_rate's AllowAtMost).
+//
+// # Time and configuration changes
+//
+// A key's time never runs backwards: with the clock behind the state's last
+// write, the request is decided as at that write, and RetryAfter and
+// ResetAfter count the time until the clock catches up, so a caller that
+// sleeps RetryAfter gets through. State written under another configuration
+// is held to at most a full Burst ahead of its write under the new one (a
+// lowered limit takes effect at once, and never makes a caller wait longer
+// than the new configuration allows), and a fraction of a microsecond is
+// rounded up when Rate changed. State the limiter did not write is refused
+// with core.ErrCorruptState.
 package gcra
 
 import (
@@ -25,10 +37,7 @@ import (
 //go:embed gcra.lua
 var lua string
 
-var (
-	allowScript = core.NewScript("gcra", lua, twin, false)
-	peekScript  = core.NewScript("gcra", lua, twin, true)
-)
+var allowScript, peekScript = engine.NewScripts("gcra", lua, twin)
 
 // DefaultPrefix is the key prefix used when Config.Prefix is empty.
 const DefaultPrefix = "ratekit:gcra:"
@@ -102,7 +111,7 @@ func (l *Limiter) AllowAtMost(ctx context.Context, key string, n int64) (granted
 	} else if len(reply) == 4 && reply[0] == 1 {
 		granted = 1
 	}
-	d, err = params.Decision(reply, l.e.Limit())
+	d, err = l.e.Decode(allowScript, key, reply)
 	if err != nil {
 		return 0, core.Decision{}, err
 	}

@@ -6,8 +6,9 @@ import (
 	"github.com/ratekit/ratekit/internal/params"
 )
 
-// twin is gcra.lua in Go. The stored value is {tat_us, frac}: the
-// theoretical arrival time tat_us + frac/rate µs.
+// twin is gcra.lua in Go. The stored value is {tat_us, frac, rate,
+// written_us}: the theoretical arrival time tat_us + frac/rate µs, and the
+// time of the write.
 func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
 	key := keys[0]
 	now, n, rate, period, burst, mode := args[0], args[1], args[2], args[3], args[4], args[5]
@@ -17,21 +18,25 @@ func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, erro
 	}
 
 	limit := burst * period
-	var x int64
+	x, t := int64(0), now
 	if v, ok := tx.Get(key); ok {
-		if a, b := v[0], v[1]; a >= now {
-			d := a - now
-			if dmax := limit/rate + 1; d > dmax {
-				d, b = dmax, 0
-			}
-			x = d*rate + b
+		if !params.State(v, 4) || v[1] >= v[2] || v[0] < v[3] {
+			return append(reply, params.CorruptReply[:]...), nil
+		}
+		tat, frac, oldRate, written := v[0], v[1], v[2], v[3]
+		if oldRate != rate && frac > 0 {
+			tat, frac = tat+1, 0
+		}
+		t = max(t, written)
+		if tat-written > limit/rate || (tat-written)*rate+frac > limit {
+			tat, frac = written+limit/rate, limit%rate
+		}
+		if tat >= t {
+			x = (tat-t)*rate + frac
 		}
 	}
 
-	var avail int64
-	if limit >= x {
-		avail = (limit - x) / period
-	}
+	avail := (limit - x) / period
 	m := n
 	if mode == engine.ModeAtMost && avail < n {
 		m = avail
@@ -42,18 +47,19 @@ func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, erro
 		allowed = 1
 	}
 
+	behind := t - now
 	var retry int64
 	if allowed == 0 {
-		retry = params.CeilDiv(x+m*period-limit, rate)
+		retry = behind + params.CeilDiv(x+m*period-limit, rate)
 	}
 	write := allowed == 1 && mode != engine.ModePeek
 	if write {
 		x += m * period
 	}
-	reset := params.CeilDiv(x, rate)
+	reset := behind + params.CeilDiv(x, rate)
 	if write {
-		v := tx.Put(key, 2, params.TTL(reset, clientClock))
-		v[0], v[1] = now+x/rate, x%rate
+		v := tx.Put(key, 4, params.TTL(reset, clientClock))
+		v[0], v[1], v[2], v[3] = t+x/rate, x%rate, rate, t
 		avail = (limit - x) / period
 	}
 	if mode == engine.ModeAtMost && allowed == 1 {

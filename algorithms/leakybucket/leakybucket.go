@@ -11,6 +11,17 @@
 // Capacity on the other side.
 //
 // Capacity*Per (in microseconds) must be at most 2^51.
+//
+// # Time and configuration changes
+//
+// A key's time never runs backwards: with the clock behind the last leak,
+// the bucket is decided as at that time, and RetryAfter and ResetAfter
+// count the time until the clock catches up, so a caller that sleeps
+// RetryAfter gets through. State written under another configuration keeps
+// its level in whole units (a partly drained unit counts whole when Per
+// changed), at most a full bucket, and is empty from the moment it would
+// have been under the configuration that wrote it. State the limiter did
+// not write is refused with core.ErrCorruptState.
 package leakybucket
 
 import (
@@ -26,10 +37,7 @@ import (
 //go:embed leakybucket.lua
 var lua string
 
-var (
-	allowScript = core.NewScript("leakybucket", lua, twin, false)
-	peekScript  = core.NewScript("leakybucket", lua, twin, true)
-)
+var allowScript, peekScript = engine.NewScripts("leakybucket", lua, twin)
 
 // DefaultPrefix is the key prefix used when Config.Prefix is empty.
 const DefaultPrefix = "ratekit:lb:"

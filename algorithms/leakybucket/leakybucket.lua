@@ -1,56 +1,66 @@
 -- ratekit leaky bucket (policing). twin.go makes the same decision in Go.
 --
--- KEYS[1]  the bucket: a string "level:last_leak_us", or absent (empty).
---          level is scaled by per_us, so that a leak of rate units per
---          per_us drains exactly rate scaled units every microsecond.
+-- KEYS[1]  the bucket: a string "level:last_leak_us:per_us:fresh_at_us", or
+--          absent (empty). fresh_at_us is when the bucket is empty again. level is scaled by per_us, so that a leak of rate units
+--          per per_us drains exactly rate scaled units every microsecond.
 -- ARGV     now_us (-1: read the server's TIME), n, capacity, rate, per_us,
 --          mode (1: peek, decide for n without writing)
 -- reply    {allowed, remaining, retry_after_us, reset_after_us}
+--
+-- A key's time never runs backwards: with the clock behind last_leak_us,
+-- the bucket is decided as at last_leak_us and the waits count the
+-- difference. State written under another configuration keeps its level in
+-- whole units (a partly drained unit counts whole when Per changed), at
+-- most a full bucket under this one, and is empty from its fresh_at_us on,
+-- so it never outlives the TTL it was written with.
 local key = KEYS[1]
-local now = tonumber(ARGV[1])
+local now, client_clock = clock(tonumber(ARGV[1]))
 local n = tonumber(ARGV[2])
 local capacity = tonumber(ARGV[3])
 local rate = tonumber(ARGV[4])
 local per = tonumber(ARGV[5])
 local peek = ARGV[6] == '1'
-local client_clock = now >= 0
-if not client_clock then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-
-local level, last = 0, now
-local state = redis.call('GET', key)
-if state then
-  local a, b = string.match(state, '^(%d+):(%d+)$')
-  if not a then
-    return redis.error_reply('ERR ratekit: leaky bucket state is corrupt')
-  end
-  level, last = tonumber(a), tonumber(b)
-end
--- Drain since the last leak, never below empty.
-if level > 0 and now > last then
-  local elapsed = now - last
-  if elapsed >= math.floor((level + rate - 1) / rate) then
-    level = 0
-  else
-    level = level - elapsed * rate
-  end
-end
 
 local full = capacity * per
+local level, t, fresh = 0, now, nil
+local state = read_state(key, 4)
+if state == false then return CORRUPT end
+if state and state[3] < 1 then return CORRUPT end
+if state and math.max(now, state[2]) < state[4] then
+  local last, old_per = state[2], state[3]
+  fresh = state[4]
+  level = state[1]
+  if old_per ~= per then
+    level = math.min(math.floor((level + old_per - 1) / old_per), capacity) * per
+  end
+  level = math.min(level, full)
+  if last > t then t = last end
+  -- Drain since the last leak, never below empty.
+  if level > 0 then
+    local elapsed = t - last
+    if elapsed >= math.floor((level + rate - 1) / rate) then
+      level = 0
+    else
+      level = level - elapsed * rate
+    end
+  end
+end
+
 local add = n * per
 local allowed = 0
 if level + add <= full then
   allowed = 1
   if not peek then level = level + add end
 end
+local behind = t - now
 local retry = 0
-if allowed == 0 then retry = math.floor((level + add - full + rate - 1) / rate) end
-local reset = math.floor((level + rate - 1) / rate)
-if allowed == 1 and not peek then
-  local ttl = math.floor((reset + 999) / 1000)
-  if client_clock then ttl = ttl + 60000 end
-  redis.call('SET', key, string.format('%d:%d', level, now), 'PX', string.format('%d', ttl))
+if allowed == 0 then retry = behind + math.floor((level + add - full + rate - 1) / rate) end
+local reset = behind + math.floor((level + rate - 1) / rate)
+local write = allowed == 1 and not peek
+if fresh and not write then
+  retry, reset = math.min(retry, fresh - now), math.min(reset, fresh - now)
+end
+if write then
+  write_state(key, {level, t, per, now + reset}, reset, client_clock)
 end
 return {allowed, math.floor((full - level) / per), retry, reset}

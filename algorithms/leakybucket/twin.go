@@ -6,7 +6,7 @@ import (
 )
 
 // twin is leakybucket.lua in Go. The stored value is
-// {level scaled by per_us, last_leak_us}.
+// {level scaled by per_us, last_leak_us, per_us, fresh_at_us}.
 func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
 	key := keys[0]
 	now, n, capacity, rate, per, peek := args[0], args[1], args[2], args[3], args[4], args[5] == 1
@@ -15,11 +15,21 @@ func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, erro
 		now = tx.Now()
 	}
 
-	level := int64(0)
-	if v, ok := tx.Get(key); ok {
+	full := capacity * per
+	level, t, fresh := int64(0), now, int64(-1)
+	if v, ok := tx.Get(key); ok && (!params.State(v, 4) || v[2] < 1) {
+		return append(reply, params.CorruptReply[:]...), nil
+	} else if ok && max(now, v[1]) < v[3] {
+		last, oldPer := v[1], v[2]
+		fresh = v[3]
 		level = v[0]
-		if last := v[1]; level > 0 && now > last {
-			if elapsed := now - last; elapsed >= params.CeilDiv(level, rate) {
+		if oldPer != per {
+			level = min(params.CeilDiv(level, oldPer), capacity) * per
+		}
+		level = min(level, full)
+		t = max(t, last)
+		if level > 0 {
+			if elapsed := t - last; elapsed >= params.CeilDiv(level, rate) {
 				level = 0
 			} else {
 				level -= elapsed * rate
@@ -27,7 +37,7 @@ func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, erro
 		}
 	}
 
-	full, add := capacity*per, n*per
+	add := n * per
 	var allowed int64
 	if level+add <= full {
 		allowed = 1
@@ -35,14 +45,19 @@ func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, erro
 			level += add
 		}
 	}
+	behind := t - now
 	var retry int64
 	if allowed == 0 {
-		retry = params.CeilDiv(level+add-full, rate)
+		retry = behind + params.CeilDiv(level+add-full, rate)
 	}
-	reset := params.CeilDiv(level, rate)
-	if allowed == 1 && !peek {
-		v := tx.Put(key, 2, params.TTL(reset, clientClock))
-		v[0], v[1] = level, now
+	reset := behind + params.CeilDiv(level, rate)
+	write := allowed == 1 && !peek
+	if fresh >= 0 && !write {
+		retry, reset = min(retry, fresh-now), min(reset, fresh-now)
+	}
+	if write {
+		v := tx.Put(key, 4, params.TTL(reset, clientClock))
+		v[0], v[1], v[2], v[3] = level, t, per, now+reset
 	}
 	return append(reply, allowed, (full-level)/per, retry, reset), nil
 }

@@ -22,6 +22,16 @@
 //
 // Limit*Window (in microseconds) must be at most 2^51 so that the
 // arithmetic stays exact in a Lua double: 100 000 per 100 s, 26 000 per day.
+//
+// # Time and configuration changes
+//
+// With the clock behind the stored window, the request is decided as at
+// that window's start, and RetryAfter counts the time until the clock
+// catches up. State written under another configuration keeps its counts
+// (each at most Limit); under another Window, both counts move into the new
+// window that holds the old current window's start. Either way the state
+// stops counting when it would have under the configuration that wrote it.
+// State the limiter did not write is refused with core.ErrCorruptState.
 package slidingcounter
 
 import (
@@ -37,10 +47,7 @@ import (
 //go:embed slidingcounter.lua
 var lua string
 
-var (
-	allowScript = core.NewScript("slidingcounter", lua, twin, false)
-	peekScript  = core.NewScript("slidingcounter", lua, twin, true)
-)
+var allowScript, peekScript = engine.NewScripts("slidingcounter", lua, twin)
 
 // DefaultPrefix is the key prefix used when Config.Prefix is empty.
 const DefaultPrefix = "ratekit:sc:"

@@ -1,7 +1,9 @@
 -- ratekit sliding window counter. twin.go makes the same decision in Go.
 --
--- KEYS[1]  both windows in one string "window_number:previous:current",
---          or absent. Windows are aligned to the epoch, as in the guide.
+-- KEYS[1]  both windows in one string
+--          "window_number:previous:current:window_us:fresh_at_us", or
+--          absent. Windows are aligned to the epoch, as in the guide;
+--          fresh_at_us is when both counts have left the estimate.
 -- ARGV     now_us (-1: read the server's TIME), n, limit, window_us,
 --          mode (1: peek, decide for n without writing)
 -- reply    {allowed, remaining, retry_after_us, reset_after_us}
@@ -10,27 +12,35 @@
 -- with e = now - window start, a request of cost n passes when
 --   prev * (W - e) + curr * W < (limit - n + 1) * W
 -- (for n = 1: estimate < limit, the guide's test).
+--
+-- State written under another configuration: counts above Limit are
+-- counted as Limit; under another Window, both counts move into the new
+-- window that holds the old current window's start; and from its
+-- fresh_at_us on the state counts as absent, so it never outlives the TTL
+-- it was written with.
 local key = KEYS[1]
-local now = tonumber(ARGV[1])
+local now, client_clock = clock(tonumber(ARGV[1]))
 local n = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
 local W = tonumber(ARGV[4])
 local peek = ARGV[5] == '1'
-local client_clock = now >= 0
-if not client_clock then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
 
 local wn = math.floor(now / W)
-local prev, curr = 0, 0
-local state = redis.call('GET', key)
-if state then
-  local a, b, c = string.match(state, '^(%d+):(%d+):(%d+)$')
-  if not a then
-    return redis.error_reply('ERR ratekit: sliding counter state is corrupt')
+local prev, curr, fresh = 0, 0, nil
+local state = read_state(key, 5)
+if state == false then return CORRUPT end
+if state and (state[4] < 1 or state[1] * state[4] > MAX_STATE) then return CORRUPT end
+if state and now < state[5] then
+  local a, b, c = state[1], math.min(state[2], limit), math.min(state[3], limit)
+  local w = state[4]
+  fresh = state[5]
+  if w ~= W then
+    -- One statement each: gopher-lua (miniredis) assigns a multiple
+    -- assignment's targets while still evaluating its values.
+    c = math.min(b + c, limit)
+    b = 0
+    a = math.floor(a * w / W)
   end
-  a, b, c = tonumber(a), tonumber(b), tonumber(c)
   if a == wn then
     prev, curr = b, c
   elseif a == wn - 1 then
@@ -79,10 +89,12 @@ if curr > 0 then
 elseif prev > 0 then
   reset = start + W - now
 end
-if allowed == 1 and not peek then
-  local ttl = math.floor((reset + 999) / 1000)
-  if client_clock then ttl = ttl + 60000 end
-  redis.call('SET', key, string.format('%d:%d:%d', wn, prev, curr), 'PX', string.format('%d', ttl))
+local write = allowed == 1 and not peek
+if fresh and not write then
+  retry, reset = math.min(retry, fresh - now), math.min(reset, fresh - now)
+end
+if write then
+  write_state(key, {wn, prev, curr, W, now + reset}, reset, client_clock)
 end
 
 -- Remaining: how many requests of cost 1 would pass now.

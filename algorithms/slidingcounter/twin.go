@@ -6,7 +6,7 @@ import (
 )
 
 // twin is slidingcounter.lua in Go. The stored value is
-// {window_number, previous, current}.
+// {window_number, previous, current, window_us, fresh_at_us}.
 func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
 	key := keys[0]
 	now, n, limit, W, peek := args[0], args[1], args[2], args[3], args[4] == 1
@@ -17,14 +17,22 @@ func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, erro
 
 	wn := now / W
 	var prev, curr int64
-	if v, ok := tx.Get(key); ok {
-		switch a := v[0]; {
+	fresh := int64(-1)
+	if v, ok := tx.Get(key); ok && (!params.State(v, 5) || v[3] < 1 || v[0] > params.MaxState/v[3]) {
+		return append(reply, params.CorruptReply[:]...), nil
+	} else if ok && now < v[4] {
+		a, b, c, w := v[0], min(v[1], limit), min(v[2], limit), v[3]
+		fresh = v[4]
+		if w != W {
+			a, b, c = a*w/W, 0, min(b+c, limit)
+		}
+		switch {
 		case a == wn:
-			prev, curr = v[1], v[2]
+			prev, curr = b, c
 		case a == wn-1:
-			prev = v[2]
+			prev = c
 		case a > wn:
-			wn, prev, curr = a, v[1], v[2]
+			wn, prev, curr = a, b, c
 		}
 	}
 	start := wn * W
@@ -66,9 +74,13 @@ func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, erro
 	} else if prev > 0 {
 		reset = start + W - now
 	}
-	if allowed == 1 && !peek {
-		v := tx.Put(key, 3, params.TTL(reset, clientClock))
-		v[0], v[1], v[2] = wn, prev, curr
+	write := allowed == 1 && !peek
+	if fresh >= 0 && !write {
+		retry, reset = min(retry, fresh-now), min(reset, fresh-now)
+	}
+	if write {
+		v := tx.Put(key, 5, params.TTL(reset, clientClock))
+		v[0], v[1], v[2], v[3], v[4] = wn, prev, curr, W, now+reset
 	}
 
 	var remaining int64

@@ -11,6 +11,18 @@
 // Configured alike, it makes the guide's decisions at the same times, except
 // where the guide's floating-point seconds round an entry that is exactly
 // Window old the other way (ratekit's integer microseconds are exact).
+//
+// # Time and configuration changes
+//
+// A key's log never runs backwards: with the clock behind the newest entry,
+// the request is decided as at that entry's time, its entry is logged
+// there, and RetryAfter and ResetAfter count the time until the clock
+// catches up. Only an allowed request writes: a denial and a Peek leave the
+// log untouched. Under another configuration the log is read with the new
+// Limit (Remaining is never negative) and the new Window, but no entry
+// outlives the Window it was logged under, and entries that had already
+// left the window at the last write are gone. State the limiter did not
+// write is refused with core.ErrCorruptState.
 package slidinglog
 
 import (
@@ -26,10 +38,7 @@ import (
 //go:embed slidinglog.lua
 var lua string
 
-var (
-	allowScript = core.NewScript("slidinglog", lua, twin, false)
-	peekScript  = core.NewScript("slidinglog", lua, twin, true)
-)
+var allowScript, peekScript = engine.NewScripts("slidinglog", lua, twin)
 
 // DefaultPrefix is the key prefix used when Config.Prefix is empty.
 const DefaultPrefix = "ratekit:sl:"

@@ -2,57 +2,70 @@
 --
 -- KEYS[1]  a sorted set with one member per allowed unit of cost:
 --          score = time in µs, member = "time_us:index" (unique without any
---          id from the client: index, ten digits, counts up within one µs)
+--          id from the client: index, ten digits, counts up within one µs),
+--          and one member "~" whose score is the time the log was written
+--          to expire: its newest entry's time plus the Window it was written
+--          with. From then on the log counts as empty.
 -- ARGV     now_us (-1: read the server's TIME), n, limit, window_us,
 --          mode (1: peek, decide for n without writing)
 -- reply    {allowed, remaining, retry_after_us, reset_after_us}
 --
--- An entry counts while its time is later than now - window, as in the
--- guide, which removes scores <= now - window.
+-- An entry counts while its time is later than t - window, as in the
+-- guide, which removes scores <= t - window. t is now, or the newest
+-- entry's time when the clock is behind it: a key's log never runs
+-- backwards, and the waits below count the difference. Only an allowed
+-- request writes (it drops the entries that can never count again, then
+-- adds its own); a denied one and a peek only read.
 local key = KEYS[1]
-local now = tonumber(ARGV[1])
+local now, client_clock = clock(tonumber(ARGV[1]))
 local n = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
 local window = tonumber(ARGV[4])
 local peek = ARGV[5] == '1'
-local client_clock = now >= 0
-if not client_clock then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
 local fmt = string.format
-local cutoff = fmt('%d', now - window)
+
+-- score(s): an entry's time, or nil when it is not one ratekit wrote.
+local function score(s)
+  local v = tonumber(s)
+  if not v or v ~= math.floor(v) or v < 0 or v > MAX_STATE then return nil end
+  return v
+end
+
+-- The newest entry and the expiry mark are the two greatest scores.
+local top = redis.pcall('ZRANGE', key, -2, -1, 'WITHSCORES')
+if top.err then return CORRUPT end
+local t, newest, fresh, next_index = now, nil, nil, 0
+if top[1] then
+  if #top ~= 4 or top[3] ~= '~' then return CORRUPT end
+  newest, fresh = score(top[2]), score(top[4])
+  local index = string.match(top[1], '^%d+:(%d+)$')
+  if not newest or not fresh or not index or fresh <= newest then return CORRUPT end
+  if math.max(now, newest) >= fresh then
+    newest, fresh = nil, nil -- expired: an empty log
+  elseif newest >= now then
+    t = newest
+    -- The greatest member at score t names the last index used there.
+    next_index = tonumber(index)
+  end
+end
+local cutoff = fmt('%d', t - window)
 local after_cutoff = '(' .. cutoff
 
--- Live entries: later than now - window. A write call drops the others
--- first (they can never count again), then counts what is left.
-local count
-if peek then
-  count = redis.call('ZCOUNT', key, after_cutoff, '+inf')
-else
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', cutoff)
-  count = redis.call('ZCARD', key)
+local count = 0
+if newest and newest > t - window then
+  count = redis.call('ZCOUNT', key, after_cutoff, '(' .. fmt('%d', fresh))
 end
 local allowed = 0
 if count + n <= limit then allowed = 1 end
 
 local retry, reset = 0, 0
 if allowed == 1 and not peek then
-  -- Members are "time:index" with a fixed-width index, so the greatest
-  -- member at score now names the last index used at this microsecond.
-  local at = fmt('%d', now)
-  local newest, next_index = now, 0
-  local top = redis.call('ZREVRANGEBYSCORE', key, '+inf', at, 'WITHSCORES', 'LIMIT', 0, 1)
-  if top[1] then
-    local score = tonumber(top[2])
-    if score == now then
-      next_index = tonumber(string.match(top[1], ':(%d+)$'))
-    else
-      -- The clock went back: entries are newer than now.
-      newest = score
-      next_index = redis.call('ZCOUNT', key, at, at)
-    end
+  if newest then
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', cutoff)
+  elseif top[1] then
+    redis.call('DEL', key)
   end
+  local at = fmt('%d', t)
   local i = 0
   while i < n do
     local batch = {}
@@ -66,19 +79,19 @@ if allowed == 1 and not peek then
     redis.call('ZADD', key, unpack(batch))
   end
   count = count + n
-  reset = newest + window - now
-  local ttl = math.floor((reset + 999) / 1000)
-  if client_clock then ttl = ttl + 60000 end
-  redis.call('PEXPIRE', key, fmt('%d', ttl))
+  reset = t + window - now
+  redis.call('ZADD', key, fmt('%d', t + window), '~')
+  redis.call('PEXPIRE', key, ttl_ms(reset, client_clock))
 else
   if allowed == 0 then
     -- The (count + n - limit)-th oldest live entry must leave the window.
     local e = redis.call('ZRANGEBYSCORE', key, after_cutoff, '+inf', 'WITHSCORES', 'LIMIT', count + n - limit - 1, 1)
-    retry = tonumber(e[2]) + window - now
+    local at = score(e[2])
+    if not at then return CORRUPT end
+    retry = math.min(at + window, fresh) - now
   end
-  if count > 0 then
-    local e = redis.call('ZREVRANGEBYSCORE', key, '+inf', after_cutoff, 'WITHSCORES', 'LIMIT', 0, 1)
-    reset = tonumber(e[2]) + window - now
-  end
+  if count > 0 then reset = math.min(newest + window, fresh) - now end
 end
-return {allowed, limit - count, retry, reset}
+local remaining = limit - count
+if remaining < 0 then remaining = 0 end
+return {allowed, remaining, retry, reset}

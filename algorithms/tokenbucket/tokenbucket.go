@@ -19,6 +19,16 @@
 // Otherwise, configured alike, it makes the guide's decisions at the same
 // times, which the seed-parity test checks against the guide's script on a
 // real Redis.
+//
+// # Time and configuration changes
+//
+// A clock behind the bucket's last refill refills nothing, and RetryAfter
+// and ResetAfter count the time until it catches up: a caller that sleeps
+// RetryAfter gets through. State written under another configuration keeps
+// its tokens (at most Capacity) and its refill phase, and counts as a full
+// bucket from the moment it would have been full under the configuration
+// that wrote it, so it never outlives the TTL it was written with. State
+// the bucket did not write is refused with core.ErrCorruptState.
 package tokenbucket
 
 import (
@@ -34,10 +44,7 @@ import (
 //go:embed tokenbucket.lua
 var lua string
 
-var (
-	allowScript = core.NewScript("tokenbucket", lua, twin, false)
-	peekScript  = core.NewScript("tokenbucket", lua, twin, true)
-)
+var allowScript, peekScript = engine.NewScripts("tokenbucket", lua, twin)
 
 // DefaultPrefix is the key prefix used when Config.Prefix is empty.
 const DefaultPrefix = "ratekit:tb:"

@@ -1,36 +1,34 @@
 -- ratekit token bucket. twin.go makes the same decision in Go, step by step.
 --
--- KEYS[1]  the bucket: a string "tokens:last_refill_us", or absent (full)
+-- KEYS[1]  the bucket: a string "tokens:last_refill_us:fresh_at_us", or
+--          absent (full). fresh_at_us is when the bucket is full again, the
+--          moment from which the state decides like an absent key.
 -- ARGV     now_us (-1: read the server's TIME), n, capacity, refill_rate,
 --          refill_interval_us, peek (1: decide for n without writing)
 -- reply    {allowed, tokens_left, retry_after_us, reset_after_us}
 --
 -- Integers only, all below 2^53: a double computes them exactly.
+--
+-- State written under another configuration keeps its tokens (at most
+-- Capacity) and its refill phase, and still counts as full from its
+-- fresh_at_us on, so it never outlives the TTL it was written with.
 local key = KEYS[1]
-local now = tonumber(ARGV[1])
+local now, client_clock = clock(tonumber(ARGV[1]))
 local n = tonumber(ARGV[2])
 local cap = tonumber(ARGV[3])
 local rate = tonumber(ARGV[4])
 local interval = tonumber(ARGV[5])
 local peek = ARGV[6] == '1'
-local client_clock = now >= 0
-if not client_clock then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+
+local tokens, last, fresh = cap, now, nil
+local state = read_state(key, 3)
+if state == false then return CORRUPT end
+if state and now < state[3] then
+  tokens, last, fresh = math.min(state[1], cap), state[2], state[3]
 end
 
-local tokens, last = cap, now
-local state = redis.call('GET', key)
-if state then
-  local a, b = string.match(state, '^(%d+):(%d+)$')
-  if not a then
-    return redis.error_reply('ERR ratekit: token bucket state is corrupt')
-  end
-  tokens, last = tonumber(a), tonumber(b)
-  if tokens > cap then tokens = cap end
-end
-
--- Whole refill intervals since last_refill, as in the seed.
+-- Whole refill intervals since last_refill, as in the seed. A clock behind
+-- last_refill refills nothing: the wait below then counts the difference.
 if tokens < cap and now > last then
   local refills = math.floor((now - last) / interval)
   if refills > 0 then
@@ -58,16 +56,14 @@ end
 local retry = 0
 if allowed == 0 then
   retry = last + math.floor((n - tokens + rate - 1) / rate) * interval - now
+  if fresh and retry > fresh - now then retry = fresh - now end
 end
 local reset = 0
 if tokens < cap then
   reset = last + math.floor((cap - tokens + rate - 1) / rate) * interval - now
+  if fresh and (allowed == 0 or peek) and reset > fresh - now then reset = fresh - now end
 end
 if allowed == 1 and not peek then
-  -- reset > 0 here. With a client clock, 60 s of slack for clock skew.
-  local ttl = math.floor((reset + 999) / 1000)
-  if client_clock then ttl = ttl + 60000 end
-  redis.call('SET', key, string.format('%d:%d', tokens, last),
-    'PX', string.format('%d', ttl))
+  write_state(key, {tokens, last, now + reset}, reset, client_clock)
 end
 return {allowed, tokens, retry, reset}

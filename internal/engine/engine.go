@@ -83,12 +83,12 @@ func Ended(ctx context.Context) error {
 // (core.Checker) fails. The error wraps core.ErrInvalidConfig.
 func CheckRunner(runner core.ScriptRunner) error {
 	if runner == nil {
-		return fmt.Errorf("%w: the store (core.ScriptRunner) is nil", core.ErrInvalidConfig)
+		return fmt.Errorf("%w: the runner (the store, a core.ScriptRunner) is nil", core.ErrInvalidConfig)
 	}
 	switch v := reflect.ValueOf(runner); v.Kind() {
 	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
 		if v.IsNil() {
-			return fmt.Errorf("%w: the store is a nil %T", core.ErrInvalidConfig, runner)
+			return fmt.Errorf("%w: the runner (the store) is a nil %T", core.ErrInvalidConfig, runner)
 		}
 	}
 	if c, ok := runner.(core.Checker); ok {
@@ -145,10 +145,21 @@ func (e *Engine) Decide(ctx context.Context, s *core.Script, key string, n int64
 	var d core.Decision
 	reply, err := e.runner.RunScript(ctx, s, f.keys[:], args, f.reply[:0])
 	if err == nil {
-		d, err = params.Decision(reply, e.limit)
+		d, err = e.Decode(s, key, reply)
 	}
 	f.keys[0] = ""
 	frames.Put(f)
+	return d, err
+}
+
+// Decode decodes the reply of s for key (params.Decision); a refused state
+// becomes an error wrapping core.ErrCorruptState that names the algorithm
+// and the key.
+func (e *Engine) Decode(s *core.Script, key string, reply []int64) (core.Decision, error) {
+	d, err := params.Decision(reply, e.limit)
+	if err == core.ErrCorruptState {
+		err = fmt.Errorf("%w: %s state at key %q (prefix %q) was not written by a %s limiter; reset it or use another prefix", core.ErrCorruptState, s.Name(), key, e.prefix, s.Name())
+	}
 	return d, err
 }
 
@@ -253,7 +264,7 @@ func (e *Engine) AllowMany(ctx context.Context, s *core.Script, reqs []core.Requ
 				out[i].Err = res.Err
 				continue
 			}
-			out[i].Decision, out[i].Err = params.Decision(res.Reply, e.limit)
+			out[i].Decision, out[i].Err = e.Decode(s, reqs[i].Key, res.Reply)
 		}
 		return out
 	}
@@ -265,7 +276,7 @@ func (e *Engine) AllowMany(ctx context.Context, s *core.Script, reqs []core.Requ
 			out[i].Err = err
 			continue
 		}
-		out[i].Decision, out[i].Err = params.Decision(r, e.limit)
+		out[i].Decision, out[i].Err = e.Decode(s, reqs[i].Key, r)
 	}
 	return out
 }

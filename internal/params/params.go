@@ -24,6 +24,12 @@ const (
 	// MaxCount bounds counts, capacities and rates (2^50), so that sums and
 	// products used by the scripts stay below 2^53.
 	MaxCount = int64(1) << 50
+	// MaxState bounds every integer a script stores (2^52 + 2^51, which
+	// the Lua prelude holds as MAX_STATE): the latest time a state may name
+	// is MaxTime + MaxSpan, and counts and scaled levels stay below 2^51. A
+	// stored value outside [0, MaxState] was not written by ratekit, and the
+	// script answers CorruptReply instead of computing with it.
+	MaxState = MaxTime + MaxSpan
 	// ServerTime is the "now" argument that tells a script to read the
 	// store's clock (TIME in Lua).
 	ServerTime = int64(-1)
@@ -109,9 +115,35 @@ func TTL(us int64, clientClock bool) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
+// Corrupt is the first integer of the reply a script gives when the state
+// at its key is not one it wrote (CorruptReply).
+const Corrupt = -1
+
+// CorruptReply is the whole reply of a script that refuses the state at its
+// key: {-1, 0, 0, 0}.
+var CorruptReply = [4]int64{Corrupt, 0, 0, 0}
+
+// State reports whether vals is a state of n integers a script could have
+// written: exactly n values, each in [0, MaxState].
+func State(vals []int64, n int) bool {
+	if len(vals) != n {
+		return false
+	}
+	for _, v := range vals {
+		if v < 0 || v > MaxState {
+			return false
+		}
+	}
+	return true
+}
+
 // Decision decodes the reply every ratekit algorithm script returns:
-// {allowed (0 or 1), remaining, retry_after_us, reset_after_us}.
+// {allowed (0 or 1), remaining, retry_after_us, reset_after_us}, or
+// CorruptReply, which it returns as an error wrapping core.ErrCorruptState.
 func Decision(reply []int64, limit int64) (core.Decision, error) {
+	if len(reply) == 4 && reply[0] == Corrupt && reply[1] == 0 && reply[2] == 0 && reply[3] == 0 {
+		return core.Decision{}, core.ErrCorruptState
+	}
 	if len(reply) != 4 || reply[0] < 0 || reply[0] > 1 || reply[2] < 0 || reply[3] < 0 {
 		return core.Decision{}, fmt.Errorf("%w: %w: want {allowed, remaining, retry_us, reset_us}, got %v", core.ErrStore, core.ErrUnexpectedReply, reply)
 	}

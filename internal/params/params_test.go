@@ -78,9 +78,32 @@ func TestDecision(t *testing.T) {
 	if err != nil || d != want {
 		t.Fatalf("Decision = %+v, %v", d, err)
 	}
-	for _, bad := range [][]int64{nil, {1, 2, 3}, {2, 0, 0, 0}, {-1, 0, 0, 0}, {0, 0, -5, 0}, {1, 0, 0, -1}, {1, 2, 3, 4, 5}} {
+	for _, bad := range [][]int64{nil, {1, 2, 3}, {2, 0, 0, 0}, {-2, 0, 0, 0}, {-1, 1, 0, 0}, {0, 0, -5, 0}, {1, 0, 0, -1}, {1, 2, 3, 4, 5}} {
 		if _, err := Decision(bad, 1); !errors.Is(err, core.ErrUnexpectedReply) || !errors.Is(err, core.ErrStore) {
 			t.Errorf("Decision(%v) = %v", bad, err)
+		}
+	}
+	// A script that refuses its key's state says so with CorruptReply.
+	if _, err := Decision(CorruptReply[:], 1); !errors.Is(err, core.ErrCorruptState) || errors.Is(err, core.ErrStore) {
+		t.Errorf("Decision(CorruptReply) = %v, want ErrCorruptState alone", err)
+	}
+}
+
+func TestState(t *testing.T) {
+	for _, tt := range []struct {
+		vals []int64
+		n    int
+		want bool
+	}{
+		{[]int64{0, MaxState}, 2, true},
+		{[]int64{1, 2}, 3, false},
+		{[]int64{1, 2, 3}, 2, false},
+		{[]int64{-1, 2}, 2, false},
+		{[]int64{1, MaxState + 1}, 2, false},
+		{nil, 0, true},
+	} {
+		if got := State(tt.vals, tt.n); got != tt.want {
+			t.Errorf("State(%v, %d) = %v, want %v", tt.vals, tt.n, got, tt.want)
 		}
 	}
 }

@@ -32,7 +32,7 @@ func TestConformanceMiniredisServerTime(t *testing.T) {
 	m := miniredis.RunT(t)
 	m.ClockTTL(true)
 	r := goredisstore.New(newClient(t, m.Addr()), goredisstore.WithoutReadOnlyCommands())
-	conformance.Run(t, conformance.Harness{Runner: r, SetTime: m.SetTime})
+	conformance.Run(t, conformance.Harness{Runner: r, SetTime: m.SetTime, ForwardOnlyTTL: true})
 }
 
 // A Ring (here of one shard) is a client like any other.

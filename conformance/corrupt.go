@@ -1,0 +1,107 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/fakeclock"
+	"github.com/ratekit/ratekit/internal/keyspace"
+	"github.com/ratekit/ratekit/store/memory"
+)
+
+// A poison is state that no ratekit limiter writes, put at a limiter's key
+// by a script of its own: Lua for servers, a twin for the memory store.
+type poison struct {
+	desc   string
+	script *core.Script
+}
+
+func newPoison(desc, lua string, vals ...int64) poison {
+	return poison{desc: desc, script: core.NewScript("poison", lua+" return {}",
+		func(tx core.Tx, keys []string, _ []int64, reply []int64) ([]int64, error) {
+			copy(tx.Put(keys[0], len(vals), time.Hour), vals)
+			return reply, nil
+		}, false)}
+}
+
+// stringPoisons spoil the algorithms that keep one string per key.
+var stringPoisons = []poison{
+	newPoison("a number beyond 2^53", `redis.call('SET', KEYS[1], '99999999999999999999999:1:1:1', 'PX', 3600000)`, 1<<60, 1, 1, 1),
+	newPoison("numbers just beyond what ratekit stores", `redis.call('SET', KEYS[1], '6755399441055745:6755399441055745:6755399441055745:6755399441055745', 'PX', 3600000)`, 6755399441055745, 6755399441055745, 6755399441055745, 6755399441055745),
+	newPoison("too many fields", `redis.call('SET', KEYS[1], '1:2:3:4:5:6', 'PX', 3600000)`, 1, 2, 3, 4, 5, 6),
+	newPoison("too few fields", `redis.call('SET', KEYS[1], '7', 'PX', 3600000)`, 7),
+	newPoison("not a number", `redis.call('SET', KEYS[1], 'abc', 'PX', 3600000)`),
+	newPoison("a negative number", `redis.call('SET', KEYS[1], '-5:3:1:1', 'PX', 3600000)`, -5, 3, 1, 1),
+	newPoison("another type", `redis.call('HSET', KEYS[1], 'f', 'v'); redis.call('PEXPIRE', KEYS[1], 3600000)`, -1),
+}
+
+// logPoisons spoil the sliding log's sorted set.
+var logPoisons = []poison{
+	newPoison("another type", `redis.call('SET', KEYS[1], 'abc', 'PX', 3600000)`, -5, 3),
+	newPoison("a member ratekit did not write", `redis.call('ZADD', KEYS[1], 1, 'foreign'); redis.call('PEXPIRE', KEYS[1], 3600000)`, 5, 3),
+	newPoison("a time beyond 2^53", `redis.call('ZADD', KEYS[1], '1e300', '1:0000000001'); redis.call('PEXPIRE', KEYS[1], 3600000)`, 1<<62),
+	newPoison("a negative time", `redis.call('ZADD', KEYS[1], -5, '1:0000000001'); redis.call('PEXPIRE', KEYS[1], 3600000)`, -5),
+}
+
+// checkCorrupt puts each poison at a key of the algorithm on the store
+// under test and on the reference, and checks that both refuse it in
+// AllowN, Peek and AllowMany with an error wrapping core.ErrCorruptState
+// that names the algorithm.
+func checkCorrupt(t *rapid.T, h Harness, a algorithm) {
+	v := a.draw(t)
+	start := drawStart(t)
+	clock := fakeclock.New(start)
+	ref, err := memory.New(memory.WithClock(clock), memory.WithSweepInterval(0))
+	if err != nil {
+		t.Fatalf("memory.New: %v", err)
+	}
+	defer ref.Close()
+	var limClock core.Clock = clock
+	if h.SetTime != nil {
+		limClock = nil
+		h.SetTime(start)
+	}
+	poisons := stringPoisons
+	if a.name == "slidinglog" {
+		poisons = logPoisons
+	}
+	ctx := context.Background()
+	for _, p := range poisons {
+		prefix := newPrefix()
+		key := rapid.SampledFrom(keys).Draw(t, "key")
+		for _, s := range []struct {
+			name   string
+			runner core.ScriptRunner
+		}{{"reference", ref}, {"store", h.Runner}} {
+			if _, err := s.runner.RunScript(ctx, p.script, []string{keyspace.Key(prefix+v.tag, key, "")}, nil, nil); err != nil {
+				t.Fatalf("%s: writing %s: %v", s.name, p.desc, err)
+			}
+			lim, err := v.build(s.runner, prefix, limClock)
+			if err != nil {
+				t.Fatalf("%s: %v", v.desc, err)
+			}
+			_, errAllow := lim.AllowN(ctx, key, 1)
+			_, errPeek := lim.Peek(ctx, key)
+			errs := []error{errAllow, errPeek}
+			if b, ok := lim.(batcher); ok {
+				errs = append(errs, b.AllowMany(ctx, []core.Request{{Key: key, N: 1}})[0].Err)
+			}
+			for i, err := range errs {
+				if !errors.Is(err, core.ErrCorruptState) || !strings.Contains(err.Error(), a.name) {
+					t.Fatalf("%s, %s: state with %s: call %d answered %v, want core.ErrCorruptState naming %s", v.desc, s.name, p.desc, i, err, a.name)
+				}
+			}
+			if err := lim.Reset(ctx, key); err != nil {
+				t.Fatalf("%s: Reset after corrupt state: %v", s.name, err)
+			}
+			if d, err := lim.AllowN(ctx, key, 1); err != nil || !d.Allowed {
+				t.Fatalf("%s, %s: after Reset: %+v, %v", v.desc, s.name, d, err)
+			}
+		}
+	}
+}

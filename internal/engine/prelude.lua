@@ -1,0 +1,59 @@
+-- ratekit prelude: the part of the protocol every algorithm's step shares,
+-- prepended to each step's Lua (internal/engine/prelude.lua). The Go side of
+-- each function lives in internal/params.
+
+-- MAX_STATE is params.MaxState (2^52 + 2^51): no stored integer is larger.
+local MAX_STATE = 6755399441055744
+-- CORRUPT is params.CorruptReply: the state at the key is not ours.
+local CORRUPT = {-1, 0, 0, 0}
+
+-- clock(now) returns the decision's time in µs and whether it came from
+-- the client: now >= 0 is the limiter's clock, -1 asks for the server's TIME.
+local function clock(now)
+  if now >= 0 then return now, true end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2]), false
+end
+
+-- read_state(key, n) returns the n integers stored at key as "a:b:...",
+-- nil when the key is absent, and false when it holds anything else: another
+-- type, another shape, or a number beyond MAX_STATE (params.State).
+local function read_state(key, n)
+  local s = redis.pcall('GET', key)
+  if not s then return nil end
+  if type(s) ~= 'string' then return false end
+  local out, i = {}, 1
+  for k = 1, n do
+    local a, b = string.find(s, '^%d+', i)
+    if not a or b - a >= 16 then return false end
+    local v = tonumber(string.sub(s, a, b))
+    if v > MAX_STATE then return false end
+    out[k] = v
+    i = b + 1
+    if k < n then
+      if string.sub(s, i, i) ~= ':' then return false end
+      i = i + 1
+    end
+  end
+  if i ~= #s + 1 then return false end
+  return out
+end
+
+-- ttl_ms(reset_us, client_clock) is params.TTL: the key's time to live in
+-- whole milliseconds, at least 1, plus a minute of slack when the time came
+-- from the client (the TTL runs on the server's clock).
+local function ttl_ms(reset, client_clock)
+  local ttl = math.floor((reset + 999) / 1000)
+  if ttl < 1 then ttl = 1 end
+  if client_clock then ttl = ttl + 60000 end
+  return string.format('%d', ttl)
+end
+
+-- write_state(key, state, reset_us, client_clock) stores the integers of
+-- state as "a:b:..." with ttl_ms(reset_us, client_clock).
+local function write_state(key, state, reset, client_clock)
+  local parts = {}
+  for k = 1, #state do parts[k] = string.format('%d', state[k]) end
+  redis.call('SET', key, table.concat(parts, ':'), 'PX', ttl_ms(reset, client_clock))
+end
+
