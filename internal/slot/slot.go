@@ -1,9 +1,27 @@
-// Package slot computes Redis Cluster hash slots, so that a store can refuse
-// a multi-key command whose keys would land on different slots before the
-// client sees it.
+// Package slot computes Redis Cluster hash slots, so that every store, the
+// memory store included, refuses a script whose keys would land on
+// different slots, with the same error, before any client sees it.
 package slot
 
-import "github.com/ratekit/ratekit/internal/keyspace"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ratekit/ratekit/internal/keyspace"
+)
+
+// ErrCrossSlot is what every store's error wraps (beside core.ErrStore)
+// when a script's keys are in different cluster slots.
+var ErrCrossSlot = errors.New("keys in different cluster slots")
+
+// Check returns nil when keys share one slot, and otherwise an error
+// wrapping ErrCrossSlot that names them.
+func Check(keys []string) error {
+	if len(keys) < 2 || Same(keys) {
+		return nil
+	}
+	return fmt.Errorf("%w: %q", ErrCrossSlot, keys)
+}
 
 // Count is the number of Redis Cluster hash slots.
 const Count = 16384

@@ -1,6 +1,10 @@
 package slot
 
-import "testing"
+import (
+	"errors"
+	"strings"
+	"testing"
+)
 
 // Slots from the Redis documentation of CLUSTER KEYSLOT and MOVED replies.
 func TestOf(t *testing.T) {
@@ -26,5 +30,18 @@ func TestSame(t *testing.T) {
 	}
 	if Same([]string{"foo", "somekey"}) {
 		t.Error("foo and somekey are in different slots")
+	}
+}
+
+func TestCheck(t *testing.T) {
+	if err := Check(nil); err != nil {
+		t.Errorf("no keys: %v", err)
+	}
+	if err := Check([]string{"x{t}1", "y{t}2"}); err != nil {
+		t.Errorf("one tag: %v", err)
+	}
+	err := Check([]string{"p:{a}", "p:{b}"})
+	if !errors.Is(err, ErrCrossSlot) || !strings.Contains(err.Error(), `"p:{b}"`) {
+		t.Errorf("two slots: %v; want ErrCrossSlot naming the keys", err)
 	}
 }
