@@ -9,8 +9,6 @@ package cmdargs
 import (
 	"strconv"
 	"unsafe"
-
-	"github.com/ratekit/ratekit/core"
 )
 
 const (
@@ -46,25 +44,28 @@ func Call(keys []string, args []int64) (k, a []string) {
 	return all[:len(keys):len(keys)], all[len(keys):]
 }
 
-// Batch is Call for every call of a batch, all in one buffer: three
-// allocations for the whole batch.
-func Batch(calls []core.ScriptCall) (keys, args [][]string) {
-	n, need := 0, 0
-	for _, c := range calls {
-		n += len(c.Keys) + len(c.Args)
-		need += maxInt * len(c.Args)
-		for _, k := range c.Keys {
-			need += len(k)
+// Batch is Call for the n calls of a batch, all in one buffer: three
+// allocations for the whole batch. part(i) returns call i's keys and
+// arguments; Batch calls it twice for each call.
+func Batch(n int, part func(i int) ([]string, []int64)) (keys, args [][]string) {
+	strs, need := 0, 0
+	for i := 0; i < n; i++ {
+		k, a := part(i)
+		strs += len(k) + len(a)
+		need += maxInt * len(a)
+		for _, key := range k {
+			need += len(key)
 		}
 	}
-	all := make([]string, n)
+	all := make([]string, strs)
 	buf := make([]byte, 0, need)
-	both := make([][]string, 2*len(calls))
-	keys, args = both[:len(calls):len(calls)], both[len(calls):]
-	for i, c := range calls {
-		m := len(c.Keys) + len(c.Args)
-		buf = fill(all[:m], buf, c.Keys, c.Args)
-		keys[i], args[i] = all[:len(c.Keys):len(c.Keys)], all[len(c.Keys):m:m]
+	both := make([][]string, 2*n)
+	keys, args = both[:n:n], both[n:]
+	for i := 0; i < n; i++ {
+		k, a := part(i)
+		m := len(k) + len(a)
+		buf = fill(all[:m], buf, k, a)
+		keys[i], args[i] = all[:len(k):len(k)], all[len(k):m:m]
 		all = all[m:]
 	}
 	return keys, args

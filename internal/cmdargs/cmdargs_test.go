@@ -48,7 +48,7 @@ func TestBatch(t *testing.T) {
 		{Keys: nil, Args: []int64{math.MinInt64}},
 		{Keys: []string{"b{1}", "c{1}"}, Args: nil},
 	}
-	keys, args := Batch(calls)
+	keys, args := Batch(len(calls), func(i int) ([]string, []int64) { return calls[i].Keys, calls[i].Args })
 	for i, c := range calls {
 		if !slices.Equal(keys[i], c.Keys) && !(len(keys[i]) == 0 && len(c.Keys) == 0) {
 			t.Errorf("call %d keys %q, want %q", i, keys[i], c.Keys)
@@ -67,6 +67,17 @@ func TestBatch(t *testing.T) {
 	}
 	if keys[2][0] != "b{1}" || args[1][0] != "-9223372036854775808" {
 		t.Fatalf("a call's slices overlap the next one's: %q %q", keys, args)
+	}
+}
+
+func TestBatchAllocations(t *testing.T) {
+	calls := make([]core.ScriptCall, 100)
+	for i := range calls {
+		calls[i] = core.ScriptCall{Keys: []string{"rk:tb:{user:" + strconv.Itoa(i) + "}"}, Args: []int64{-1, 1, 1 << 40, 1 << 40, 1000000, 0}}
+	}
+	part := func(i int) ([]string, []int64) { return calls[i].Keys, calls[i].Args }
+	if n := testing.AllocsPerRun(100, func() { Batch(len(calls), part) }); n != 3 {
+		t.Fatalf("%v allocations for a batch of 100, want 3", n)
 	}
 }
 

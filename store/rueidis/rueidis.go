@@ -8,7 +8,9 @@
 // rueidis pipelines concurrent commands on shared connections by itself
 // (auto pipelining), so many goroutines deciding at once share network
 // writes. Each call is EVALSHA (EVALSHA_RO for read-only scripts), falling
-// back to EVAL (EVAL_RO) when the server answers NOSCRIPT.
+// back to EVAL (EVAL_RO) when the server answers NOSCRIPT; a batch
+// (AllowMany) is one DoMulti. A call whose context has already ended sends
+// nothing. The protocol is the one every ratekit Redis adapter shares.
 //
 // Client options that matter:
 //   - DisableCache: true when the server lacks CLIENT TRACKING (Redis before
@@ -22,28 +24,34 @@
 // read-only variants, which cannot change state.
 //
 // In cluster mode rueidis panics when one command's keys fall in different
-// slots. ratekit's own scripts keep their keys in one slot; RunScript checks
-// the slots of scripts with several keys and returns an error instead.
+// slots. ratekit's own scripts keep their keys in one slot; the Runner
+// refuses a script whose keys span slots with an error, on every topology.
+//
+// New with a nil client returns a Runner that limiters refuse when they
+// are built (core.ErrInvalidConfig).
 package rueidisstore
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/redis/rueidis"
 
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/cmdargs"
-	"github.com/ratekit/ratekit/internal/slot"
+	"github.com/ratekit/ratekit/internal/scriptproto"
 )
 
-// Runner is a core.ScriptRunner over a rueidis client.
+// Runner is a core.ScriptRunner and core.BatchRunner over a rueidis
+// client.
 type Runner struct {
-	c       rueidis.Client
+	p       scriptproto.Runner
 	plainRO bool
 }
 
-var _ core.ScriptRunner = (*Runner)(nil)
+var (
+	_ core.BatchRunner = (*Runner)(nil)
+	_ core.KeyCopier   = (*Runner)(nil)
+	_ core.Checker     = (*Runner)(nil)
+)
 
 // Option configures a Runner.
 type Option func(*Runner)
@@ -58,118 +66,63 @@ func WithoutReadOnlyCommands() Option {
 
 // New returns a Runner that runs scripts with c. It sends nothing to Redis.
 func New(c rueidis.Client, opts ...Option) *Runner {
-	r := &Runner{c: c}
+	r := &Runner{}
 	for _, o := range opts {
 		o(r)
 	}
+	var api scriptproto.Client
+	if !scriptproto.IsNil(c) {
+		api = scriptproto.RueidisAPI[rueidis.Completed, rueidis.RedisResult, rueidis.RedisMessage, *rueidis.RedisMessage]{
+			Send:      c.Do,
+			SendMulti: c.DoMulti,
+			Build: func(n scriptproto.Name, payload, numkeys string, keys, argv []string) rueidis.Completed {
+				return build(c.B(), n, payload, numkeys, keys, argv)
+			},
+			ToArray:    rueidis.RedisResult.ToArray,
+			IsBadReply: func(err error) bool { return rueidis.IsParseErr(err) || rueidis.IsRedisNil(err) },
+		}
+	}
+	r.p = scriptproto.New("rueidis", c, api, r.plainRO)
 	return r
 }
 
-// CopiesKeys reports true: every key is copied before it goes to the
-// client, which may hold it after a call times out. ratekit's limiters use
-// this to lend a key built in a reused buffer.
-func (r *Runner) CopiesKeys() bool { return true }
+// build returns the script command, marked read-only for EVALSHA_RO and
+// EVAL_RO so that rueidis may retry it.
+func build(b rueidis.Builder, n scriptproto.Name, payload, numkeys string, keys, argv []string) rueidis.Completed {
+	a := b.Arbitrary(n.String(), payload, numkeys).Keys(keys...).Args(argv...)
+	if n.ReadOnly() {
+		return a.ReadOnly()
+	}
+	return a.Build()
+}
+
+func (r *Runner) proto() *scriptproto.Runner {
+	if r == nil {
+		return nil
+	}
+	return &r.p
+}
 
 // RunScript runs s with EVALSHA (EVALSHA_RO when s is read-only), and with
 // EVAL (EVAL_RO) when the server does not know the script. The reply must be
 // an array of integers.
 func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
-	if r == nil || r.c == nil {
-		return nil, fmt.Errorf("%w: rueidis: Runner has no client", core.ErrStore)
-	}
-	if len(keys) > 1 && !slot.Same(keys) {
-		return nil, fmt.Errorf("%w: rueidis: script %q: keys %q are in different cluster slots", core.ErrStore, s.Name(), keys)
-	}
-	k, a := cmdargs.Call(keys, args)
-	res := r.c.Do(ctx, r.evalSHA(s, k, a))
-	if isNoScript(res.Error()) {
-		res = r.c.Do(ctx, r.eval(s, k, a))
-	}
-	return decode(s, res, reply)
+	return r.proto().RunScript(ctx, s, keys, args, reply)
 }
 
 // RunScripts runs calls with one DoMulti of EVALSHA commands (one round
 // trip per node on a cluster), then one DoMulti of EVAL for the calls that
 // met NOSCRIPT, which loads the script where it was missing.
-//
-// If another client loads a missing script while the first DoMulti runs, a
-// later call on a key can succeed before an earlier one that met NOSCRIPT
-// is retried: the two then apply in the other order. Every decision is
-// still atomic and within the limit.
 func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core.ScriptResult {
-	out := make([]core.ScriptResult, len(calls))
-	if r == nil || r.c == nil {
-		for i := range out {
-			out[i].Err = fmt.Errorf("%w: rueidis: Runner has no client", core.ErrStore)
-		}
-		return out
-	}
-	cmds := make(rueidis.Commands, 0, len(calls))
-	index := make([]int, 0, len(calls))
-	keys, args := cmdargs.Batch(calls)
-	for i, c := range calls {
-		if len(c.Keys) > 1 && !slot.Same(c.Keys) {
-			out[i].Err = fmt.Errorf("%w: rueidis: script %q: keys %q are in different cluster slots", core.ErrStore, c.Script.Name(), c.Keys)
-			continue
-		}
-		cmds = append(cmds, r.evalSHA(c.Script, keys[i], args[i]))
-		index = append(index, i)
-	}
-	results := r.c.DoMulti(ctx, cmds...)
-	var retry rueidis.Commands
-	var retryIndex []int
-	for j, res := range results {
-		i := index[j]
-		if isNoScript(res.Error()) {
-			retry = append(retry, r.eval(calls[i].Script, keys[i], args[i]))
-			retryIndex = append(retryIndex, i)
-			continue
-		}
-		out[i].Reply, out[i].Err = decode(calls[i].Script, res, nil)
-	}
-	if len(retry) > 0 {
-		for j, res := range r.c.DoMulti(ctx, retry...) {
-			i := retryIndex[j]
-			out[i].Reply, out[i].Err = decode(calls[i].Script, res, nil)
-		}
-	}
-	return out
+	return r.proto().RunScripts(ctx, calls)
 }
 
-func isNoScript(err error) bool {
-	e, ok := rueidis.IsRedisErr(err)
-	return ok && e.IsNoScript()
-}
+// Check reports a Runner that cannot run scripts (nil, a zero value, or
+// built with a nil client) with an error wrapping core.ErrInvalidConfig.
+// Limiters call it when they are built.
+func (r *Runner) Check() error { return r.proto().Check() }
 
-// decode checks a script command's outcome: an array of integers.
-func decode(s *core.Script, res rueidis.RedisResult, out []int64) ([]int64, error) {
-	arr, err := res.ToArray()
-	if err != nil {
-		if rueidis.IsParseErr(err) || rueidis.IsRedisNil(err) {
-			return nil, fmt.Errorf("%w: %w: rueidis: script %q: %w", core.ErrStore, core.ErrUnexpectedReply, s.Name(), err)
-		}
-		return nil, fmt.Errorf("%w: rueidis: script %q: %w", core.ErrStore, s.Name(), err)
-	}
-	for i := range arr {
-		n, err := arr[i].ToInt64()
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w: rueidis: script %q reply element %d is not an integer", core.ErrStore, core.ErrUnexpectedReply, s.Name(), i)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
-func (r *Runner) evalSHA(s *core.Script, keys, argv []string) rueidis.Completed {
-	if s.ReadOnly() && !r.plainRO {
-		return r.c.B().EvalshaRo().Sha1(s.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build()
-	}
-	return r.c.B().Evalsha().Sha1(s.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build()
-}
-
-func (r *Runner) eval(s *core.Script, keys, argv []string) rueidis.Completed {
-	if s.ReadOnly() && !r.plainRO {
-		return r.c.B().EvalRo().Script(s.Lua()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build()
-	}
-	return r.c.B().Eval().Script(s.Lua()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build()
-}
+// CopiesKeysOf returns r: every key is copied before it goes to the
+// client, which may hold it after a call times out, so limiters may lend
+// r keys built in a reused buffer (core.KeyCopier).
+func (r *Runner) CopiesKeysOf() core.ScriptRunner { return r }

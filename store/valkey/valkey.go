@@ -7,35 +7,40 @@
 //	client, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{"localhost:6379"}})
 //	lim, err := tokenbucket.New(valkeystore.New(client), cfg)
 //
-// Each call is EVALSHA (EVALSHA_RO for read-only scripts), falling back to
-// EVAL (EVAL_RO) on NOSCRIPT; RunScripts (a limiter's AllowMany) sends a
-// whole batch with one DoMulti. Against a server without CLIENT TRACKING set
-// DisableCache; against miniredis also ForceSingleClient. valkey-go does
-// not retry scripts that may write. Single node, cluster and sentinel work
-// as the client supports them; keys in different slots are refused with an
-// error, as valkey-go would panic on them in cluster mode.
+// It speaks the protocol every ratekit Redis adapter shares, exactly as
+// store/rueidis does: EVALSHA (EVALSHA_RO for read-only scripts), falling
+// back to EVAL (EVAL_RO) on NOSCRIPT; RunScripts (a limiter's AllowMany)
+// sends a whole batch with one DoMulti; nothing is sent once a call's
+// context has ended; keys in different slots are refused with an error, as
+// valkey-go would panic on them in cluster mode. Against a server without
+// CLIENT TRACKING set DisableCache; against miniredis also
+// ForceSingleClient. valkey-go does not retry scripts that may write.
+// Single node, cluster and sentinel work as the client supports them.
+//
+// New with a nil client returns a Runner that limiters refuse when they
+// are built (core.ErrInvalidConfig).
 package valkeystore
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/cmdargs"
-	"github.com/ratekit/ratekit/internal/slot"
+	"github.com/ratekit/ratekit/internal/scriptproto"
 )
 
-// Runner is a core.ScriptRunner over a valkey-go client.
+// Runner is a core.ScriptRunner and core.BatchRunner over a valkey-go
+// client.
 type Runner struct {
-	c       valkey.Client
+	p       scriptproto.Runner
 	plainRO bool
 }
 
 var (
-	_ core.ScriptRunner = (*Runner)(nil)
-	_ core.BatchRunner  = (*Runner)(nil)
+	_ core.BatchRunner = (*Runner)(nil)
+	_ core.KeyCopier   = (*Runner)(nil)
+	_ core.Checker     = (*Runner)(nil)
 )
 
 // Option configures a Runner.
@@ -49,126 +54,59 @@ func WithoutReadOnlyCommands() Option {
 
 // New returns a Runner that runs scripts with c. It sends nothing.
 func New(c valkey.Client, opts ...Option) *Runner {
-	r := &Runner{c: c}
+	r := &Runner{}
 	for _, o := range opts {
 		o(r)
 	}
+	var api scriptproto.Client
+	if !scriptproto.IsNil(c) {
+		api = scriptproto.RueidisAPI[valkey.Completed, valkey.ValkeyResult, valkey.ValkeyMessage, *valkey.ValkeyMessage]{
+			Send:      c.Do,
+			SendMulti: c.DoMulti,
+			Build: func(n scriptproto.Name, payload, numkeys string, keys, argv []string) valkey.Completed {
+				return build(c.B(), n, payload, numkeys, keys, argv)
+			},
+			ToArray:    valkey.ValkeyResult.ToArray,
+			IsBadReply: func(err error) bool { return valkey.IsParseErr(err) || valkey.IsValkeyNil(err) },
+		}
+	}
+	r.p = scriptproto.New("valkey", c, api, r.plainRO)
 	return r
 }
 
-// CopiesKeys reports true: every key is copied before it goes to the
-// client, which may hold it after a call times out. ratekit's limiters use
-// this to lend a key built in a reused buffer.
-func (r *Runner) CopiesKeys() bool { return true }
+// build returns the script command; EVALSHA_RO and EVAL_RO are marked
+// read-only, which valkey-go may retry.
+func build(b valkey.Builder, n scriptproto.Name, payload, numkeys string, keys, argv []string) valkey.Completed {
+	a := b.Arbitrary(n.String(), payload, numkeys).Keys(keys...).Args(argv...)
+	if n.ReadOnly() {
+		return a.ReadOnly()
+	}
+	return a.Build()
+}
 
-// RunScript runs s with EVALSHA (EVALSHA_RO when s is read-only), and with
-// EVAL (EVAL_RO) when the server does not know the script. The reply must be
-// an array of integers.
+func (r *Runner) proto() *scriptproto.Runner {
+	if r == nil {
+		return nil
+	}
+	return &r.p
+}
+
+// RunScript runs s as EVALSHA or EVALSHA_RO, then EVAL or EVAL_RO on
+// NOSCRIPT, and appends the reply's integers to reply.
 func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
-	if r == nil || r.c == nil {
-		return nil, errNoClient
-	}
-	if len(keys) > 1 && !slot.Same(keys) {
-		return nil, crossSlot(s, keys)
-	}
-	k, a := cmdargs.Call(keys, args)
-	res := r.c.Do(ctx, r.evalSHA(s, k, a))
-	if isNoScript(res.Error()) {
-		res = r.c.Do(ctx, r.eval(s, k, a))
-	}
-	return decode(s, res, reply)
+	return r.proto().RunScript(ctx, s, keys, args, reply)
 }
 
-// RunScripts runs calls with one DoMulti of EVALSHA commands (one round
-// trip per node on a cluster), then one DoMulti of EVAL for the calls that
-// met NOSCRIPT, which loads the script where it was missing.
-//
-// If another client loads a missing script while the first DoMulti runs, a
-// later call on a key can succeed before an earlier one that met NOSCRIPT
-// is retried: the two then apply in the other order. Every decision is
-// still atomic and within the limit.
+// RunScripts runs calls with one DoMulti (one round trip per node), then
+// one more for the calls that met NOSCRIPT.
 func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core.ScriptResult {
-	out := make([]core.ScriptResult, len(calls))
-	if r == nil || r.c == nil {
-		for i := range out {
-			out[i].Err = errNoClient
-		}
-		return out
-	}
-	cmds := make(valkey.Commands, 0, len(calls))
-	index := make([]int, 0, len(calls)) // cmds[j] runs calls[index[j]]
-	keys, args := cmdargs.Batch(calls)
-	for i, c := range calls {
-		if len(c.Keys) > 1 && !slot.Same(c.Keys) {
-			out[i].Err = crossSlot(c.Script, c.Keys)
-			continue
-		}
-		cmds = append(cmds, r.evalSHA(c.Script, keys[i], args[i]))
-		index = append(index, i)
-	}
-	if len(cmds) == 0 {
-		return out
-	}
-	var retry valkey.Commands
-	var retryIndex []int
-	for j, res := range r.c.DoMulti(ctx, cmds...) {
-		i := index[j]
-		if isNoScript(res.Error()) {
-			retry = append(retry, r.eval(calls[i].Script, keys[i], args[i]))
-			retryIndex = append(retryIndex, i)
-			continue
-		}
-		out[i].Reply, out[i].Err = decode(calls[i].Script, res, nil)
-	}
-	if len(retry) > 0 {
-		for j, res := range r.c.DoMulti(ctx, retry...) {
-			i := retryIndex[j]
-			out[i].Reply, out[i].Err = decode(calls[i].Script, res, nil)
-		}
-	}
-	return out
+	return r.proto().RunScripts(ctx, calls)
 }
 
-var errNoClient = fmt.Errorf("%w: valkey: Runner has no client", core.ErrStore)
+// Check returns an error wrapping core.ErrInvalidConfig when r cannot run
+// scripts: nil, a zero value, or built with a nil client.
+func (r *Runner) Check() error { return r.proto().Check() }
 
-func crossSlot(s *core.Script, keys []string) error {
-	return fmt.Errorf("%w: valkey: script %q: keys %q are in different cluster slots", core.ErrStore, s.Name(), keys)
-}
-
-func isNoScript(err error) bool {
-	e, ok := valkey.IsValkeyErr(err)
-	return ok && e.IsNoScript()
-}
-
-// decode checks a script command's outcome: an array of integers.
-func decode(s *core.Script, res valkey.ValkeyResult, out []int64) ([]int64, error) {
-	arr, err := res.ToArray()
-	if err != nil {
-		if valkey.IsParseErr(err) || valkey.IsValkeyNil(err) {
-			return nil, fmt.Errorf("%w: %w: valkey: script %q: %w", core.ErrStore, core.ErrUnexpectedReply, s.Name(), err)
-		}
-		return nil, fmt.Errorf("%w: valkey: script %q: %w", core.ErrStore, s.Name(), err)
-	}
-	for i := range arr {
-		n, err := arr[i].ToInt64()
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w: valkey: script %q reply element %d is not an integer", core.ErrStore, core.ErrUnexpectedReply, s.Name(), i)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
-func (r *Runner) evalSHA(s *core.Script, keys, argv []string) valkey.Completed {
-	if s.ReadOnly() && !r.plainRO {
-		return r.c.B().EvalshaRo().Sha1(s.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build()
-	}
-	return r.c.B().Evalsha().Sha1(s.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build()
-}
-
-func (r *Runner) eval(s *core.Script, keys, argv []string) valkey.Completed {
-	if s.ReadOnly() && !r.plainRO {
-		return r.c.B().EvalRo().Script(s.Lua()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build()
-	}
-	return r.c.B().Eval().Script(s.Lua()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build()
-}
+// CopiesKeysOf returns r (core.KeyCopier): keys are copied before they
+// reach valkey-go, so limiters may lend r keys in a reused buffer.
+func (r *Runner) CopiesKeysOf() core.ScriptRunner { return r }

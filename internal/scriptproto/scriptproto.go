@@ -1,0 +1,373 @@
+// Package scriptproto is the one protocol every Redis adapter speaks to run
+// a ratekit script, whatever its client library:
+//
+//   - nothing is sent when the store cannot run scripts (a nil client, a
+//     zero value) or when the call's context has already ended;
+//   - a script whose keys span cluster slots is refused (slot.ErrCrossSlot);
+//   - a script runs as EVALSHA, or EVALSHA_RO when it is read-only (plain
+//     EVALSHA with WithoutReadOnlyCommands), and again as EVAL (EVAL_RO)
+//     when the server answers NOSCRIPT, which loads it;
+//   - a batch is one DoMulti of EVALSHA, then one DoMulti of EVAL for the
+//     calls that met NOSCRIPT;
+//   - a reply must be an array of integers (core.ErrUnexpectedReply
+//     otherwise);
+//   - every failure wraps core.ErrStore and the client's own error, and a
+//     read-only script the server refuses names the option that helps.
+//
+// An adapter supplies only what its client's API forces, as a [Client]:
+// how to send one command, how to send many at once, and how its replies
+// look. [Runner] does the rest.
+package scriptproto
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/slot"
+)
+
+// Name is the command a script runs as.
+type Name uint8
+
+// The four script commands.
+const (
+	EvalSHA   Name = iota // EVALSHA sha1 numkeys keys... args...
+	EvalSHARO             // EVALSHA_RO: the server refuses writes
+	Eval                  // EVAL lua numkeys keys... args...
+	EvalRO                // EVAL_RO
+)
+
+var (
+	upper = [...]string{EvalSHA: "EVALSHA", EvalSHARO: "EVALSHA_RO", Eval: "EVAL", EvalRO: "EVAL_RO"}
+	lower = [...]string{EvalSHA: "evalsha", EvalSHARO: "evalsha_ro", Eval: "eval", EvalRO: "eval_ro"}
+)
+
+// String returns the command's name in capitals, "EVALSHA_RO".
+func (n Name) String() string { return upper[n] }
+
+// Lower returns the command's name in lower case, "evalsha_ro", as
+// go-redis expects it.
+func (n Name) Lower() string { return lower[n] }
+
+// ReadOnly reports whether the command is EVALSHA_RO or EVAL_RO.
+func (n Name) ReadOnly() bool { return n == EvalSHARO || n == EvalRO }
+
+// Cmd is one script command: Name Payload() len(Keys) Keys... Args....
+// Keys and Args belong to the caller of RunScript: a Client copies what
+// it keeps after it returns.
+type Cmd struct {
+	Name   Name
+	Script *core.Script
+	Keys   []string
+	Args   []int64
+}
+
+// Payload returns the script's SHA1 for EVALSHA and EVALSHA_RO, its Lua
+// source for EVAL and EVAL_RO.
+func (c Cmd) Payload() string {
+	if c.Name == Eval || c.Name == EvalRO {
+		return c.Script.Lua()
+	}
+	return c.Script.SHA1()
+}
+
+// Client is the part of an adapter that its client library forces.
+//
+// Do sends c and appends the integers of its reply to reply. DoMulti sends
+// cmds in one round trip per server and leaves cmds[i]'s outcome, as Do
+// would return it, in out[i]: out has len(cmds) entries, and out[i].Reply
+// holds the buffer to append cmds[i]'s integers to.
+//
+// The error of a command that failed is the client's own, unwrapped (the
+// Runner wraps it, and recognises NOSCRIPT by its text); a reply of the
+// wrong shape is an error from [BadReply], or from [DecodeAny] or
+// [AppendInts].
+type Client interface {
+	Do(ctx context.Context, c Cmd, reply []int64) ([]int64, error)
+	DoMulti(ctx context.Context, cmds []Cmd, out []core.ScriptResult)
+}
+
+// Runner runs scripts with the protocol through a Client. An adapter's
+// Runner holds one, built by [New], and hands its RunScript, RunScripts and
+// Check to it. Its zero value and a nil *Runner run nothing: every call
+// returns an error and Check says why.
+type Runner struct {
+	lib     string // the client library, prefixing errors: "rueidis"
+	c       Client // nil when the runner cannot run scripts
+	plainRO bool
+	invalid error // why c is nil, when New was given a nil client
+}
+
+// New returns a Runner speaking through c for the client library lib (the
+// prefix of its errors). client is the caller's own client value: when it
+// is nil, or a typed nil such as (*redis.Client)(nil), the Runner never
+// uses c (which may then be nil) and refuses every call. plainRO sends
+// read-only scripts as EVALSHA and EVAL (WithoutReadOnlyCommands).
+func New(lib string, client any, c Client, plainRO bool) Runner {
+	if IsNil(client) {
+		what := "a nil client"
+		if client != nil {
+			what = fmt.Sprintf("a nil %T", client)
+		}
+		return Runner{lib: lib, invalid: fmt.Errorf("%w: %s: the store was built with %s", core.ErrInvalidConfig, lib, what)}
+	}
+	return Runner{lib: lib, c: c, plainRO: plainRO}
+}
+
+// IsNil reports whether v is nil or holds a nil pointer, map, slice,
+// channel, function or interface.
+func IsNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface, reflect.UnsafePointer:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// Check returns an error wrapping core.ErrInvalidConfig when r cannot run
+// scripts: r is nil, a zero value, or was built with a nil client.
+func (r *Runner) Check() error {
+	switch {
+	case r == nil:
+		return fmt.Errorf("%w: the store is a nil Runner; build it with New", core.ErrInvalidConfig)
+	case r.invalid != nil:
+		return r.invalid
+	case r.c == nil:
+		return fmt.Errorf("%w: the store is a zero Runner, not built by New", core.ErrInvalidConfig)
+	}
+	return nil
+}
+
+// unusable returns, for a runner that cannot run scripts, the error every
+// call gets: core.ErrStore wrapping Check's error.
+func (r *Runner) unusable() error {
+	return fmt.Errorf("%w: %w", core.ErrStore, r.Check())
+}
+
+// names returns the commands s runs as: EVALSHA and EVAL, or their
+// read-only variants.
+func (r *Runner) names(s *core.Script) (sha, eval Name) {
+	if s.ReadOnly() && !r.plainRO {
+		return EvalSHARO, EvalRO
+	}
+	return EvalSHA, Eval
+}
+
+// RunScript runs s as EVALSHA (EVALSHA_RO when s is read-only), and as
+// EVAL (EVAL_RO) when the server does not know the script; it appends the
+// reply's integers to reply.
+func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
+	if r == nil || r.c == nil {
+		return nil, r.unusable()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, r.ended(err)
+	}
+	sha, eval := r.names(s)
+	c := Cmd{Name: sha, Script: s, Keys: keys, Args: args}
+	if err := slot.Check(keys); err != nil {
+		return nil, r.fail(c, err)
+	}
+	out, err := r.c.Do(ctx, c, reply)
+	if isNoScript(err) {
+		if err := ctx.Err(); err != nil {
+			return nil, r.ended(err)
+		}
+		c.Name = eval
+		out, err = r.c.Do(ctx, c, reply)
+	}
+	if err != nil {
+		return nil, r.fail(c, err)
+	}
+	return out, nil
+}
+
+// replyCap is the room given to each call's reply in a batch: ratekit's
+// scripts reply with four integers. A longer reply grows its own slice.
+const replyCap = 4
+
+// RunScripts runs calls with one DoMulti of EVALSHA (one round trip per
+// server), then one DoMulti of EVAL for the calls that met NOSCRIPT,
+// which loads the script where it was missing. It returns one result per
+// call, in order; a call whose keys span slots gets its own error and the
+// others still run.
+//
+// If another client loads a missing script while the first DoMulti runs,
+// a later call on a key can succeed before an earlier one that met
+// NOSCRIPT is retried: the two then apply in the other order. Every
+// decision is still atomic and within the limit.
+func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core.ScriptResult {
+	out := make([]core.ScriptResult, len(calls))
+	if len(calls) == 0 {
+		return out
+	}
+	if r == nil || r.c == nil {
+		failAll(out, r.unusable())
+		return out
+	}
+	if err := ctx.Err(); err != nil {
+		failAll(out, r.ended(err))
+		return out
+	}
+	cmds := make([]Cmd, 0, len(calls))
+	var index []int // cmds[j] runs calls[index[j]]; nil while j == index[j]
+	for i, call := range calls {
+		sha, _ := r.names(call.Script)
+		c := Cmd{Name: sha, Script: call.Script, Keys: call.Keys, Args: call.Args}
+		if err := slot.Check(call.Keys); err != nil {
+			out[i].Err = r.fail(c, err)
+			if index == nil {
+				index = make([]int, i, len(calls))
+				for j := range index {
+					index[j] = j
+				}
+			}
+			continue
+		}
+		if index != nil {
+			index = append(index, i)
+		}
+		cmds = append(cmds, c)
+	}
+	if len(cmds) == 0 {
+		return out
+	}
+	res := out // results in the order of cmds
+	if index != nil {
+		res = make([]core.ScriptResult, len(cmds))
+	}
+	replies := make([]int64, len(cmds)*replyCap)
+	for j := range cmds {
+		res[j].Reply = replies[j*replyCap : j*replyCap : (j+1)*replyCap]
+	}
+	r.c.DoMulti(ctx, cmds, res)
+	r.retry(ctx, cmds, res)
+	for j := range res {
+		if res[j].Err != nil {
+			res[j] = core.ScriptResult{Err: r.fail(cmds[j], res[j].Err)}
+		}
+	}
+	for j, i := range index {
+		out[i] = res[j]
+	}
+	return out
+}
+
+// retry sends, as EVAL, the commands of res that met NOSCRIPT, in one
+// DoMulti, and leaves their outcome in res. It renames them in cmds.
+func (r *Runner) retry(ctx context.Context, cmds []Cmd, res []core.ScriptResult) {
+	var again []int
+	for j := range res {
+		if isNoScript(res[j].Err) {
+			again = append(again, j)
+		}
+	}
+	if len(again) == 0 {
+		return
+	}
+	if err := ctx.Err(); err != nil {
+		for _, j := range again {
+			res[j].Err = err
+		}
+		return
+	}
+	evals := make([]Cmd, len(again))
+	evalRes := make([]core.ScriptResult, len(again))
+	for k, j := range again {
+		_, cmds[j].Name = r.names(cmds[j].Script)
+		evals[k] = cmds[j]
+		evalRes[k].Reply = res[j].Reply[:0]
+	}
+	r.c.DoMulti(ctx, evals, evalRes)
+	for k, j := range again {
+		res[j] = evalRes[k]
+	}
+}
+
+func failAll(out []core.ScriptResult, err error) {
+	for i := range out {
+		out[i].Err = err
+	}
+}
+
+// ended is the error of a call whose context ended before anything was
+// sent.
+func (r *Runner) ended(err error) error {
+	return fmt.Errorf("%w: %s: %w", core.ErrStore, r.lib, err)
+}
+
+// fail wraps the error of command c.
+func (r *Runner) fail(c Cmd, err error) error {
+	if hint := readOnlyHint(c.Name, err); hint != "" {
+		return fmt.Errorf("%w: %s: script %q: %w: %s", core.ErrStore, r.lib, c.Script.Name(), err, hint)
+	}
+	return fmt.Errorf("%w: %s: script %q: %w", core.ErrStore, r.lib, c.Script.Name(), err)
+}
+
+// readOnlyHint names the option that helps when the server refuses a
+// read-only script for being one: miniredis counts TIME as a write inside
+// EVAL_RO, and Redis before 7.0 has no EVALSHA_RO at all.
+func readOnlyHint(n Name, err error) string {
+	if !n.ReadOnly() {
+		return ""
+	}
+	switch msg := err.Error(); {
+	case strings.Contains(msg, "not allowed in read-only scripts"):
+		return "the server refused TIME in a read-only script (miniredis, or Redis older than 7.0): build the store with WithoutReadOnlyCommands()"
+	case strings.Contains(strings.ToLower(msg), "unknown command"):
+		return "the server has no " + n.String() + " (Redis older than 7.0): build the store with WithoutReadOnlyCommands()"
+	}
+	return ""
+}
+
+// isNoScript reports whether err is the server's NOSCRIPT error: every
+// client library returns a server error as its text.
+func isNoScript(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+}
+
+// BadReply wraps err, a client library's report of a reply it cannot read
+// as an array (a nil reply, a status, a parse error), with
+// core.ErrUnexpectedReply.
+func BadReply(err error) error {
+	return fmt.Errorf("%w: %w", core.ErrUnexpectedReply, err)
+}
+
+// DecodeAny appends to reply the integers of v, a reply as go-redis and
+// redigo return it: an array ([]any) of int64, nothing else.
+func DecodeAny(v any, reply []int64) ([]int64, error) {
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%w: replied %T, want an array of integers", core.ErrUnexpectedReply, v)
+	}
+	for i, e := range arr {
+		n, ok := e.(int64)
+		if !ok {
+			return nil, fmt.Errorf("%w: reply element %d is %T, want an integer", core.ErrUnexpectedReply, i, e)
+		}
+		reply = append(reply, n)
+	}
+	return reply, nil
+}
+
+// AppendInts appends to reply the integers of arr, an array reply as
+// rueidis and valkey-go return it (M is their message type).
+func AppendInts[M any, PM interface {
+	*M
+	ToInt64() (int64, error)
+}](arr []M, reply []int64) ([]int64, error) {
+	for i := range arr {
+		n, err := PM(&arr[i]).ToInt64()
+		if err != nil {
+			return nil, fmt.Errorf("%w: reply element %d is not an integer", core.ErrUnexpectedReply, i)
+		}
+		reply = append(reply, n)
+	}
+	return reply, nil
+}

@@ -1,0 +1,262 @@
+package scriptproto
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/slot"
+)
+
+// fake is a Client over a map of scripts the "server" knows, by SHA1. A
+// known script replies {len(keys), args...}; EVAL loads it.
+type fake struct {
+	known map[string]bool
+	sent  []string // each command, "NAME script"
+	multi int      // DoMulti calls
+	err   error    // when set, every command fails with it
+}
+
+func (f *fake) run(c Cmd, reply []int64) ([]int64, error) {
+	f.sent = append(f.sent, c.Name.String()+" "+c.Script.Name())
+	if f.err != nil {
+		return nil, f.err
+	}
+	switch c.Name {
+	case EvalSHA, EvalSHARO:
+		if !f.known[c.Payload()] {
+			return nil, errors.New("NOSCRIPT No matching script. Please use EVAL.")
+		}
+	default:
+		f.known[c.Script.SHA1()] = true
+	}
+	reply = append(reply, int64(len(c.Keys)))
+	return append(reply, c.Args...), nil
+}
+
+func (f *fake) Do(_ context.Context, c Cmd, reply []int64) ([]int64, error) { return f.run(c, reply) }
+
+func (f *fake) DoMulti(_ context.Context, cmds []Cmd, out []core.ScriptResult) {
+	f.multi++
+	for i, c := range cmds {
+		out[i].Reply, out[i].Err = f.run(c, out[i].Reply)
+	}
+}
+
+func newFake() *fake { return &fake{known: map[string]bool{}} }
+
+var (
+	rw = core.NewScript("rw", "return {1}", nil, false)
+	ro = core.NewScript("ro", "return {2}", nil, true)
+)
+
+func TestNames(t *testing.T) {
+	for n, want := range map[Name]string{EvalSHA: "EVALSHA evalsha false", EvalSHARO: "EVALSHA_RO evalsha_ro true", Eval: "EVAL eval false", EvalRO: "EVAL_RO eval_ro true"} {
+		if got := fmt.Sprint(n.String(), " ", n.Lower(), " ", n.ReadOnly()); got != want {
+			t.Errorf("%d: %s, want %s", n, got, want)
+		}
+	}
+	if p := (Cmd{Name: EvalSHARO, Script: ro}).Payload(); p != ro.SHA1() {
+		t.Errorf("EVALSHA_RO payload %q", p)
+	}
+	if p := (Cmd{Name: EvalRO, Script: ro}).Payload(); p != ro.Lua() {
+		t.Errorf("EVAL_RO payload %q", p)
+	}
+}
+
+func TestRunScriptFallsBackToEval(t *testing.T) {
+	for _, plainRO := range []bool{false, true} {
+		f := newFake()
+		r := New("fake", f, f, plainRO)
+		for i := 0; i < 2; i++ {
+			for _, s := range []*core.Script{rw, ro} {
+				got, err := r.RunScript(context.Background(), s, []string{"k"}, []int64{7}, nil)
+				if err != nil || fmt.Sprint(got) != "[1 7]" {
+					t.Fatalf("%s: %v, %v", s.Name(), got, err)
+				}
+			}
+		}
+		want := "[EVALSHA rw EVAL rw EVALSHA_RO ro EVAL_RO ro EVALSHA rw EVALSHA_RO ro]"
+		if plainRO {
+			want = "[EVALSHA rw EVAL rw EVALSHA ro EVAL ro EVALSHA rw EVALSHA ro]"
+		}
+		if fmt.Sprint(f.sent) != want {
+			t.Errorf("plainRO %v: sent %v, want %v", plainRO, f.sent, want)
+		}
+	}
+}
+
+func TestRunScriptsRetriesNoScriptInOneBatch(t *testing.T) {
+	f := newFake()
+	f.known[rw.SHA1()] = true
+	r := New("fake", f, f, false)
+	calls := []core.ScriptCall{
+		{Script: rw, Keys: []string{"{a}"}, Args: []int64{1}},
+		{Script: ro, Keys: []string{"{a}"}, Args: []int64{2}},
+		{Script: rw, Keys: []string{"{a}", "{b}"}, Args: []int64{3}}, // two slots
+		{Script: rw, Keys: []string{"{b}"}, Args: []int64{4, 5, 6, 7}},
+		{Script: ro, Keys: nil, Args: []int64{5}},
+	}
+	res := r.RunScripts(context.Background(), calls)
+	if len(res) != len(calls) {
+		t.Fatalf("%d results", len(res))
+	}
+	want := []string{"[1 1]", "[1 2]", "", "[1 4 5 6 7]", "[0 5]"}
+	for i, w := range want {
+		if i == 2 {
+			if !errors.Is(res[i].Err, core.ErrStore) || !errors.Is(res[i].Err, slot.ErrCrossSlot) {
+				t.Errorf("call 2: %v; want ErrStore and ErrCrossSlot", res[i].Err)
+			}
+			continue
+		}
+		if res[i].Err != nil || fmt.Sprint(res[i].Reply) != w {
+			t.Errorf("call %d: %v, %v; want %s", i, res[i].Reply, res[i].Err, w)
+		}
+	}
+	// One DoMulti of EVALSHA, one of EVAL for the two calls that met
+	// NOSCRIPT; the refused call is never sent.
+	if f.multi != 2 || fmt.Sprint(f.sent) != "[EVALSHA rw EVALSHA_RO ro EVALSHA rw EVALSHA_RO ro EVAL_RO ro EVAL_RO ro]" {
+		t.Errorf("%d DoMulti: %v", f.multi, f.sent)
+	}
+	// Each reply has a slice of its own: appending to one leaves the next.
+	_ = append(res[0].Reply, 99, 99, 99)
+	if fmt.Sprint(res[1].Reply) != "[1 2]" {
+		t.Errorf("replies share memory: %v", res[1].Reply)
+	}
+}
+
+func TestEndedContextSendsNothing(t *testing.T) {
+	f := newFake()
+	r := New("fake", f, f, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := r.RunScript(ctx, rw, []string{"k"}, nil, nil); !errors.Is(err, core.ErrStore) || !errors.Is(err, context.Canceled) {
+		t.Errorf("RunScript: %v", err)
+	}
+	for _, res := range r.RunScripts(ctx, []core.ScriptCall{{Script: rw}, {Script: ro}}) {
+		if !errors.Is(res.Err, core.ErrStore) || !errors.Is(res.Err, context.Canceled) {
+			t.Errorf("RunScripts: %v", res.Err)
+		}
+	}
+	if len(f.sent) != 0 || f.multi != 0 {
+		t.Errorf("sent %v", f.sent)
+	}
+}
+
+func TestUnusable(t *testing.T) {
+	var nilRunner *Runner
+	for name, r := range map[string]*Runner{
+		"nil Runner":            nilRunner,
+		"zero Runner":           {},
+		"nil client":            ptr(New("fake", nil, nil, false)),
+		"nil *scriptproto.fake": ptr(New("fake", (*fake)(nil), nil, false)),
+	} {
+		if err := r.Check(); !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: Check: %v", name, err)
+		}
+		if _, err := r.RunScript(context.Background(), rw, nil, nil, nil); !errors.Is(err, core.ErrStore) || !errors.Is(err, core.ErrInvalidConfig) {
+			t.Errorf("%s: RunScript: %v", name, err)
+		}
+		for _, res := range r.RunScripts(context.Background(), []core.ScriptCall{{Script: rw}}) {
+			if !errors.Is(res.Err, core.ErrStore) {
+				t.Errorf("%s: RunScripts: %v", name, res.Err)
+			}
+		}
+	}
+	f := newFake()
+	if err := ptr(New("fake", f, f, false)).Check(); err != nil {
+		t.Errorf("a usable runner: %v", err)
+	}
+}
+
+func ptr(r Runner) *Runner { return &r }
+
+func TestErrorsWrapAndHint(t *testing.T) {
+	const mini = "ERR Error running script: Write commands are not allowed in read-only scripts"
+	for _, tt := range []struct {
+		s       *core.Script
+		plainRO bool
+		server  string
+		hint    string
+	}{
+		{ro, false, mini, "WithoutReadOnlyCommands()"},
+		{ro, false, "ERR unknown command 'EVALSHA_RO', with args beginning with: ", "no EVALSHA_RO"},
+		{ro, false, "ERR Write commands are not allowed from read-only scripts.", ""}, // Redis 7: the script wrote
+		{rw, false, mini, ""},
+		{ro, true, mini, ""}, // sent as EVALSHA: the option is already set
+		{rw, false, "ERR boom", ""},
+	} {
+		f := newFake()
+		f.err = errors.New(tt.server)
+		_, err := ptr(New("fake", f, f, tt.plainRO)).RunScript(context.Background(), tt.s, nil, nil, nil)
+		if !errors.Is(err, core.ErrStore) || !errors.Is(err, f.err) || !strings.Contains(err.Error(), `fake: script "`+tt.s.Name()+`"`) {
+			t.Errorf("%s: %v; want ErrStore wrapping the server's error", tt.server, err)
+		}
+		if got := strings.Contains(err.Error(), "WithoutReadOnlyCommands()"); got != (tt.hint != "") || !strings.Contains(err.Error(), tt.hint) {
+			t.Errorf("%s (%s, plainRO %v): %v; want hint %q", tt.server, tt.s.Name(), tt.plainRO, err, tt.hint)
+		}
+	}
+}
+
+func TestDecodeAny(t *testing.T) {
+	if got, err := DecodeAny([]any{int64(1), int64(-2)}, []int64{9}); err != nil || fmt.Sprint(got) != "[9 1 -2]" {
+		t.Errorf("%v, %v", got, err)
+	}
+	for _, v := range []any{nil, "x", int64(1), []any{int64(1), "x"}, []any{[]any{}}} {
+		if _, err := DecodeAny(v, nil); !errors.Is(err, core.ErrUnexpectedReply) {
+			t.Errorf("%#v: %v", v, err)
+		}
+	}
+}
+
+type msg struct {
+	n  int64
+	ok bool
+}
+
+func (m *msg) ToInt64() (int64, error) {
+	if !m.ok {
+		return 0, errors.New("not an integer")
+	}
+	return m.n, nil
+}
+
+func TestAppendInts(t *testing.T) {
+	if got, err := AppendInts([]msg{{3, true}, {4, true}}, nil); err != nil || fmt.Sprint(got) != "[3 4]" {
+		t.Errorf("%v, %v", got, err)
+	}
+	if _, err := AppendInts([]msg{{3, true}, {}}, nil); !errors.Is(err, core.ErrUnexpectedReply) || !strings.Contains(err.Error(), "element 1") {
+		t.Errorf("%v", err)
+	}
+}
+
+// static is a Client that replies {1, 2, 3, 4} to everything.
+type static struct{}
+
+func (static) Do(_ context.Context, _ Cmd, reply []int64) ([]int64, error) {
+	return append(reply, 1, 2, 3, 4), nil
+}
+
+func (static) DoMulti(context.Context, []Cmd, []core.ScriptResult) {}
+
+// The protocol adds no allocation to a decision: what a call costs is the
+// client's.
+func TestRunScriptDoesNotAllocate(t *testing.T) {
+	if testing.CoverMode() != "" {
+		t.Skip("coverage instrumentation allocates")
+	}
+	r := New("static", static{}, static{}, false)
+	keys, args, reply := []string{"rk:{k}"}, []int64{-1, 1, 2}, make([]int64, 0, 8)
+	ctx := context.Background()
+	n := testing.AllocsPerRun(1000, func() {
+		if got, err := r.RunScript(ctx, rw, keys, args, reply); err != nil || len(got) != 4 {
+			t.Fatal(got, err)
+		}
+	})
+	if n != 0 {
+		t.Fatalf("RunScript allocates %v times", n)
+	}
+}
