@@ -7,10 +7,13 @@
 //	lim, err := tokenbucket.New(goredisstore.New(rdb), cfg)
 //
 // Any go-redis client that can run scripts works: *redis.Client,
-// *redis.ClusterClient, *redis.Ring, or anything else implementing
-// redis.Scripter. Each call is EVALSHA (EVALSHA_RO for read-only scripts),
-// falling back to EVAL (EVAL_RO) when the server answers NOSCRIPT: after a
-// restart, a failover or SCRIPT FLUSH, scripts load themselves again.
+// *redis.ClusterClient, *redis.Ring, the AutoPipeliner, or anything else
+// implementing redis.Scripter. Each call is EVALSHA (EVALSHA_RO for
+// read-only scripts), falling back to EVAL (EVAL_RO) when the server
+// answers NOSCRIPT: after a restart, a failover or SCRIPT FLUSH, scripts
+// load themselves again. A batch (AllowMany) is one pipeline. A call whose
+// context has already ended sends nothing. The protocol is the one every
+// ratekit Redis adapter shares.
 //
 // Retries: go-redis retries a command after a network error (MaxRetries, 3 by
 // default), so a script whose reply was lost may run twice. ratekit does not
@@ -19,36 +22,38 @@
 // build the client with MaxRetries: -1.
 //
 // A script's keys must share one cluster slot (ratekit's own scripts keep
-// them under one hash tag); RunScript refuses keys in different slots on
+// them under one hash tag); the Runner refuses keys in different slots on
 // every topology, so that what works on one node works on a cluster.
+//
+// New with a nil client, or a typed nil such as (*redis.Client)(nil),
+// returns a Runner that limiters refuse when they are built
+// (core.ErrInvalidConfig).
 package goredisstore
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"strings"
 	"unsafe"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/slot"
+	"github.com/ratekit/ratekit/internal/scriptproto"
 )
 
-// Runner is a core.ScriptRunner over a go-redis client.
+// Runner is a core.ScriptRunner and core.BatchRunner over a go-redis
+// client.
 type Runner struct {
-	c       redis.Scripter
-	p       processor // c, when it can run a prebuilt command
+	p       scriptproto.Runner
 	plainRO bool
 }
 
-// processor runs a prebuilt command: every go-redis client has it
-// (Client, ClusterClient, Ring, AutoPipeliner, Pipeline, Conn).
-type processor interface {
-	Process(ctx context.Context, cmd redis.Cmder) error
-}
-
-var _ core.ScriptRunner = (*Runner)(nil)
+var (
+	_ core.BatchRunner = (*Runner)(nil)
+	_ core.KeyCopier   = (*Runner)(nil)
+	_ core.Checker     = (*Runner)(nil)
+)
 
 // Option configures a Runner.
 type Option func(*Runner)
@@ -63,18 +68,29 @@ func WithoutReadOnlyCommands() Option {
 
 // New returns a Runner that runs scripts with c. It sends nothing to Redis.
 func New(c redis.Scripter, opts ...Option) *Runner {
-	r := &Runner{c: c}
-	r.p, _ = c.(processor)
+	r := &Runner{}
 	for _, o := range opts {
 		o(r)
 	}
+	k := client{s: c}
+	k.p, _ = c.(processor)
+	k.pipe, _ = c.(pipeliner)
+	r.p = scriptproto.New("goredis", c, k, r.plainRO)
 	return r
 }
 
-// pipeliner is what a go-redis client needs for batches; *redis.Client,
-// *redis.ClusterClient and *redis.Ring all have it.
-type pipeliner interface {
-	Pipeline() redis.Pipeliner
+func (r *Runner) proto() *scriptproto.Runner {
+	if r == nil {
+		return nil
+	}
+	return &r.p
+}
+
+// RunScript runs s with EVALSHA (EVALSHA_RO when s is read-only), and with
+// EVAL (EVAL_RO) when the server does not know the script. The reply must be
+// an array of integers.
+func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
+	return r.proto().RunScript(ctx, s, keys, args, reply)
 }
 
 // RunScripts runs calls in one pipeline (one round trip per node on a
@@ -82,129 +98,98 @@ type pipeliner interface {
 // NOSCRIPT, one more pipeline of EVAL, which loads the script where it was
 // missing. go-redis pipelines have no EVAL fallback of their own. A client
 // without Pipeline runs the calls one by one.
-//
-// If another client loads a missing script while the first pipeline runs,
-// a later call on a key can succeed before an earlier one that met
-// NOSCRIPT is retried: the two then apply in the other order. Every
-// decision is still atomic and within the limit.
 func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core.ScriptResult {
-	out := make([]core.ScriptResult, len(calls))
-	p, ok := r.c.(pipeliner)
-	if !ok {
-		for i, c := range calls {
-			out[i].Reply, out[i].Err = r.RunScript(ctx, c.Script, c.Keys, c.Args, nil)
-		}
-		return out
+	return r.proto().RunScripts(ctx, calls)
+}
+
+// Check returns an error wrapping core.ErrInvalidConfig when r cannot run
+// scripts: nil, a zero value, or built with a nil client. Limiters call it
+// when they are built.
+func (r *Runner) Check() error { return r.proto().Check() }
+
+// CopiesKeysOf returns r (core.KeyCopier): every key is copied into the
+// command, which the client may hold after a call times out, so limiters
+// may lend r keys built in a reused buffer.
+func (r *Runner) CopiesKeysOf() core.ScriptRunner { return r }
+
+// client is the scriptproto.Client of a go-redis client.
+type client struct {
+	s    redis.Scripter
+	p    processor // s, when it can run a prebuilt command
+	pipe pipeliner // s, when it can pipeline
+}
+
+// processor runs a prebuilt command: every go-redis client has it
+// (Client, ClusterClient, Ring, AutoPipeliner, Pipeline, Conn).
+type processor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
+// pipeliner is what a go-redis client needs for batches; *redis.Client,
+// *redis.ClusterClient, *redis.Ring and the AutoPipeliner all have it.
+type pipeliner interface {
+	Pipeline() redis.Pipeliner
+}
+
+func (k client) Do(ctx context.Context, c scriptproto.Cmd, reply []int64) ([]int64, error) {
+	if k.p == nil {
+		return result(k.script(ctx, c), reply)
 	}
-	cmds := make([]*redis.Cmd, len(calls))
-	pipe := p.Pipeline()
-	for i, c := range calls {
-		if len(c.Keys) > 1 && !slot.Same(c.Keys) {
-			out[i].Err = fmt.Errorf("%w: goredis: script %q: keys %q are in different cluster slots", core.ErrStore, c.Script.Name(), c.Keys)
-			continue
+	cmd := newCmd(ctx, c)
+	_ = k.p.Process(ctx, cmd) // the error is also the command's
+	return result(cmd, reply)
+}
+
+// DoMulti sends cmds in one pipeline; go-redis splits it by node.
+func (k client) DoMulti(ctx context.Context, cmds []scriptproto.Cmd, out []core.ScriptResult) {
+	if k.pipe == nil {
+		for i, c := range cmds {
+			out[i].Reply, out[i].Err = k.Do(ctx, c, out[i].Reply)
 		}
-		cmds[i] = r.queue(ctx, pipe, c, false)
+		return
+	}
+	pipe := k.pipe.Pipeline()
+	queued := make([]*redis.Cmd, len(cmds))
+	for i, c := range cmds {
+		queued[i] = newCmd(ctx, c)
+		_ = pipe.Process(ctx, queued[i]) // queues it
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
-	var retry []int
-	for i, cmd := range cmds {
-		if cmd != nil && isNoScript(cmd.Err()) {
-			retry = append(retry, i)
-		}
+	for i, cmd := range queued {
+		out[i].Reply, out[i].Err = result(cmd, out[i].Reply)
 	}
-	if len(retry) > 0 {
-		pipe := p.Pipeline()
-		for _, i := range retry {
-			cmds[i] = r.queue(ctx, pipe, calls[i], true)
-		}
-		_, _ = pipe.Exec(ctx)
-	}
-	for i, cmd := range cmds {
-		if cmd != nil {
-			out[i].Reply, out[i].Err = result(calls[i].Script, cmd, nil)
-		}
-	}
-	return out
 }
 
-// queue adds c to pipe as EVALSHA, or as EVAL when eval is set (the
-// read-only variants for read-only scripts).
-func (r *Runner) queue(ctx context.Context, pipe redis.Pipeliner, c core.ScriptCall, eval bool) *redis.Cmd {
-	name, payload := "evalsha", c.Script.SHA1()
-	if eval {
-		name, payload = "eval", c.Script.Lua()
+// script runs c through the redis.Scripter methods, for a Scripter that
+// cannot run a prebuilt command.
+func (k client) script(ctx context.Context, c scriptproto.Cmd) *redis.Cmd {
+	keys := make([]string, len(c.Keys))
+	for i, key := range c.Keys {
+		keys[i] = strings.Clone(key) // see CopiesKeysOf
 	}
-	if c.Script.ReadOnly() && !r.plainRO {
-		name += "_ro"
+	args := make([]any, len(c.Args))
+	for i, a := range c.Args {
+		args[i] = a
 	}
-	if len(c.Keys) <= maxKeys && len(c.Args) <= maxArgs {
-		return process(ctx, pipe, name, payload, c.Keys, c.Args)
+	switch c.Name {
+	case scriptproto.EvalSHARO:
+		return k.s.EvalShaRO(ctx, c.Payload(), keys, args...)
+	case scriptproto.Eval:
+		return k.s.Eval(ctx, c.Payload(), keys, args...)
+	case scriptproto.EvalRO:
+		return k.s.EvalRO(ctx, c.Payload(), keys, args...)
 	}
-	a := make([]any, 0, 2+len(c.Keys)+len(c.Args))
-	a = append(a, name, payload, len(c.Keys))
-	for _, k := range c.Keys {
-		a = append(a, strings.Clone(k))
-	}
-	return pipe.Do(ctx, append(a, argv(c.Args)...)...)
+	return k.s.EvalSha(ctx, c.Payload(), keys, args...)
 }
 
-func argv(args []int64) []any {
-	out := make([]any, len(args))
-	for i, a := range args {
-		out[i] = a
+// newCmd returns c as a go-redis command, as go-redis' own EvalSha builds
+// it: the first key, if any, is argument 3 (its slot on a cluster).
+func newCmd(ctx context.Context, c scriptproto.Cmd) *redis.Cmd {
+	cmd := redis.NewCmd(ctx, command(c.Name.Lower(), c.Payload(), c.Keys, c.Args)...)
+	if len(c.Keys) > 0 {
+		cmd.SetFirstKeyPos(3)
 	}
-	return out
-}
-
-// CopiesKeys reports true: every key is copied before it goes to the
-// client, which may hold a queued command after a call times out.
-// ratekit's limiters use this to lend a key built in a reused buffer.
-func (r *Runner) CopiesKeys() bool { return true }
-
-func cloneKeys(keys []string) []string {
-	out := make([]string, len(keys))
-	for i, k := range keys {
-		out[i] = strings.Clone(k)
-	}
-	return out
-}
-
-// RunScript runs s with EVALSHA (EVALSHA_RO when s is read-only), and with
-// EVAL (EVAL_RO) when the server does not know the script. The reply must be
-// an array of integers.
-func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
-	if r == nil || r.c == nil {
-		return nil, fmt.Errorf("%w: goredis: Runner has no client", core.ErrStore)
-	}
-	if len(keys) > 1 && !slot.Same(keys) {
-		return nil, fmt.Errorf("%w: goredis: script %q: keys %q are in different cluster slots", core.ErrStore, s.Name(), keys)
-	}
-	evalsha, eval := "evalsha", "eval"
-	if s.ReadOnly() && !r.plainRO {
-		evalsha, eval = "evalsha_ro", "eval_ro"
-	}
-	if r.p != nil && len(keys) <= maxKeys && len(args) <= maxArgs {
-		cmd := process(ctx, r.p, evalsha, s.SHA1(), keys, args)
-		if isNoScript(cmd.Err()) {
-			cmd = process(ctx, r.p, eval, s.Lua(), keys, args)
-		}
-		return result(s, cmd, reply)
-	}
-	keys = cloneKeys(keys) // see CopiesKeys
-	a := argv(args)
-	var cmd *redis.Cmd
-	if s.ReadOnly() && !r.plainRO {
-		cmd = r.c.EvalShaRO(ctx, s.SHA1(), keys, a...)
-		if isNoScript(cmd.Err()) {
-			cmd = r.c.EvalRO(ctx, s.Lua(), keys, a...)
-		}
-	} else {
-		cmd = r.c.EvalSha(ctx, s.SHA1(), keys, a...)
-		if isNoScript(cmd.Err()) {
-			cmd = r.c.Eval(ctx, s.Lua(), keys, a...)
-		}
-	}
-	return result(s, cmd, reply)
+	return cmd
 }
 
 const (
@@ -225,21 +210,21 @@ type frame struct {
 	keys [96]byte // the keys' bytes, copied, when they fit
 }
 
-// process runs name payload numkeys keys... args... through p, as
-// go-redis' own EvalSha does: the first key, if any, is argument 3 (its
-// slot on a cluster).
-func process(ctx context.Context, p processor, name, payload string, keys []string, args []int64) *redis.Cmd {
-	cmd := redis.NewCmd(ctx, command(name, payload, keys, args)...)
-	if len(keys) > 0 {
-		cmd.SetFirstKeyPos(3)
-	}
-	_ = p.Process(ctx, cmd) // the error is also the command's
-	return cmd
-}
-
 // command returns name payload numkeys keys... args... as go-redis command
-// arguments. numkeys stays a plain int, as go-redis' EvalSha sends it.
+// arguments, keys copied. numkeys stays a plain int, as go-redis' EvalSha
+// sends it. A command too large for a frame costs more allocations.
 func command(name, payload string, keys []string, args []int64) []any {
+	if len(keys) > maxKeys || len(args) > maxArgs {
+		a := make([]any, 0, 3+len(keys)+len(args))
+		a = append(a, name, payload, len(keys))
+		for _, k := range keys {
+			a = append(a, strings.Clone(k))
+		}
+		for _, v := range args {
+			a = append(a, v)
+		}
+		return a
+	}
 	f := new(frame)
 	f.strs[0] = payload
 	a := append(f.argv[:0], name, &f.strs[0], len(keys))
@@ -261,34 +246,17 @@ func command(name, payload string, keys []string, args []int64) []any {
 	return a
 }
 
-// result checks a script command's outcome and appends its reply to buf.
-func result(s *core.Script, cmd *redis.Cmd, buf []int64) ([]int64, error) {
+var errNilReply = errors.New("the script replied nil")
+
+// result reads a script command's outcome: go-redis' nil reply is a reply
+// of the wrong shape, not a failure of the server.
+func result(cmd *redis.Cmd, reply []int64) ([]int64, error) {
 	v, err := cmd.Result()
 	if err == redis.Nil {
-		return nil, fmt.Errorf("%w: %w: goredis: script %q replied nil, want an array of integers", core.ErrStore, core.ErrUnexpectedReply, s.Name())
+		return nil, scriptproto.BadReply(errNilReply)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: goredis: script %q: %w", core.ErrStore, s.Name(), err)
+		return nil, err
 	}
-	return decode(s, v, buf)
-}
-
-func isNoScript(err error) bool {
-	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
-}
-
-// decode checks the reply's shape: an array of integers, nothing else.
-func decode(s *core.Script, v any, out []int64) ([]int64, error) {
-	arr, ok := v.([]any)
-	if !ok {
-		return nil, fmt.Errorf("%w: %w: goredis: script %q replied %T, want an array of integers", core.ErrStore, core.ErrUnexpectedReply, s.Name(), v)
-	}
-	for i, e := range arr {
-		n, ok := e.(int64)
-		if !ok {
-			return nil, fmt.Errorf("%w: %w: goredis: script %q reply element %d is %T, want an integer", core.ErrStore, core.ErrUnexpectedReply, s.Name(), i, e)
-		}
-		out = append(out, n)
-	}
-	return out, nil
+	return scriptproto.DecodeAny(v, reply)
 }
