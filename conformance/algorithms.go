@@ -17,16 +17,20 @@ import (
 
 func micros(d time.Duration) int64 { return int64(d / time.Microsecond) }
 
-func drawFixedWindow(t *rapid.T) variant {
+func drawFixedWindow(t *rapid.T, periods []time.Duration) variant {
+	if periods == nil {
+		periods = defaultPeriods
+	}
 	cfg := fixedwindow.Config{
 		Limit:  rapid.Int64Range(1, 20).Draw(t, "limit"),
 		Window: rapid.SampledFrom(periods).Draw(t, "window"),
 	}
 	limit, w := cfg.Limit, micros(cfg.Window)
 	return variant{
-		tag:  "fw:",
-		wait: cfg.Window,
-		desc: fmt.Sprintf("fixedwindow limit=%d window=%v", cfg.Limit, cfg.Window),
+		tag:        "fw:",
+		looseBound: rolling(2*cfg.Limit, micros(cfg.Window)),
+		wait:       cfg.Window,
+		desc:       fmt.Sprintf("fixedwindow limit=%d window=%v", cfg.Limit, cfg.Window),
 		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (core.Limiter, error) {
 			c := cfg
 			c.Prefix, c.Clock = prefix+"fw:", clock
@@ -52,7 +56,10 @@ func drawFixedWindow(t *rapid.T) variant {
 	}
 }
 
-func drawSlidingLog(t *rapid.T) variant {
+func drawSlidingLog(t *rapid.T, periods []time.Duration) variant {
+	if periods == nil {
+		periods = defaultPeriods
+	}
 	cfg := slidinglog.Config{
 		Limit:  rapid.Int64Range(1, 20).Draw(t, "limit"),
 		Window: rapid.SampledFrom(periods).Draw(t, "window"),
@@ -84,16 +91,20 @@ func drawSlidingLog(t *rapid.T) variant {
 	}
 }
 
-func drawSlidingCounter(t *rapid.T) variant {
+func drawSlidingCounter(t *rapid.T, periods []time.Duration) variant {
+	if periods == nil {
+		periods = defaultPeriods
+	}
 	cfg := slidingcounter.Config{
 		Limit:  rapid.Int64Range(1, 20).Draw(t, "limit"),
 		Window: rapid.SampledFrom(periods).Draw(t, "window"),
 	}
 	limit, w := cfg.Limit, micros(cfg.Window)
 	return variant{
-		tag:  "sc:",
-		wait: 2 * cfg.Window,
-		desc: fmt.Sprintf("slidingcounter limit=%d window=%v", cfg.Limit, cfg.Window),
+		tag:        "sc:",
+		looseBound: rolling(2*cfg.Limit, micros(cfg.Window)),
+		wait:       2 * cfg.Window,
+		desc:       fmt.Sprintf("slidingcounter limit=%d window=%v", cfg.Limit, cfg.Window),
 		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (core.Limiter, error) {
 			c := cfg
 			c.Prefix, c.Clock = prefix+"sc:", clock
@@ -146,7 +157,10 @@ func rateBound(burst, rate, per int64) func(h []event) error {
 	}
 }
 
-func drawLeakyBucket(t *rapid.T) variant {
+func drawLeakyBucket(t *rapid.T, periods []time.Duration) variant {
+	if periods == nil {
+		periods = defaultPeriods
+	}
 	cfg := leakybucket.Config{
 		Capacity: rapid.Int64Range(1, 20).Draw(t, "capacity"),
 		LeakRate: rapid.Int64Range(1, 10).Draw(t, "rate"),
@@ -167,7 +181,10 @@ func drawLeakyBucket(t *rapid.T) variant {
 	}
 }
 
-func drawGCRA(t *rapid.T) variant {
+func drawGCRA(t *rapid.T, periods []time.Duration) variant {
+	if periods == nil {
+		periods = defaultPeriods
+	}
 	cfg := gcra.Config{
 		Rate:   rapid.Int64Range(1, 10).Draw(t, "rate"),
 		Period: rapid.SampledFrom(periods).Draw(t, "period"),
@@ -185,5 +202,21 @@ func drawGCRA(t *rapid.T) variant {
 		maxCost: cfg.Burst,
 		period:  cfg.Period,
 		bound:   rateBound(cfg.Burst, cfg.Rate, micros(cfg.Period)),
+	}
+}
+
+// rolling checks that the window (last - w, last] before the newest request
+// holds at most max.
+func rolling(max, w int64) func(h []event) error {
+	return func(h []event) error {
+		last := h[len(h)-1].at
+		var sum int64
+		for i := len(h) - 1; i >= 0 && h[i].at > last-w; i-- {
+			sum += h[i].cost
+		}
+		if sum > max {
+			return fmt.Errorf("%d allowed in (%d, %d], at most %d may pass", sum, last-w, last, max)
+		}
+		return nil
 	}
 }

@@ -53,7 +53,7 @@ var logPoisons = []poison{
 // AllowN, Peek and AllowMany with an error wrapping core.ErrCorruptState
 // that names the algorithm.
 func checkCorrupt(t *rapid.T, h Harness, a algorithm) {
-	v := a.draw(t)
+	v := a.draw(t, nil)
 	start := drawStart(t)
 	clock := fakeclock.New(start)
 	ref, err := memory.New(memory.WithClock(clock), memory.WithSweepInterval(0))

@@ -19,10 +19,13 @@ var tokenBucketIntervals = []time.Duration{
 	time.Minute, time.Hour, 24 * time.Hour,
 }
 
-func drawTokenBucket(t *rapid.T) variant {
+func drawTokenBucket(t *rapid.T, periods []time.Duration) variant {
+	if periods == nil {
+		periods = tokenBucketIntervals
+	}
 	cfg := tokenbucket.Config{
 		Capacity:       rapid.Int64Range(1, 20).Draw(t, "capacity"),
-		RefillInterval: rapid.SampledFrom(tokenBucketIntervals).Draw(t, "interval"),
+		RefillInterval: rapid.SampledFrom(periods).Draw(t, "interval"),
 	}
 	cfg.RefillRate = rapid.Int64Range(1, cfg.Capacity+2).Draw(t, "rate")
 	capacity, rate, interval := cfg.Capacity, cfg.RefillRate, int64(cfg.RefillInterval/time.Microsecond)

@@ -18,7 +18,9 @@
 // Bounds: within one aligned window at most Limit pass. The estimate
 // assumes the previous window's requests were spread evenly; in any rolling
 // interval of length Window, fewer than Limit + 1 + prev*e/Window pass,
-// where prev is the previous window's count: never 2*Limit or more.
+// where prev is the previous window's count (at most Limit): never more
+// than 2 x Limit, which a burst just before a window boundary and another
+// just after it can reach.
 //
 // Limit*Window (in microseconds) must be at most 2^51 so that the
 // arithmetic stays exact in a Lua double: 100 000 per 100 s, 26 000 per day.

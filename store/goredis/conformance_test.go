@@ -55,3 +55,10 @@ func TestConformanceAutoPipeline(t *testing.T) {
 	t.Cleanup(func() { ap.Close() })
 	conformance.Run(t, conformance.Harness{Runner: goredisstore.New(ap)})
 }
+
+// Against a real redis-server in server-time mode: every decision at the
+// server's TIME, each algorithm's bound checked on the server's clock.
+func TestConformanceServerClock(t *testing.T) {
+	srv := redistest.Start(t)
+	conformance.RunServerClock(t, goredisstore.New(newClient(t, srv.Addr)), 3)
+}
