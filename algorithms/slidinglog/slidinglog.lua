@@ -76,11 +76,15 @@ if allowed == 1 and not peek then
       batch[2 * j + 2] = at .. ':' .. fmt('%010d', next_index + i)
       j = j + 1
     end
+    if i == n then
+      -- The last batch moves the expiry mark too.
+      batch[2 * j + 1] = fmt('%d', t + window)
+      batch[2 * j + 2] = '~'
+    end
     redis.call('ZADD', key, unpack(batch))
   end
   count = count + n
   reset = t + window - now
-  redis.call('ZADD', key, fmt('%d', t + window), '~')
   redis.call('PEXPIRE', key, ttl_ms(reset, client_clock))
 else
   if allowed == 0 then
