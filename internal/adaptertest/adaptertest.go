@@ -1,8 +1,15 @@
-// Package adaptertest checks what every Redis adapter must do beyond making
-// the same decisions (which the conformance suite checks): load scripts
-// again after NOSCRIPT, send read-only scripts as EVALSHA_RO, check the
-// shape of every reply without panicking, refuse keys in different slots,
-// and wrap every failure with core.ErrStore.
+// Package adaptertest checks what every store must do beyond making the
+// same decisions (which the conformance suite checks).
+//
+// [RunStore] checks what every store promises, the memory store included:
+// a call whose context has ended changes nothing, and a script whose keys
+// span cluster slots is refused with the same error everywhere. [Run] adds
+// what a Redis adapter must do against a real server: load scripts again
+// after NOSCRIPT, send read-only scripts as EVALSHA_RO, check the shape of
+// every reply without panicking, and wrap every failure with
+// core.ErrStore. [Unusable] checks a store built wrong (a nil client, a
+// zero value), [KeyLending] which stores limiters lend reused key memory
+// to, and [Miniredis] the error that names WithoutReadOnlyCommands.
 package adaptertest
 
 import (
@@ -31,7 +38,8 @@ type Harness struct {
 
 func noTwin(core.Tx, []string, []int64, []int64) ([]int64, error) { return nil, errors.New("no twin") }
 
-// Run runs the adapter tests as subtests of t.
+// Run runs the adapter tests as subtests of t, RunStore's among them (with
+// DBSIZE as the count of keys).
 func Run(t *testing.T, h Harness) {
 	ctx := context.Background()
 	do := func(t *testing.T, args ...string) string {
@@ -102,23 +110,8 @@ func Run(t *testing.T, h Harness) {
 		}
 	})
 
-	t.Run("KeysInDifferentSlotsAreRefused", func(t *testing.T) {
-		s := core.NewScript("two", `return {#KEYS}`, noTwin, false)
-		if got, err := h.Runner.RunScript(ctx, s, []string{"p:{a}:1", "p:{a}:2"}, nil, nil); err != nil || got[0] != 2 {
-			t.Fatalf("keys in one slot: %v, %v", got, err)
-		}
-		if _, err := h.Runner.RunScript(ctx, s, []string{"p:{a}", "p:{b}"}, nil, nil); !errors.Is(err, core.ErrStore) {
-			t.Fatalf("keys in two slots: %v; want ErrStore", err)
-		}
-	})
-
-	t.Run("ContextEnded", func(t *testing.T) {
-		cctx, cancel := context.WithCancel(ctx)
-		cancel()
-		_, err := h.Runner.RunScript(cctx, core.NewScript("echo", `return {1}`, noTwin, false), nil, nil, nil)
-		if !errors.Is(err, core.ErrStore) || !errors.Is(err, context.Canceled) {
-			t.Fatalf("cancelled context: %v; want ErrStore wrapping context.Canceled", err)
-		}
+	t.Run("Store", func(t *testing.T) {
+		runStore(t, h.Runner, func(t *testing.T) string { return do(t, "DBSIZE") })
 	})
 
 	t.Run("UnreachableServer", func(t *testing.T) {

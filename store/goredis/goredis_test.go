@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/adaptertest"
 	"github.com/ratekit/ratekit/internal/redistest"
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
@@ -22,6 +23,7 @@ func TestAdapter(t *testing.T) {
 	}
 	dead := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { dead.Close() })
+	t.Run("KeyLending", func(t *testing.T) { adaptertest.KeyLending(t, goredisstore.New(c), true) })
 	adaptertest.Run(t, adaptertest.Harness{
 		Runner: goredisstore.New(c),
 		Dead:   goredisstore.New(dead),
@@ -36,5 +38,22 @@ func TestAdapter(t *testing.T) {
 			}
 			return fmt.Sprint(v), err
 		},
+	})
+}
+
+func TestUnusable(t *testing.T) {
+	adaptertest.Unusable(t, goredisstore.New(nil), "nil client")
+	adaptertest.Unusable(t, goredisstore.New((*redis.Client)(nil)), "nil *redis.Client")
+	adaptertest.Unusable(t, goredisstore.New((*redis.ClusterClient)(nil)), "nil *redis.ClusterClient")
+	adaptertest.Unusable(t, &goredisstore.Runner{}, "zero Runner")
+	adaptertest.Unusable(t, (*goredisstore.Runner)(nil), "nil Runner")
+}
+
+func TestMiniredis(t *testing.T) {
+	adaptertest.Miniredis(t, func(t *testing.T, addr string, plainRO bool) core.ScriptRunner {
+		if plainRO {
+			return goredisstore.New(newClient(t, addr), goredisstore.WithoutReadOnlyCommands())
+		}
+		return goredisstore.New(newClient(t, addr))
 	})
 }

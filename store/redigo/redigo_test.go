@@ -8,6 +8,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/ratekit/ratekit/conformance"
+	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/adaptertest"
 	"github.com/ratekit/ratekit/internal/redistest"
 	redigostore "github.com/ratekit/ratekit/store/redigo"
@@ -31,6 +32,9 @@ func TestAdapter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// redigo may still be writing a command after its call's context ends:
+	// the Runner copies no keys, and is not lent any.
+	t.Run("KeyLending", func(t *testing.T) { adaptertest.KeyLending(t, redigostore.New(p), false) })
 	adaptertest.Run(t, adaptertest.Harness{
 		Runner: redigostore.New(p),
 		Dead:   redigostore.New(pool(t, fmt.Sprintf("127.0.0.1:%d", port))),
@@ -54,5 +58,20 @@ func TestAdapter(t *testing.T) {
 				return fmt.Sprint(v), err
 			}
 		},
+	})
+}
+
+func TestUnusable(t *testing.T) {
+	adaptertest.Unusable(t, redigostore.New(nil), "nil *redis.Pool")
+	adaptertest.Unusable(t, &redigostore.Runner{}, "zero Runner")
+	adaptertest.Unusable(t, (*redigostore.Runner)(nil), "nil Runner")
+}
+
+func TestMiniredis(t *testing.T) {
+	adaptertest.Miniredis(t, func(t *testing.T, addr string, plainRO bool) core.ScriptRunner {
+		if plainRO {
+			return redigostore.New(pool(t, addr), redigostore.WithoutReadOnlyCommands())
+		}
+		return redigostore.New(pool(t, addr))
 	})
 }

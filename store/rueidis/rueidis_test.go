@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/adaptertest"
 	"github.com/ratekit/ratekit/internal/redistest"
 	rueidisstore "github.com/ratekit/ratekit/store/rueidis"
@@ -19,6 +20,7 @@ func TestAdapter(t *testing.T) {
 	doomed := redistest.Start(t)
 	dead := newClient(t, doomed.Addr)
 	doomed.Kill()
+	t.Run("KeyLending", func(t *testing.T) { adaptertest.KeyLending(t, rueidisstore.New(c), true) })
 	adaptertest.Run(t, adaptertest.Harness{
 		Runner: rueidisstore.New(c),
 		Dead:   rueidisstore.New(dead),
@@ -32,5 +34,25 @@ func TestAdapter(t *testing.T) {
 			}
 			return res.ToString()
 		},
+	})
+}
+
+// nilClient is a rueidis.Client implementation whose nil pointer is a
+// typed nil inside the interface.
+type nilClient struct{ rueidis.Client }
+
+func TestUnusable(t *testing.T) {
+	adaptertest.Unusable(t, rueidisstore.New(nil), "nil client")
+	adaptertest.Unusable(t, rueidisstore.New((*nilClient)(nil)), "nil *rueidisstore_test.nilClient")
+	adaptertest.Unusable(t, &rueidisstore.Runner{}, "zero Runner")
+	adaptertest.Unusable(t, (*rueidisstore.Runner)(nil), "nil Runner")
+}
+
+func TestMiniredis(t *testing.T) {
+	adaptertest.Miniredis(t, func(t *testing.T, addr string, plainRO bool) core.ScriptRunner {
+		if plainRO {
+			return rueidisstore.New(newClient(t, addr), rueidisstore.WithoutReadOnlyCommands())
+		}
+		return rueidisstore.New(newClient(t, addr))
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/ratekit/ratekit/conformance"
+	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/adaptertest"
 	"github.com/ratekit/ratekit/internal/redistest"
 	valkeystore "github.com/ratekit/ratekit/store/valkey"
@@ -33,6 +34,7 @@ func TestAdapter(t *testing.T) {
 	doomed := redistest.Start(t)
 	dead := client(t, doomed.Addr)
 	doomed.Kill()
+	t.Run("KeyLending", func(t *testing.T) { adaptertest.KeyLending(t, valkeystore.New(c), true) })
 	adaptertest.Run(t, adaptertest.Harness{
 		Runner: valkeystore.New(c),
 		Dead:   valkeystore.New(dead),
@@ -46,5 +48,25 @@ func TestAdapter(t *testing.T) {
 			}
 			return res.ToString()
 		},
+	})
+}
+
+// nilClient is a valkey.Client implementation whose nil pointer is a
+// typed nil inside the interface.
+type nilClient struct{ valkey.Client }
+
+func TestUnusable(t *testing.T) {
+	adaptertest.Unusable(t, valkeystore.New(nil), "nil client")
+	adaptertest.Unusable(t, valkeystore.New((*nilClient)(nil)), "nil *valkeystore_test.nilClient")
+	adaptertest.Unusable(t, &valkeystore.Runner{}, "zero Runner")
+	adaptertest.Unusable(t, (*valkeystore.Runner)(nil), "nil Runner")
+}
+
+func TestMiniredis(t *testing.T) {
+	adaptertest.Miniredis(t, func(t *testing.T, addr string, plainRO bool) core.ScriptRunner {
+		if plainRO {
+			return valkeystore.New(client(t, addr), valkeystore.WithoutReadOnlyCommands())
+		}
+		return valkeystore.New(client(t, addr))
 	})
 }

@@ -1,0 +1,311 @@
+package adaptertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+
+	"github.com/ratekit/ratekit/algorithms/tokenbucket"
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/engine"
+	"github.com/ratekit/ratekit/internal/fakeclock"
+	"github.com/ratekit/ratekit/internal/slot"
+)
+
+// Scripts that every store runs: Lua for Redis, a Go twin for the memory
+// store.
+var (
+	// incr adds ARGV[1] to the integer at each key (kept a minute) and
+	// replies with the new values.
+	incr = core.NewScript("adaptertest-incr", `local out = {}
+for i, k in ipairs(KEYS) do
+	out[i] = redis.call('INCRBY', k, ARGV[1])
+	redis.call('PEXPIRE', k, 60000)
+end
+return out`, func(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
+		for _, k := range keys {
+			var n int64
+			if v, ok := tx.Get(k); ok {
+				n = v[0]
+			}
+			n += args[0]
+			tx.Put(k, 1, time.Minute)[0] = n
+			reply = append(reply, n)
+		}
+		return reply, nil
+	}, false)
+	// get replies with the integer at KEYS[1], 0 when there is none.
+	get = core.NewScript("adaptertest-get", `return {tonumber(redis.call('GET', KEYS[1]) or '0')}`,
+		func(tx core.Tx, keys []string, _ []int64, reply []int64) ([]int64, error) {
+			v, _ := tx.Get(keys[0])
+			if len(v) == 0 {
+				return append(reply, 0), nil
+			}
+			return append(reply, v[0]), nil
+		}, true)
+)
+
+// RunStore runs, as subtests of t, the checks every store must pass, the
+// memory store included. runner must be empty of the keys "adaptertest:*"
+// or hold only what these checks wrote. A store with a Len method (the
+// memory store) is also checked to hold no more keys after a call that
+// must change nothing.
+func RunStore(t *testing.T, runner core.ScriptRunner) {
+	var size func(t *testing.T) string
+	if l, ok := runner.(interface{ Len() int }); ok {
+		size = func(*testing.T) string { return fmt.Sprint(l.Len()) }
+	}
+	runStore(t, runner, size)
+}
+
+// runStore is RunStore; size, when not nil, returns the number of keys the
+// store holds (DBSIZE).
+func runStore(t *testing.T, runner core.ScriptRunner, size func(t *testing.T) string) {
+	ctx := context.Background()
+	read := func(t *testing.T, key string) int64 {
+		t.Helper()
+		v, err := runner.RunScript(ctx, get, []string{key}, nil, nil)
+		if err != nil || len(v) != 1 {
+			t.Fatalf("reading %s: %v, %v", key, v, err)
+		}
+		return v[0]
+	}
+	br, batches := runner.(core.BatchRunner)
+
+	t.Run("KeysInDifferentSlotsAreRefused", func(t *testing.T) {
+		same := []string{"adaptertest:{slot}:1", "adaptertest:{slot}:2"}
+		if got, err := runner.RunScript(ctx, incr, same, []int64{1}, nil); err != nil || len(got) != 2 {
+			t.Fatalf("keys in one slot: %v, %v", got, err)
+		}
+		two := []string{"adaptertest:{slot-a}", "adaptertest:{slot-b}"}
+		if slot.Same(two) {
+			t.Fatal("the test's keys share a slot")
+		}
+		_, err := runner.RunScript(ctx, incr, two, []int64{1}, nil)
+		if !errors.Is(err, core.ErrStore) || !errors.Is(err, slot.ErrCrossSlot) || !strings.Contains(err.Error(), "adaptertest-incr") {
+			t.Fatalf("keys in two slots: %v; want ErrStore and slot.ErrCrossSlot, naming the script", err)
+		}
+		if !batches {
+			return
+		}
+		res := br.RunScripts(ctx, []core.ScriptCall{
+			{Script: incr, Keys: same[:1], Args: []int64{10}},
+			{Script: incr, Keys: two, Args: []int64{1}},
+			{Script: incr, Keys: same[1:], Args: []int64{10}},
+		})
+		if len(res) != 3 {
+			t.Fatalf("%d results for 3 calls", len(res))
+		}
+		if !errors.Is(res[1].Err, core.ErrStore) || !errors.Is(res[1].Err, slot.ErrCrossSlot) {
+			t.Fatalf("batch, keys in two slots: %v", res[1].Err)
+		}
+		if res[0].Err != nil || res[2].Err != nil || fmt.Sprint(res[0].Reply, res[2].Reply) != "[11] [11]" {
+			t.Fatalf("batch, the calls around the refused one: %+v %+v", res[0], res[2])
+		}
+		for _, k := range two {
+			if n := read(t, k); n != 0 {
+				t.Fatalf("a refused call wrote %s = %d", k, n)
+			}
+		}
+	})
+
+	t.Run("EndedContextChangesNothing", func(t *testing.T) {
+		key := []string{fmt.Sprintf("adaptertest:{ended:%d}", time.Now().UnixNano())}
+		cancelled, cancel := context.WithCancel(ctx)
+		cancel()
+		expired, cancel2 := context.WithDeadline(ctx, time.Unix(1, 0))
+		defer cancel2()
+		ended := map[string]struct {
+			ctx  context.Context
+			want error
+		}{"cancelled": {cancelled, context.Canceled}, "past deadline": {expired, context.DeadlineExceeded}}
+
+		lim, err := tokenbucket.New(runner, tokenbucket.Config{Capacity: 5, RefillRate: 1, RefillInterval: time.Hour,
+			Prefix: fmt.Sprintf("adaptertest:ended:%d:", time.Now().UnixNano()), Clock: fakeclock.New(time.Now())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var before string
+		if size != nil {
+			before = size(t)
+		}
+		for name, e := range ended {
+			check := func(what string, err error) {
+				t.Helper()
+				if !errors.Is(err, core.ErrStore) || !errors.Is(err, e.want) {
+					t.Errorf("%s, %s context: %v; want ErrStore wrapping %v", what, name, err, e.want)
+				}
+			}
+			_, err := runner.RunScript(e.ctx, incr, key, []int64{1}, nil)
+			check("RunScript", err)
+			if batches {
+				res := br.RunScripts(e.ctx, []core.ScriptCall{{Script: incr, Keys: key, Args: []int64{1}}, {Script: incr, Keys: key, Args: []int64{2}}})
+				if len(res) != 2 {
+					t.Fatalf("RunScripts: %d results for 2 calls", len(res))
+				}
+				for _, r := range res {
+					check("RunScripts", r.Err)
+				}
+			}
+			_, err = lim.AllowN(e.ctx, "u", 2)
+			check("AllowN", err)
+			for _, r := range lim.AllowMany(e.ctx, []core.Request{{Key: "u", N: 1}, {Key: "v", N: 1}}) {
+				check("AllowMany", r.Err)
+			}
+		}
+		if n := read(t, key[0]); n != 0 {
+			t.Errorf("calls with an ended context wrote %s = %d", key[0], n)
+		}
+		for _, k := range []string{"u", "v"} {
+			if d, err := lim.Peek(ctx, k); err != nil || d.Remaining != 5 {
+				t.Errorf("Peek(%s) after AllowN and AllowMany with ended contexts: %+v, %v; want all 5 left", k, d, err)
+			}
+		}
+		if size != nil {
+			if after := size(t); after != before {
+				t.Errorf("the store held %s keys before the calls with ended contexts, %s after", before, after)
+			}
+		}
+	})
+}
+
+// Unusable checks a store that cannot run scripts (built around a nil
+// client, a zero value, a nil pointer): it says so in Check with an error
+// wrapping core.ErrInvalidConfig whose text holds want, a limiter refuses
+// it when it is built, and its calls return errors wrapping core.ErrStore.
+// Nothing panics.
+func Unusable(t *testing.T, runner core.ScriptRunner, want string) {
+	t.Helper()
+	defer func() {
+		if p := recover(); p != nil {
+			t.Fatalf("%T: panic: %v", runner, p)
+		}
+	}()
+	c, ok := runner.(core.Checker)
+	if !ok {
+		t.Fatalf("%T is not a core.Checker", runner)
+	}
+	if err := c.Check(); !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Check: %v; want ErrInvalidConfig saying %q", err, want)
+	}
+	lim, err := tokenbucket.New(runner, tokenbucket.Config{Capacity: 1, RefillRate: 1, RefillInterval: time.Second})
+	if !errors.Is(err, core.ErrInvalidConfig) || lim != nil {
+		t.Errorf("tokenbucket.New: %v, %v; want ErrInvalidConfig", lim, err)
+	}
+	ctx := context.Background()
+	key := []string{"adaptertest:{unusable}"}
+	if got, err := runner.RunScript(ctx, incr, key, []int64{1}, nil); !errors.Is(err, core.ErrStore) || got != nil {
+		t.Errorf("RunScript: %v, %v; want ErrStore", got, err)
+	}
+	if br, ok := runner.(core.BatchRunner); ok {
+		res := br.RunScripts(ctx, []core.ScriptCall{{Script: incr, Keys: key, Args: []int64{1}}, {Script: get, Keys: key}})
+		if len(res) != 2 {
+			t.Fatalf("RunScripts: %d results for 2 calls", len(res))
+		}
+		for i, r := range res {
+			if !errors.Is(r.Err, core.ErrStore) {
+				t.Errorf("RunScripts call %d: %v; want ErrStore", i, r.Err)
+			}
+		}
+	}
+}
+
+// keeper is a store wrapper that records the keys it is given, without
+// copying them: it does not copy keys, so limiters must not lend it keys
+// in memory they reuse.
+type keeper struct {
+	core.ScriptRunner
+	kept []string
+}
+
+func (k *keeper) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
+	k.kept = append(k.kept, keys...)
+	return k.ScriptRunner.RunScript(ctx, s, keys, args, reply)
+}
+
+// copierKeeper is a keeper around a core.KeyCopier: it has the store's
+// CopiesKeysOf, promoted, but not its promise.
+type copierKeeper struct {
+	core.KeyCopier
+	k keeper
+}
+
+func (c *copierKeeper) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
+	return c.k.RunScript(ctx, s, keys, args, reply)
+}
+
+// KeyLending checks whether limiters lend runner keys built in memory they
+// reuse (engine.LendsKeys), which they must do exactly when lends is true
+// (the store copies every key it keeps: core.KeyCopier), and that they
+// never lend them to a wrapper that embeds runner and keeps the keys it is
+// given: after decisions on "alice" then "bobby", every key the wrapper
+// kept still reads as what it was.
+func KeyLending(t *testing.T, runner core.ScriptRunner, lends bool) {
+	t.Helper()
+	if got := engine.LendsKeys(runner); got != lends {
+		t.Fatalf("engine.LendsKeys(%T) = %v, want %v", runner, got, lends)
+	}
+	w := &keeper{ScriptRunner: runner}
+	wrapped := core.ScriptRunner(w)
+	if kc, ok := runner.(core.KeyCopier); ok {
+		cw := &copierKeeper{KeyCopier: kc, k: keeper{ScriptRunner: runner}}
+		if cw.CopiesKeysOf() != runner {
+			t.Fatalf("%T.CopiesKeysOf() does not return the store itself", runner)
+		}
+		w, wrapped = &cw.k, cw
+	}
+	if engine.LendsKeys(wrapped) {
+		t.Fatalf("engine.LendsKeys(%T) = true: a wrapper inherited its store's promise", wrapped)
+	}
+	prefix := fmt.Sprintf("adaptertest:lend:%d:", time.Now().UnixNano())
+	lim, err := tokenbucket.New(wrapped, tokenbucket.Config{Capacity: 100, RefillRate: 1, RefillInterval: time.Hour, Prefix: prefix, Clock: fakeclock.New(time.Now())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := 0; i < 4; i++ {
+		for _, user := range []string{"alice", "bobby"} {
+			if _, err := lim.Allow(context.Background(), user); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, prefix+"{"+user+"}")
+		}
+	}
+	if fmt.Sprint(w.kept) != fmt.Sprint(want) {
+		t.Fatalf("the keys a wrapper kept changed after the calls: %q, want %q", w.kept, want)
+	}
+}
+
+// Miniredis checks a Redis adapter against miniredis, whose EVAL_RO
+// refuses TIME: built without WithoutReadOnlyCommands, a read-only script
+// in server-time mode (a limiter's Peek) fails with an error that names
+// the option; built with it, it works. newRunner builds the adapter for
+// addr, with the option when plainRO is set.
+func Miniredis(t *testing.T, newRunner func(t *testing.T, addr string, plainRO bool) core.ScriptRunner) {
+	m := miniredis.RunT(t)
+	ctx := context.Background()
+	for _, plainRO := range []bool{false, true} {
+		lim, err := tokenbucket.New(newRunner(t, m.Addr(), plainRO), tokenbucket.Config{Capacity: 2, RefillRate: 1, RefillInterval: time.Hour, Prefix: fmt.Sprintf("adaptertest:mini:%v:", plainRO)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, err := lim.Allow(ctx, "k"); err != nil || !d.Allowed {
+			t.Fatalf("plainRO %v: Allow: %+v, %v", plainRO, d, err)
+		}
+		d, err := lim.Peek(ctx, "k")
+		if plainRO {
+			if err != nil || d.Remaining != 1 {
+				t.Fatalf("with WithoutReadOnlyCommands: Peek: %+v, %v", d, err)
+			}
+			continue
+		}
+		if !errors.Is(err, core.ErrStore) || !strings.Contains(err.Error(), "WithoutReadOnlyCommands()") || !strings.Contains(err.Error(), "TIME") {
+			t.Fatalf("without WithoutReadOnlyCommands: Peek: %v; want ErrStore naming TIME and WithoutReadOnlyCommands()", err)
+		}
+	}
+}
