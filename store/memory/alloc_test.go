@@ -12,7 +12,7 @@ import (
 )
 
 // A decision on a key the store already holds allocates nothing: the
-// limiter lends the store its key and argument buffers (see CopiesKeys)
+// limiter lends the store its key and argument buffers (see CopiesKeysOf)
 // and the twin appends to the caller's reply buffer.
 func TestDecisionsDoNotAllocate(t *testing.T) {
 	if testing.CoverMode() != "" {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/keyspace"
+	"github.com/ratekit/ratekit/internal/slot"
 )
 
 const (
@@ -19,7 +20,8 @@ const (
 )
 
 // Store is the memory store. It implements core.ScriptRunner. The zero
-// value is not usable: build one with New and stop it with Close.
+// value is not usable (Check says so, and limiters refuse it when they are
+// built): build one with New and stop it with Close.
 type Store struct {
 	clock      core.Clock
 	seed       maphash.Seed
@@ -102,18 +104,44 @@ func New(opts ...Option) (*Store, error) {
 // written again or Sweep is called. Close is safe
 // to call more than once.
 func (s *Store) Close() error {
+	if s.Check() != nil {
+		return nil // nothing runs
+	}
 	s.closeOnce.Do(func() { close(s.stop) })
 	<-s.done
 	return nil
 }
 
-// CopiesKeys reports true: the store copies every key it keeps, so a caller
-// may reuse a key's memory once RunScript returns. ratekit's limiters use
-// this to make a decision on the memory store without allocating.
-func (s *Store) CopiesKeys() bool { return true }
+var (
+	_ core.KeyCopier = (*Store)(nil)
+	_ core.Checker   = (*Store)(nil)
+)
+
+// CopiesKeysOf returns s (core.KeyCopier): the store copies every key it
+// keeps, so a caller may reuse a key's memory once RunScript returns.
+// ratekit's limiters use this to make a decision on the memory store
+// without allocating. A type that embeds *Store does not inherit the
+// promise: the method names the Store, not the type around it.
+func (s *Store) CopiesKeysOf() core.ScriptRunner { return s }
+
+// Check returns an error wrapping core.ErrInvalidConfig when s cannot run
+// scripts: a nil *Store, or a Store not made by New. Limiters call it when
+// they are built.
+func (s *Store) Check() error {
+	if s == nil {
+		return fmt.Errorf("%w: memory: the store is a nil *Store; build it with New", core.ErrInvalidConfig)
+	}
+	if s.clock == nil {
+		return fmt.Errorf("%w: memory: the store is a zero Store, not made by New", core.ErrInvalidConfig)
+	}
+	return nil
+}
 
 // Len returns the number of keys held, live or expired but not yet dropped.
 func (s *Store) Len() int {
+	if s.Check() != nil {
+		return 0
+	}
 	n := 0
 	for i := range s.shards {
 		sh := &s.shards[i]
@@ -131,14 +159,23 @@ func (s *Store) shardOf(key string) int {
 }
 
 // RunScript runs sc's Go twin atomically: every shard holding one of keys is
-// locked for the call. It fails when ctx has ended or sc has no twin.
+// locked for the call. It fails, changing nothing, when s cannot run
+// scripts (see Check), when ctx has ended, when sc has no twin, and when
+// keys span Redis Cluster slots: a Redis store refuses such a script, and
+// so does this one, so that what works here works on a cluster.
 func (s *Store) RunScript(ctx context.Context, sc *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
+	if s == nil || s.clock == nil {
+		return nil, fmt.Errorf("%w: %w", core.ErrStore, s.Check())
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: memory: %w", core.ErrStore, err)
 	}
 	twin := sc.Twin()
 	if twin == nil {
 		return nil, fmt.Errorf("%w: memory: script %q has no Go twin", core.ErrStore, sc.Name())
+	}
+	if err := slot.Check(keys); err != nil {
+		return nil, fmt.Errorf("%w: memory: script %q: %w", core.ErrStore, sc.Name(), err)
 	}
 	if len(keys) == 0 {
 		// A script without keys still runs, against an empty view.
@@ -177,7 +214,8 @@ func (s *Store) runTwin(sc *core.Script, twin core.TwinFunc, t errTx, keys []str
 	return reply, nil
 }
 
-// runMulti runs a script whose keys span shards, locking them in index order.
+// runMulti runs a script whose keys span shards (keys with different hash
+// tags in one cluster slot), locking them in index order.
 func (s *Store) runMulti(sc *core.Script, twin core.TwinFunc, keys []string, args []int64, reply []int64) ([]int64, error) {
 	var locked [numShards]bool
 	for _, k := range keys {
@@ -210,6 +248,9 @@ func (s *Store) sweepLoop(every time.Duration) {
 // Sweep drops every expired key now, one shard at a time, and returns how
 // many it dropped. The background sweep calls it; tests may too.
 func (s *Store) Sweep() int {
+	if s.Check() != nil {
+		return 0
+	}
 	dropped := 0
 	for i := range s.shards {
 		sh := &s.shards[i]

@@ -3,13 +3,19 @@ package memory_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/adaptertest"
+	"github.com/ratekit/ratekit/internal/engine"
 	"github.com/ratekit/ratekit/internal/fakeclock"
+	"github.com/ratekit/ratekit/internal/slot"
 	"github.com/ratekit/ratekit/store/memory"
 )
 
@@ -73,7 +79,7 @@ func TestBackgroundSweepAndClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.RunScript(context.Background(), counter, []string{"a", "b", "c"}, []int64{10}, nil); err != nil {
+	if _, err := s.RunScript(context.Background(), counter, []string{"{t}a", "{t}b", "{t}c"}, []int64{10}, nil); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Second)
@@ -92,14 +98,23 @@ func TestBackgroundSweepAndClose(t *testing.T) {
 		t.Fatal("Close did not return")
 	}
 	// Still usable after Close.
-	if got, err := s.RunScript(context.Background(), counter, []string{"a"}, []int64{10}, nil); err != nil || got[0] != 1 {
+	if got, err := s.RunScript(context.Background(), counter, []string{"{t}a"}, []int64{10}, nil); err != nil || got[0] != 1 {
 		t.Fatalf("after Close: %v, %v", got, err)
 	}
 }
 
+// Keys with different hash tags in one cluster slot: a script may touch
+// them together (Redis would run it), and they most likely live in
+// different shards.
 func TestKeysAcrossShardsAreAtomic(t *testing.T) {
 	s := newStore(t)
-	keys := []string{"{a}", "{b}", "{c}", "{d}", "{e}", "{f}", "{g}", "{h}"}
+	var keys []string
+	for i := 0; len(keys) < 8; i++ {
+		k := "{t" + strconv.Itoa(i) + "}"
+		if slot.Of(k) == slot.Of("{t0}") {
+			keys = append(keys, k)
+		}
+	}
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
 		wg.Add(1)
@@ -159,5 +174,81 @@ func TestErrors(t *testing.T) {
 	}
 	if _, err := memory.New(memory.WithSweepInterval(-1)); !errors.Is(err, core.ErrInvalidConfig) {
 		t.Errorf("WithSweepInterval(-1): %v", err)
+	}
+}
+
+// The promises every store keeps: an ended context changes nothing, and
+// keys in different cluster slots are refused, as on Redis.
+func TestStore(t *testing.T) {
+	adaptertest.RunStore(t, newStore(t))
+}
+
+func TestKeysInDifferentSlotsAreRefused(t *testing.T) {
+	s := newStore(t)
+	_, err := s.RunScript(context.Background(), counter, []string{"{a}", "{b}"}, []int64{1000}, nil)
+	if !errors.Is(err, core.ErrStore) || !errors.Is(err, slot.ErrCrossSlot) {
+		t.Fatalf("keys in two slots: %v; want ErrStore and slot.ErrCrossSlot", err)
+	}
+	if s.Len() != 0 {
+		t.Fatalf("the refused script wrote %d keys", s.Len())
+	}
+}
+
+// recorder is a store wrapper that keeps the keys it is given: a metrics
+// or audit layer, say. It embeds *memory.Store, and with it the method
+// CopiesKeysOf, but not the promise: it does not copy keys.
+type recorder struct {
+	*memory.Store
+	keys []string
+}
+
+func (r *recorder) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
+	r.keys = append(r.keys, keys...)
+	return r.Store.RunScript(ctx, s, keys, args, reply)
+}
+
+// A wrapper that embeds the store is not lent keys in reused memory: the
+// keys it kept still read as what they were (once, a key kept as
+// "rk:tb:{alice}" later read "rk:tb:{bobby}"). The store itself is.
+func TestWrapperIsNotLentKeys(t *testing.T) {
+	s := newStore(t)
+	if !engine.LendsKeys(s) {
+		t.Fatal("the memory store is not lent keys")
+	}
+	rec := &recorder{Store: s}
+	if engine.LendsKeys(rec) {
+		t.Fatal("a wrapper embedding *memory.Store is lent keys")
+	}
+	lim, err := tokenbucket.New(rec, tokenbucket.Config{Capacity: 10, RefillRate: 1, RefillInterval: time.Second, Prefix: "rk:tb:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := 0; i < 4; i++ {
+		for _, k := range []string{"alice", "bobby"} {
+			if _, err := lim.Allow(context.Background(), k); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, "rk:tb:{"+k+"}")
+		}
+	}
+	if !slices.Equal(rec.keys, want) {
+		t.Fatalf("kept keys read %q, want %q", rec.keys, want)
+	}
+	adaptertest.KeyLending(t, s, true)
+}
+
+// A nil or zero store is refused when a limiter is built, and its calls
+// fail without a panic.
+func TestUnusable(t *testing.T) {
+	adaptertest.Unusable(t, (*memory.Store)(nil), "nil *Store")
+	adaptertest.Unusable(t, &memory.Store{}, "not made by New")
+	var zero memory.Store
+	if zero.Len() != 0 || zero.Sweep() != 0 || zero.Close() != nil {
+		t.Fatal("Len, Sweep or Close of a zero Store")
+	}
+	var nilStore *memory.Store
+	if nilStore.Len() != 0 || nilStore.Sweep() != 0 || nilStore.Close() != nil {
+		t.Fatal("Len, Sweep or Close of a nil *Store")
 	}
 }
