@@ -4,6 +4,14 @@
 // conformance suite, the store for unit tests, and a fast limiter for a
 // single process.
 //
+// It keeps the promises every ratekit store keeps: a script whose keys span
+// Redis Cluster slots is refused (core.ErrStore wrapping the error the
+// Redis adapters return), since a Redis store would refuse it; a call whose
+// context has ended changes nothing; and a nil *Store, or a Store not made
+// by New, is refused when a limiter is built (Check). It copies every key
+// it keeps, so limiters lend it keys in reused memory (CopiesKeysOf) and a
+// decision on a known key allocates nothing.
+//
 // Keys are sharded (1024 shards) by their Redis Cluster hash tag, so a
 // multi-key script (whose keys share one tag) locks one shard, and the
 // sweep, which locks one shard at a time, holds up a caller for one
