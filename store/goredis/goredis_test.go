@@ -15,6 +15,19 @@ import (
 )
 
 func TestAdapter(t *testing.T) {
+	runAdapter(t, func(c *redis.Client) redis.Scripter { return c })
+}
+
+// scripterOnly is a redis.Scripter and nothing else: no Process, no
+// Pipeline. The Runner then calls EvalSha and its kin, one by one.
+type scripterOnly struct{ redis.Scripter }
+
+func TestAdapterScripterOnly(t *testing.T) {
+	runAdapter(t, func(c *redis.Client) redis.Scripter { return scripterOnly{c} })
+}
+
+// runAdapter runs the adapter kit on clients made by wrap.
+func runAdapter(t *testing.T, wrap func(*redis.Client) redis.Scripter) {
 	srv := redistest.Start(t)
 	c := newClient(t, srv.Addr)
 	port, err := redistest.FreePort()
@@ -23,10 +36,10 @@ func TestAdapter(t *testing.T) {
 	}
 	dead := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { dead.Close() })
-	t.Run("KeyLending", func(t *testing.T) { adaptertest.KeyLending(t, goredisstore.New(c), true) })
+	t.Run("KeyLending", func(t *testing.T) { adaptertest.KeyLending(t, goredisstore.New(wrap(c)), true) })
 	adaptertest.Run(t, adaptertest.Harness{
-		Runner: goredisstore.New(c),
-		Dead:   goredisstore.New(dead),
+		Runner: goredisstore.New(wrap(c)),
+		Dead:   goredisstore.New(wrap(dead)),
 		Do: func(ctx context.Context, args ...string) (string, error) {
 			a := make([]any, len(args))
 			for i := range args {
