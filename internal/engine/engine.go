@@ -107,11 +107,13 @@ func CheckRunner(runner core.ScriptRunner) error {
 // embedded runner, to copy every key it keeps (see core.KeyCopier).
 func LendsKeys(runner core.ScriptRunner) bool {
 	kc, ok := runner.(core.KeyCopier)
-	if !ok || !reflect.TypeOf(runner).Comparable() {
+	if !ok || !reflect.ValueOf(runner).Comparable() {
 		return false
 	}
+	// A comparable type may hold an incomparable value (an interface field
+	// holding a slice): compare only values that compare without panicking.
 	self := kc.CopiesKeysOf()
-	return self != nil && reflect.TypeOf(self) == reflect.TypeOf(runner) && self == runner
+	return self != nil && reflect.TypeOf(self) == reflect.TypeOf(runner) && reflect.ValueOf(self).Comparable() && self == runner
 }
 
 // Limit returns the limit decisions report.

@@ -283,7 +283,6 @@ func TestLendsKeys(t *testing.T) {
 // value is not (an interface field holding a slice): comparing such values
 // with == panics at run time.
 func TestLendsKeysNonComparableValue(t *testing.T) {
-	t.Skip("known bug: engine.LendsKeys checks only that the runner's type is comparable, and panics comparing a value that is not; remove this Skip with the fix")
 	r := valueHolder{v: []string{"x"}}
 	defer func() {
 		if p := recover(); p != nil {
