@@ -31,3 +31,14 @@ func TestConformanceServerTime(t *testing.T) {
 	t.Cleanup(func() { s.Close() })
 	conformance.Run(t, conformance.Harness{Runner: s, SetTime: clock.Set})
 }
+
+// On the store's own clock (time.Now), as a real server decides: bounds
+// checked from the store's readings of its time.
+func TestConformanceServerClock(t *testing.T) {
+	s, err := memory.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	conformance.RunServerClock(t, s, 3)
+}

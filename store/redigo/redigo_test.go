@@ -25,6 +25,13 @@ func TestConformance(t *testing.T) {
 	conformance.Run(t, conformance.Harness{Runner: redigostore.New(pool(t, srv.Addr))})
 }
 
+// Against a real redis-server in server-time mode: every decision at the
+// server's TIME, each algorithm's bound checked on the server's clock.
+func TestConformanceServerClock(t *testing.T) {
+	srv := redistest.Start(t)
+	conformance.RunServerClock(t, redigostore.New(pool(t, srv.Addr)), 3)
+}
+
 func TestAdapter(t *testing.T) {
 	srv := redistest.Start(t)
 	p := pool(t, srv.Addr)

@@ -26,3 +26,10 @@ func TestConformance(t *testing.T) {
 	srv := redistest.Start(t)
 	conformance.Run(t, conformance.Harness{Runner: rueidisstore.New(newClient(t, srv.Addr))})
 }
+
+// Against a real redis-server in server-time mode: every decision at the
+// server's TIME, each algorithm's bound checked on the server's clock.
+func TestConformanceServerClock(t *testing.T) {
+	srv := redistest.Start(t)
+	conformance.RunServerClock(t, rueidisstore.New(newClient(t, srv.Addr)), 3)
+}

@@ -28,6 +28,13 @@ func TestConformance(t *testing.T) {
 	conformance.Run(t, conformance.Harness{Runner: valkeystore.New(client(t, srv.Addr))})
 }
 
+// Against a real redis-server in server-time mode: every decision at the
+// server's TIME, each algorithm's bound checked on the server's clock.
+func TestConformanceServerClock(t *testing.T) {
+	srv := redistest.Start(t)
+	conformance.RunServerClock(t, valkeystore.New(client(t, srv.Addr)), 3)
+}
+
 func TestAdapter(t *testing.T) {
 	srv := redistest.Start(t)
 	c := client(t, srv.Addr)
