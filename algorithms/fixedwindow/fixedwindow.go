@@ -24,15 +24,29 @@ import (
 	_ "embed"
 	"time"
 
+	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/engine"
-	"github.com/ratekit/ratekit/internal/params"
 )
 
 //go:embed fixedwindow.lua
 var lua string
 
-var allowScript, peekScript = engine.NewScripts("fixedwindow", lua, twin)
+// The step's parameters, in the order the scripts take them.
+const (
+	limit = iota
+	window
+)
+
+var spec = engine.NewSpec(engine.Spec{
+	Name: "fixedwindow",
+	Params: []engine.Param{
+		limit:  {Name: "limit", Field: "Limit", Kind: engine.Count},
+		window: {Name: "window_us", Field: "Window", Kind: engine.Micros},
+	},
+	Lua:  lua,
+	Step: step,
+})
 
 // DefaultPrefix is the key prefix used when Config.Prefix is empty.
 const DefaultPrefix = "ratekit:fw:"
@@ -51,26 +65,19 @@ type Config struct {
 	Clock core.Clock
 }
 
-// Limiter is a fixed window limiter. It is safe for concurrent use.
-type Limiter struct {
-	engine.Limiter
-}
-
-var _ core.Limiter = (*Limiter)(nil)
+// Limiter is the limiter New returns: a [ratekit.Limiter], whose methods
+// (Allow, AllowN, Peek, Reset, AllowMany) are documented there.
+type Limiter = ratekit.Limiter
 
 // New returns a fixed window limiter storing its state through runner. It
 // touches no store; an error wraps core.ErrInvalidConfig and names the field.
-func New(runner core.ScriptRunner, cfg Config) (*Limiter, error) {
-	if err := params.Count("Limit", cfg.Limit); err != nil {
-		return nil, err
-	}
-	window, err := params.Micros("Window", cfg.Window)
+func New(runner core.ScriptRunner, cfg Config) (*ratekit.Limiter, error) {
+	e, err := engine.New(runner, cfg.Clock, cfg.Prefix, DefaultPrefix, cfg.Limit, spec, []int64{
+		limit:  cfg.Limit,
+		window: int64(cfg.Window),
+	})
 	if err != nil {
 		return nil, err
 	}
-	e, err := engine.New(runner, cfg.Clock, cfg.Prefix, DefaultPrefix, cfg.Limit, cfg.Limit, window)
-	if err != nil {
-		return nil, err
-	}
-	return &Limiter{engine.NewLimiter(e, allowScript, peekScript)}, nil
+	return ratekit.FromEngine(e), nil
 }

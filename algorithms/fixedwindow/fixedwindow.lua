@@ -1,10 +1,11 @@
--- ratekit fixed window counter. twin.go makes the same decision in Go.
+-- ratekit fixed window counter: the step. twin.go makes the same decision
+-- in Go; internal/engine composes the scripts that call it.
 --
--- KEYS[1]  the window: a string "count:start_us:end_us", or absent. end_us
+-- key      the window: a string "count:start_us:end_us", or absent. end_us
 --          is start_us + window_us of the configuration that wrote it.
--- ARGV     now_us (-1: read the server's TIME), n, limit, window_us,
---          mode (1: peek, decide for n without writing)
--- reply    {allowed, remaining, retry_after_us, reset_after_us}
+-- p        limit, window_us
+-- returns  allowed, remaining, retry_after_us, reset_after_us, and the
+--          function that writes the new state (nil when nothing is written)
 --
 -- A window starts at the first request after the previous one ended and
 -- lasts window_us, as in the guide, but it ends by the stored start and
@@ -15,32 +16,31 @@
 -- the window is full under this one. A window ends at start + Window, or
 -- at the end it was written with, whichever comes first: so a longer
 -- Window never stretches state beyond the TTL it was written with.
-local key = KEYS[1]
-local now, client_clock = clock(tonumber(ARGV[1]))
-local n = tonumber(ARGV[2])
-local limit = tonumber(ARGV[3])
-local window = tonumber(ARGV[4])
-local peek = ARGV[5] == '1'
+local function fixedwindow(key, now, client_clock, n, mode, p)
+  local limit, window = p.limit, p.window_us
+  local peek = mode == 1
 
-local count, start, stop = 0, now, now + window
-local state = read_state(key, 3)
-if state == false then return CORRUPT end
-if state then
-  count, start, stop = math.min(state[1], limit), state[2], math.min(state[2] + window, state[3])
-  if now >= stop then
-    count, start, stop = 0, now, now + window
+  local count, start, stop = 0, now, now + window
+  local state = read_state(key, 3)
+  if state == false then return -1, 0, 0, 0 end
+  if state then
+    count, start, stop = math.min(state[1], limit), state[2], math.min(state[2] + window, state[3])
+    if now >= stop then
+      count, start, stop = 0, now, now + window
+    end
   end
-end
 
-local allowed = 0
-if count + n <= limit then
-  allowed = 1
-  if not peek then count = count + n end
+  local allowed = 0
+  if count + n <= limit then
+    allowed = 1
+    if not peek then count = count + n end
+  end
+  local retry, reset = 0, 0
+  if allowed == 0 then retry = stop - now end
+  if count > 0 then reset = stop - now end
+  local write
+  if allowed == 1 and not peek then
+    write = function() write_state(key, {count, start, stop}, reset, client_clock) end
+  end
+  return allowed, limit - count, retry, reset, write
 end
-local retry, reset = 0, 0
-if allowed == 0 then retry = stop - now end
-if count > 0 then reset = stop - now end
-if allowed == 1 and not peek then
-  write_state(key, {count, start, stop}, reset, client_clock)
-end
-return {allowed, limit - count, retry, reset}

@@ -2,23 +2,20 @@ package fixedwindow
 
 import (
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/engine"
 	"github.com/ratekit/ratekit/internal/params"
 )
 
-// twin is fixedwindow.lua in Go. The stored value is {count, start_us,
+// step is fixedwindow.lua in Go. The stored value is {count, start_us,
 // end_us}.
-func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
-	key := keys[0]
-	now, n, limit, window, peek := args[0], args[1], args[2], args[3], args[4] == 1
-	clientClock := now >= 0
-	if !clientClock {
-		now = tx.Now()
-	}
+func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engine.State) {
+	now, n, peek := c.Now, c.N, c.Mode == engine.ModePeek
+	limit, window := p[limit], p[window]
 
 	count, start, stop := int64(0), now, now+window
 	if v, ok := tx.Get(key); ok {
 		if !params.State(v, 3) {
-			return append(reply, params.CorruptReply[:]...), nil
+			return params.CorruptReply, engine.State{}
 		}
 		count, start, stop = min(v[0], limit), v[1], min(v[1]+window, v[2])
 		if now >= stop {
@@ -40,9 +37,9 @@ func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, erro
 	if count > 0 {
 		reset = stop - now
 	}
+	var st engine.State
 	if allowed == 1 && !peek {
-		v := tx.Put(key, 3, params.TTL(reset, clientClock))
-		v[0], v[1], v[2] = count, start, stop
+		st.Set(params.TTL(reset, c.ClientClock), count, start, stop)
 	}
-	return append(reply, allowed, limit-count, retry, reset), nil
+	return engine.Reply{allowed, limit - count, retry, reset}, st
 }

@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/engine"
 	"github.com/ratekit/ratekit/internal/params"
@@ -37,7 +38,23 @@ import (
 //go:embed gcra.lua
 var lua string
 
-var allowScript, peekScript = engine.NewScripts("gcra", lua, twin)
+// The step's parameters, in the order the scripts take them.
+const (
+	rate = iota
+	period
+	burst
+)
+
+var spec = engine.NewSpec(engine.Spec{
+	Name: "gcra",
+	Params: []engine.Param{
+		rate:   {Name: "rate", Field: "Rate", Kind: engine.Count},
+		period: {Name: "period_us", Field: "Period", Kind: engine.Micros},
+		burst:  {Name: "burst", Field: "Burst", Kind: engine.Count},
+	},
+	Lua:  lua,
+	Step: step,
+})
 
 // DefaultPrefix is the key prefix used when Config.Prefix is empty.
 const DefaultPrefix = "ratekit:gcra:"
@@ -60,11 +77,13 @@ type Config struct {
 	Clock core.Clock
 }
 
-// Limiter is a GCRA limiter. It is safe for concurrent use. Remaining is
-// how many requests of cost 1 would pass now; ResetAfter is the time until
-// a full burst is available again.
+// Limiter is the limiter New returns: a [ratekit.Limiter], whose methods
+// (Allow, AllowN, Peek, Reset, AllowMany) are documented there, with
+// AllowAtMost. It is safe for concurrent use. Remaining is how many
+// requests of cost 1 would pass now; ResetAfter is the time until a full
+// burst is available again.
 type Limiter struct {
-	engine.Limiter
+	*ratekit.Limiter
 	e *engine.Engine
 }
 
@@ -73,24 +92,18 @@ var _ core.Limiter = (*Limiter)(nil)
 // New returns a GCRA limiter storing its state through runner. It touches
 // no store; an error wraps core.ErrInvalidConfig and names the field.
 func New(runner core.ScriptRunner, cfg Config) (*Limiter, error) {
-	if err := params.Count("Rate", cfg.Rate); err != nil {
-		return nil, err
-	}
-	if err := params.Count("Burst", cfg.Burst); err != nil {
-		return nil, err
-	}
-	period, err := params.Micros("Period", cfg.Period)
+	e, err := engine.New(runner, cfg.Clock, cfg.Prefix, DefaultPrefix, cfg.Burst, spec, []int64{
+		rate:   cfg.Rate,
+		period: int64(cfg.Period),
+		burst:  cfg.Burst,
+	})
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Burst > params.MaxCount/period {
+	if cfg.Burst > params.MaxCount/e.Params()[period] {
 		return nil, fmt.Errorf("%w: Burst*Period: %d x %v is too large to compute exactly (at most 2^50 µs)", core.ErrInvalidConfig, cfg.Burst, cfg.Period)
 	}
-	e, err := engine.New(runner, cfg.Clock, cfg.Prefix, DefaultPrefix, cfg.Burst, cfg.Rate, period, cfg.Burst)
-	if err != nil {
-		return nil, err
-	}
-	return &Limiter{Limiter: engine.NewLimiter(e, allowScript, peekScript), e: e}, nil
+	return &Limiter{Limiter: ratekit.FromEngine(e), e: e}, nil
 }
 
 // AllowAtMost allows as many units of a request of cost n as fit now, at
@@ -101,7 +114,7 @@ func (l *Limiter) AllowAtMost(ctx context.Context, key string, n int64) (granted
 	if n <= 0 || n > params.MaxCount {
 		return 0, core.Decision{}, fmt.Errorf("%w: n must be between 1 and %d, got %d", core.ErrInvalidCost, params.MaxCount, n)
 	}
-	reply, err := l.e.Run(ctx, allowScript, key, n, engine.ModeAtMost)
+	reply, err := l.e.Run(ctx, key, n, engine.ModeAtMost)
 	if err != nil {
 		return 0, core.Decision{}, err
 	}
@@ -111,7 +124,7 @@ func (l *Limiter) AllowAtMost(ctx context.Context, key string, n int64) (granted
 	} else if len(reply) == 4 && reply[0] == 1 {
 		granted = 1
 	}
-	d, err = l.e.Decode(allowScript, key, reply)
+	d, err = l.e.Decode(key, reply)
 	if err != nil {
 		return 0, core.Decision{}, err
 	}

@@ -1,13 +1,14 @@
--- ratekit GCRA (generic cell rate algorithm). twin.go makes the same
--- decision in Go.
+-- ratekit GCRA (generic cell rate algorithm): the step. twin.go makes the
+-- same decision in Go; internal/engine composes the scripts that call it.
 --
--- KEYS[1]  the theoretical arrival time (TAT): a string
+-- key      the theoretical arrival time (TAT): a string
 --          "tat_us:frac:rate:written_us", the time tat_us + frac/rate µs,
 --          and the time of the write; or absent. One GET, one SET with TTL.
--- ARGV     now_us (-1: read the server's TIME), n, rate, period_us, burst,
---          mode (0: allow n, 1: peek for n, 2: allow at most n)
--- reply    {allowed (mode 2: units granted), remaining, retry_after_us,
---          reset_after_us}
+-- mode     0: allow n, 1: peek for n, 2: allow at most n
+-- p        rate, period_us, burst
+-- returns  allowed (mode 2: units granted), remaining, retry_after_us,
+--          reset_after_us, and the function that writes the new state (nil
+--          when nothing is written)
 --
 -- Times are scaled by rate, so the emission interval period/rate is exactly
 -- period scaled units, and x = (TAT - t) * rate stays small.
@@ -17,46 +18,43 @@
 -- State written under another configuration is held to a full burst ahead
 -- of its write under this one, and its fraction of a microsecond is rounded
 -- up when Rate changed.
-local key = KEYS[1]
-local now, client_clock = clock(tonumber(ARGV[1]))
-local n = tonumber(ARGV[2])
-local rate = tonumber(ARGV[3])
-local period = tonumber(ARGV[4])
-local burst = tonumber(ARGV[5])
-local mode = tonumber(ARGV[6])
+local function gcra(key, now, client_clock, n, mode, p)
+  local rate, period, burst = p.rate, p.period_us, p.burst
 
-local cap = burst * period
-local x, t = 0, now
-local state = read_state(key, 4)
-if state == false then return CORRUPT end
-if state then
-  local tat, frac, old_rate, written = state[1], state[2], state[3], state[4]
-  if frac >= old_rate or tat < written then return CORRUPT end
-  if old_rate ~= rate and frac > 0 then tat, frac = tat + 1, 0 end
-  if written > t then t = written end
-  -- At its write the state was at most a full burst ahead under this
-  -- configuration: (tat - written) * rate + frac <= cap.
-  if tat - written > math.floor(cap / rate) or (tat - written) * rate + frac > cap then
-    tat, frac = written + math.floor(cap / rate), cap % rate
+  local cap = burst * period
+  local x, t = 0, now
+  local state = read_state(key, 4)
+  if state == false then return -1, 0, 0, 0 end
+  if state then
+    local tat, frac, old_rate, written = state[1], state[2], state[3], state[4]
+    if frac >= old_rate or tat < written then return -1, 0, 0, 0 end
+    if old_rate ~= rate and frac > 0 then tat, frac = tat + 1, 0 end
+    if written > t then t = written end
+    -- At its write the state was at most a full burst ahead under this
+    -- configuration: (tat - written) * rate + frac <= cap.
+    if tat - written > math.floor(cap / rate) or (tat - written) * rate + frac > cap then
+      tat, frac = written + math.floor(cap / rate), cap % rate
+    end
+    if tat >= t then x = (tat - t) * rate + frac end
   end
-  if tat >= t then x = (tat - t) * rate + frac end
-end
 
-local avail = math.floor((cap - x) / period)
-local m = n
-if mode == 2 and avail < n then m = avail end
-if m < 1 then m = 1 end
-local allowed = 0
-if x + m * period <= cap then allowed = 1 end
+  local avail = math.floor((cap - x) / period)
+  local m = n
+  if mode == 2 and avail < n then m = avail end
+  if m < 1 then m = 1 end
+  local allowed = 0
+  if x + m * period <= cap then allowed = 1 end
 
-local behind = t - now
-local retry = 0
-if allowed == 0 then retry = behind + math.floor((x + m * period - cap + rate - 1) / rate) end
-if allowed == 1 and mode ~= 1 then x = x + m * period end
-local reset = behind + math.floor((x + rate - 1) / rate)
-if allowed == 1 and mode ~= 1 then
-  write_state(key, {t + math.floor(x / rate), x % rate, rate, t}, reset, client_clock)
-  avail = math.floor((cap - x) / period)
+  local behind = t - now
+  local retry = 0
+  if allowed == 0 then retry = behind + math.floor((x + m * period - cap + rate - 1) / rate) end
+  if allowed == 1 and mode ~= 1 then x = x + m * period end
+  local reset = behind + math.floor((x + rate - 1) / rate)
+  local write
+  if allowed == 1 and mode ~= 1 then
+    write = function() write_state(key, {t + math.floor(x / rate), x % rate, rate, t}, reset, client_clock) end
+    avail = math.floor((cap - x) / period)
+  end
+  if mode == 2 and allowed == 1 then allowed = m end
+  return allowed, avail, retry, reset, write
 end
-if mode == 2 and allowed == 1 then allowed = m end
-return {allowed, avail, retry, reset}

@@ -6,22 +6,18 @@ import (
 	"github.com/ratekit/ratekit/internal/params"
 )
 
-// twin is gcra.lua in Go. The stored value is {tat_us, frac, rate,
+// step is gcra.lua in Go. The stored value is {tat_us, frac, rate,
 // written_us}: the theoretical arrival time tat_us + frac/rate µs, and the
 // time of the write.
-func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
-	key := keys[0]
-	now, n, rate, period, burst, mode := args[0], args[1], args[2], args[3], args[4], args[5]
-	clientClock := now >= 0
-	if !clientClock {
-		now = tx.Now()
-	}
+func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engine.State) {
+	now, n, mode := c.Now, c.N, c.Mode
+	rate, period, burst := p[rate], p[period], p[burst]
 
 	limit := burst * period
 	x, t := int64(0), now
 	if v, ok := tx.Get(key); ok {
 		if !params.State(v, 4) || v[1] >= v[2] || v[0] < v[3] {
-			return append(reply, params.CorruptReply[:]...), nil
+			return params.CorruptReply, engine.State{}
 		}
 		tat, frac, oldRate, written := v[0], v[1], v[2], v[3]
 		if oldRate != rate && frac > 0 {
@@ -57,13 +53,13 @@ func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, erro
 		x += m * period
 	}
 	reset := behind + params.CeilDiv(x, rate)
+	var st engine.State
 	if write {
-		v := tx.Put(key, 4, params.TTL(reset, clientClock))
-		v[0], v[1], v[2], v[3] = t+x/rate, x%rate, rate, t
+		st.Set(params.TTL(reset, c.ClientClock), t+x/rate, x%rate, rate, t)
 		avail = (limit - x) / period
 	}
 	if mode == engine.ModeAtMost && allowed == 1 {
 		allowed = m
 	}
-	return append(reply, allowed, avail, retry, reset), nil
+	return engine.Reply{allowed, avail, retry, reset}, st
 }

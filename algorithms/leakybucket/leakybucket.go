@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/engine"
 	"github.com/ratekit/ratekit/internal/params"
@@ -37,7 +38,23 @@ import (
 //go:embed leakybucket.lua
 var lua string
 
-var allowScript, peekScript = engine.NewScripts("leakybucket", lua, twin)
+// The step's parameters, in the order the scripts take them.
+const (
+	capacity = iota
+	leakRate
+	per
+)
+
+var spec = engine.NewSpec(engine.Spec{
+	Name: "leakybucket",
+	Params: []engine.Param{
+		capacity: {Name: "capacity", Field: "Capacity", Kind: engine.Count},
+		leakRate: {Name: "leak_rate", Field: "LeakRate", Kind: engine.Count},
+		per:      {Name: "per_us", Field: "Per", Kind: engine.Micros},
+	},
+	Lua:  lua,
+	Step: step,
+})
 
 // DefaultPrefix is the key prefix used when Config.Prefix is empty.
 const DefaultPrefix = "ratekit:lb:"
@@ -60,36 +77,27 @@ type Config struct {
 	Clock core.Clock
 }
 
-// Limiter is a leaky bucket limiter. It is safe for concurrent use.
-// Remaining is the whole units of room left in the bucket; a denied
-// request's RetryAfter is the time until enough has drained; ResetAfter is
-// the time until the bucket is empty.
-type Limiter struct {
-	engine.Limiter
-}
-
-var _ core.Limiter = (*Limiter)(nil)
+// Limiter is the limiter New returns: a [ratekit.Limiter], whose methods
+// (Allow, AllowN, Peek, Reset, AllowMany) are documented there. Remaining
+// is the whole units of room left in the bucket; a denied request's
+// RetryAfter is the time until enough has drained; ResetAfter is the time
+// until the bucket is empty.
+type Limiter = ratekit.Limiter
 
 // New returns a leaky bucket limiter storing its state through runner. It
 // touches no store; an error wraps core.ErrInvalidConfig and names the
 // field.
-func New(runner core.ScriptRunner, cfg Config) (*Limiter, error) {
-	if err := params.Count("Capacity", cfg.Capacity); err != nil {
-		return nil, err
-	}
-	if err := params.Count("LeakRate", cfg.LeakRate); err != nil {
-		return nil, err
-	}
-	per, err := params.Micros("Per", cfg.Per)
+func New(runner core.ScriptRunner, cfg Config) (*ratekit.Limiter, error) {
+	e, err := engine.New(runner, cfg.Clock, cfg.Prefix, DefaultPrefix, cfg.Capacity, spec, []int64{
+		capacity: cfg.Capacity,
+		leakRate: cfg.LeakRate,
+		per:      int64(cfg.Per),
+	})
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Capacity > params.MaxSpan/per {
+	if cfg.Capacity > params.MaxSpan/e.Params()[per] {
 		return nil, fmt.Errorf("%w: Capacity*Per: %d x %v is too large to compute exactly (at most 2^51 µs)", core.ErrInvalidConfig, cfg.Capacity, cfg.Per)
 	}
-	e, err := engine.New(runner, cfg.Clock, cfg.Prefix, DefaultPrefix, cfg.Capacity, cfg.Capacity, cfg.LeakRate, per)
-	if err != nil {
-		return nil, err
-	}
-	return &Limiter{engine.NewLimiter(e, allowScript, peekScript)}, nil
+	return ratekit.FromEngine(e), nil
 }

@@ -1,11 +1,13 @@
--- ratekit leaky bucket (policing). twin.go makes the same decision in Go.
+-- ratekit leaky bucket (policing): the step. twin.go makes the same
+-- decision in Go; internal/engine composes the scripts that call it.
 --
--- KEYS[1]  the bucket: a string "level:last_leak_us:per_us:fresh_at_us", or
---          absent (empty). fresh_at_us is when the bucket is empty again. level is scaled by per_us, so that a leak of rate units
---          per per_us drains exactly rate scaled units every microsecond.
--- ARGV     now_us (-1: read the server's TIME), n, capacity, rate, per_us,
---          mode (1: peek, decide for n without writing)
--- reply    {allowed, remaining, retry_after_us, reset_after_us}
+-- key      the bucket: a string "level:last_leak_us:per_us:fresh_at_us", or
+--          absent (empty). fresh_at_us is when the bucket is empty again.
+--          level is scaled by per_us, so that a leak of rate units per
+--          per_us drains exactly rate scaled units every microsecond.
+-- p        capacity, leak_rate, per_us
+-- returns  allowed, remaining, retry_after_us, reset_after_us, and the
+--          function that writes the new state (nil when nothing is written)
 --
 -- A key's time never runs backwards: with the clock behind last_leak_us,
 -- the bucket is decided as at last_leak_us and the waits count the
@@ -13,54 +15,52 @@
 -- whole units (a partly drained unit counts whole when Per changed), at
 -- most a full bucket under this one, and is empty from its fresh_at_us on,
 -- so it never outlives the TTL it was written with.
-local key = KEYS[1]
-local now, client_clock = clock(tonumber(ARGV[1]))
-local n = tonumber(ARGV[2])
-local capacity = tonumber(ARGV[3])
-local rate = tonumber(ARGV[4])
-local per = tonumber(ARGV[5])
-local peek = ARGV[6] == '1'
+local function leakybucket(key, now, client_clock, n, mode, p)
+  local capacity, rate, per = p.capacity, p.leak_rate, p.per_us
+  local peek = mode == 1
 
-local full = capacity * per
-local level, t, fresh = 0, now, nil
-local state = read_state(key, 4)
-if state == false then return CORRUPT end
-if state and state[3] < 1 then return CORRUPT end
-if state and math.max(now, state[2]) < state[4] then
-  local last, old_per = state[2], state[3]
-  fresh = state[4]
-  level = state[1]
-  if old_per ~= per then
-    level = math.min(math.floor((level + old_per - 1) / old_per), capacity) * per
-  end
-  level = math.min(level, full)
-  if last > t then t = last end
-  -- Drain since the last leak, never below empty.
-  if level > 0 then
-    local elapsed = t - last
-    if elapsed >= math.floor((level + rate - 1) / rate) then
-      level = 0
-    else
-      level = level - elapsed * rate
+  local full = capacity * per
+  local level, t, fresh = 0, now, nil
+  local state = read_state(key, 4)
+  if state == false then return -1, 0, 0, 0 end
+  if state and state[3] < 1 then return -1, 0, 0, 0 end
+  if state and math.max(now, state[2]) < state[4] then
+    local last, old_per = state[2], state[3]
+    fresh = state[4]
+    level = state[1]
+    if old_per ~= per then
+      level = math.min(math.floor((level + old_per - 1) / old_per), capacity) * per
+    end
+    level = math.min(level, full)
+    if last > t then t = last end
+    -- Drain since the last leak, never below empty.
+    if level > 0 then
+      local elapsed = t - last
+      if elapsed >= math.floor((level + rate - 1) / rate) then
+        level = 0
+      else
+        level = level - elapsed * rate
+      end
     end
   end
-end
 
-local add = n * per
-local allowed = 0
-if level + add <= full then
-  allowed = 1
-  if not peek then level = level + add end
+  local add = n * per
+  local allowed = 0
+  if level + add <= full then
+    allowed = 1
+    if not peek then level = level + add end
+  end
+  local behind = t - now
+  local retry = 0
+  if allowed == 0 then retry = behind + math.floor((level + add - full + rate - 1) / rate) end
+  local reset = behind + math.floor((level + rate - 1) / rate)
+  local writes = allowed == 1 and not peek
+  if fresh and not writes then
+    retry, reset = math.min(retry, fresh - now), math.min(reset, fresh - now)
+  end
+  local write
+  if writes then
+    write = function() write_state(key, {level, t, per, now + reset}, reset, client_clock) end
+  end
+  return allowed, math.floor((full - level) / per), retry, reset, write
 end
-local behind = t - now
-local retry = 0
-if allowed == 0 then retry = behind + math.floor((level + add - full + rate - 1) / rate) end
-local reset = behind + math.floor((level + rate - 1) / rate)
-local write = allowed == 1 and not peek
-if fresh and not write then
-  retry, reset = math.min(retry, fresh - now), math.min(reset, fresh - now)
-end
-if write then
-  write_state(key, {level, t, per, now + reset}, reset, client_clock)
-end
-return {allowed, math.floor((full - level) / per), retry, reset}

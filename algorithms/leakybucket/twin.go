@@ -2,23 +2,20 @@ package leakybucket
 
 import (
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/engine"
 	"github.com/ratekit/ratekit/internal/params"
 )
 
-// twin is leakybucket.lua in Go. The stored value is
+// step is leakybucket.lua in Go. The stored value is
 // {level scaled by per_us, last_leak_us, per_us, fresh_at_us}.
-func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
-	key := keys[0]
-	now, n, capacity, rate, per, peek := args[0], args[1], args[2], args[3], args[4], args[5] == 1
-	clientClock := now >= 0
-	if !clientClock {
-		now = tx.Now()
-	}
+func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engine.State) {
+	now, n, peek := c.Now, c.N, c.Mode == engine.ModePeek
+	capacity, rate, per := p[capacity], p[leakRate], p[per]
 
 	full := capacity * per
 	level, t, fresh := int64(0), now, int64(-1)
 	if v, ok := tx.Get(key); ok && (!params.State(v, 4) || v[2] < 1) {
-		return append(reply, params.CorruptReply[:]...), nil
+		return params.CorruptReply, engine.State{}
 	} else if ok && max(now, v[1]) < v[3] {
 		last, oldPer := v[1], v[2]
 		fresh = v[3]
@@ -55,9 +52,9 @@ func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, erro
 	if fresh >= 0 && !write {
 		retry, reset = min(retry, fresh-now), min(reset, fresh-now)
 	}
+	var st engine.State
 	if write {
-		v := tx.Put(key, 4, params.TTL(reset, clientClock))
-		v[0], v[1], v[2], v[3] = level, t, per, now+reset
+		st.Set(params.TTL(reset, c.ClientClock), level, t, per, now+reset)
 	}
-	return append(reply, allowed, (full-level)/per, retry, reset), nil
+	return engine.Reply{allowed, (full - level) / per, retry, reset}, st
 }

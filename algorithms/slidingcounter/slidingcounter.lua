@@ -1,12 +1,13 @@
--- ratekit sliding window counter. twin.go makes the same decision in Go.
+-- ratekit sliding window counter: the step. twin.go makes the same decision
+-- in Go; internal/engine composes the scripts that call it.
 --
--- KEYS[1]  both windows in one string
+-- key      both windows in one string
 --          "window_number:previous:current:window_us:fresh_at_us", or
 --          absent. Windows are aligned to the epoch, as in the guide;
 --          fresh_at_us is when both counts have left the estimate.
--- ARGV     now_us (-1: read the server's TIME), n, limit, window_us,
---          mode (1: peek, decide for n without writing)
--- reply    {allowed, remaining, retry_after_us, reset_after_us}
+-- p        limit, window_us
+-- returns  allowed, remaining, retry_after_us, reset_after_us, and the
+--          function that writes the new state (nil when nothing is written)
 --
 -- The guide's estimate prev * (1 - elapsed) + curr, in exact integers:
 -- with e = now - window start, a request of cost n passes when
@@ -18,87 +19,86 @@
 -- window that holds the old current window's start; and from its
 -- fresh_at_us on the state counts as absent, so it never outlives the TTL
 -- it was written with.
-local key = KEYS[1]
-local now, client_clock = clock(tonumber(ARGV[1]))
-local n = tonumber(ARGV[2])
-local limit = tonumber(ARGV[3])
-local W = tonumber(ARGV[4])
-local peek = ARGV[5] == '1'
+local function slidingcounter(key, now, client_clock, n, mode, p)
+  local limit, W = p.limit, p.window_us
+  local peek = mode == 1
 
-local wn = math.floor(now / W)
-local prev, curr, fresh = 0, 0, nil
-local state = read_state(key, 5)
-if state == false then return CORRUPT end
-if state and (state[4] < 1 or state[1] * state[4] > MAX_STATE) then return CORRUPT end
-if state and now < state[5] then
-  local a, b, c = state[1], math.min(state[2], limit), math.min(state[3], limit)
-  local w = state[4]
-  fresh = state[5]
-  if w ~= W then
-    -- One statement each: gopher-lua (miniredis) assigns a multiple
-    -- assignment's targets while still evaluating its values.
-    c = math.min(b + c, limit)
-    b = 0
-    a = math.floor(a * w / W)
-  end
-  if a == wn then
-    prev, curr = b, c
-  elseif a == wn - 1 then
-    prev = c
-  elseif a > wn then
-    -- The clock went back: decide as at the start of the newest window.
-    wn, prev, curr = a, b, c
-  end
-end
-local start = wn * W
-local e = now - start
-if e < 0 then e = 0 end
-
-local K = limit - n + 1
-local allowed = 0
-if prev * (W - e) + curr * W < K * W then
-  allowed = 1
-  if not peek then curr = curr + n end
-end
-
-local retry = 0
-if allowed == 0 then
-  local at = -1
-  -- This window: the estimate falls as e grows.
-  if curr < K and prev > 0 then
-    local es = W - math.floor(((K - curr) * W - 1) / prev)
-    if es < W then at = start + es end
-  end
-  -- The next window: prev becomes curr, curr becomes 0.
-  if at < 0 then
-    if curr == 0 then
-      at = start + W
-    else
-      local es = W - math.floor((K * W - 1) / curr)
-      if es < 0 then es = 0 end
-      if es < W then at = start + W + es end
+  local wn = math.floor(now / W)
+  local prev, curr, fresh = 0, 0, nil
+  local state = read_state(key, 5)
+  if state == false then return -1, 0, 0, 0 end
+  if state and (state[4] < 1 or state[1] * state[4] > MAX_STATE) then return -1, 0, 0, 0 end
+  if state and now < state[5] then
+    local a, b, c = state[1], math.min(state[2], limit), math.min(state[3], limit)
+    local w = state[4]
+    fresh = state[5]
+    if w ~= W then
+      -- One statement each: gopher-lua (miniredis) assigns a multiple
+      -- assignment's targets while still evaluating its values.
+      c = math.min(b + c, limit)
+      b = 0
+      a = math.floor(a * w / W)
+    end
+    if a == wn then
+      prev, curr = b, c
+    elseif a == wn - 1 then
+      prev = c
+    elseif a > wn then
+      -- The clock went back: decide as at the start of the newest window.
+      wn, prev, curr = a, b, c
     end
   end
-  if at < 0 then at = start + 2 * W end
-  retry = at - now
-end
+  local start = wn * W
+  local e = now - start
+  if e < 0 then e = 0 end
 
-local reset = 0
-if curr > 0 then
-  reset = start + 2 * W - now
-elseif prev > 0 then
-  reset = start + W - now
-end
-local write = allowed == 1 and not peek
-if fresh and not write then
-  retry, reset = math.min(retry, fresh - now), math.min(reset, fresh - now)
-end
-if write then
-  write_state(key, {wn, prev, curr, W, now + reset}, reset, client_clock)
-end
+  local K = limit - n + 1
+  local allowed = 0
+  if prev * (W - e) + curr * W < K * W then
+    allowed = 1
+    if not peek then curr = curr + n end
+  end
 
--- Remaining: how many requests of cost 1 would pass now.
-local remaining = 0
-local d = limit * W - curr * W - prev * (W - e)
-if d > 0 then remaining = math.floor((d + W - 1) / W) end
-return {allowed, remaining, retry, reset}
+  local retry = 0
+  if allowed == 0 then
+    local at = -1
+    -- This window: the estimate falls as e grows.
+    if curr < K and prev > 0 then
+      local es = W - math.floor(((K - curr) * W - 1) / prev)
+      if es < W then at = start + es end
+    end
+    -- The next window: prev becomes curr, curr becomes 0.
+    if at < 0 then
+      if curr == 0 then
+        at = start + W
+      else
+        local es = W - math.floor((K * W - 1) / curr)
+        if es < 0 then es = 0 end
+        if es < W then at = start + W + es end
+      end
+    end
+    if at < 0 then at = start + 2 * W end
+    retry = at - now
+  end
+
+  local reset = 0
+  if curr > 0 then
+    reset = start + 2 * W - now
+  elseif prev > 0 then
+    reset = start + W - now
+  end
+  local writes = allowed == 1 and not peek
+  if fresh and not writes then
+    retry, reset = math.min(retry, fresh - now), math.min(reset, fresh - now)
+  end
+  local write
+  if writes then
+    write = function() write_state(key, {wn, prev, curr, W, now + reset}, reset, client_clock) end
+  end
+
+  -- Remaining: how many requests of cost 1 would pass now.
+  local remaining = 0
+  local d = limit * W - curr * W - prev * (W - e)
+  if d > 0 then remaining = math.floor((d + W - 1) / W) end
+  return allowed, remaining, retry, reset, write
+end

@@ -2,24 +2,21 @@ package slidingcounter
 
 import (
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/engine"
 	"github.com/ratekit/ratekit/internal/params"
 )
 
-// twin is slidingcounter.lua in Go. The stored value is
+// step is slidingcounter.lua in Go. The stored value is
 // {window_number, previous, current, window_us, fresh_at_us}.
-func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
-	key := keys[0]
-	now, n, limit, W, peek := args[0], args[1], args[2], args[3], args[4] == 1
-	clientClock := now >= 0
-	if !clientClock {
-		now = tx.Now()
-	}
+func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engine.State) {
+	now, n, peek := c.Now, c.N, c.Mode == engine.ModePeek
+	limit, W := p[limit], p[window]
 
 	wn := now / W
 	var prev, curr int64
 	fresh := int64(-1)
 	if v, ok := tx.Get(key); ok && (!params.State(v, 5) || v[3] < 1 || v[0] > params.MaxState/v[3]) {
-		return append(reply, params.CorruptReply[:]...), nil
+		return params.CorruptReply, engine.State{}
 	} else if ok && now < v[4] {
 		a, b, c, w := v[0], min(v[1], limit), min(v[2], limit), v[3]
 		fresh = v[4]
@@ -78,14 +75,14 @@ func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, erro
 	if fresh >= 0 && !write {
 		retry, reset = min(retry, fresh-now), min(reset, fresh-now)
 	}
+	var st engine.State
 	if write {
-		v := tx.Put(key, 5, params.TTL(reset, clientClock))
-		v[0], v[1], v[2], v[3], v[4] = wn, prev, curr, W, now+reset
+		st.Set(params.TTL(reset, c.ClientClock), wn, prev, curr, W, now+reset)
 	}
 
 	var remaining int64
 	if d := limit*W - curr*W - prev*(W-e); d > 0 {
 		remaining = params.CeilDiv(d, W)
 	}
-	return append(reply, allowed, remaining, retry, reset), nil
+	return engine.Reply{allowed, remaining, retry, reset}, st
 }

@@ -4,31 +4,29 @@ import (
 	"slices"
 
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/engine"
 	"github.com/ratekit/ratekit/internal/params"
 )
 
-// twin is slidinglog.lua in Go. The stored value is the sorted list of the
-// times (µs) of allowed units of cost, oldest first, followed by the time
-// the log expires (the "~" member of the Lua sorted set).
-func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
-	key := keys[0]
-	now, n, limit, window, peek := args[0], args[1], args[2], args[3], args[4] == 1
-	clientClock := now >= 0
-	if !clientClock {
-		now = tx.Now()
-	}
+// step is slidinglog.lua in Go: same arguments, same reply, same steps.
+// The stored value is the sorted list of the times (µs) of allowed units of
+// cost, oldest first, followed by the time the log expires (the "~" member
+// of the Lua sorted set).
+func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engine.State) {
+	now, n, peek := c.Now, c.N, c.Mode == engine.ModePeek
+	limit, window := p[limit], p[window]
 
 	stored, ok := tx.Get(key)
 	t, fresh := now, int64(-1)
 	var log []int64
 	if ok {
 		if len(stored) < 2 {
-			return append(reply, params.CorruptReply[:]...), nil
+			return params.CorruptReply, engine.State{}
 		}
 		log, fresh = stored[:len(stored)-1], stored[len(stored)-1]
 		oldest, newest := log[0], log[len(log)-1]
 		if oldest < 0 || oldest > newest || fresh <= newest || fresh > params.MaxState {
-			return append(reply, params.CorruptReply[:]...), nil
+			return params.CorruptReply, engine.State{}
 		}
 		if max(now, newest) >= fresh {
 			log, fresh = nil, -1 // expired: an empty log
@@ -48,16 +46,19 @@ func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, erro
 		allowed = 1
 	}
 	var retry, reset int64
+	var st engine.State
 	if allowed == 1 && !peek {
-		kept := slices.Clone(live) // Put may reuse the stored slice
-		next := tx.Put(key, len(kept)+int(n)+1, params.TTL(t+window-now, clientClock))
-		copy(next, kept)
-		for i := len(kept); i < len(next)-1; i++ {
-			next[i] = t
+		// The new log, built once in a slice of its own (live belongs to
+		// tx): the live entries, n entries at t, then the expiry mark.
+		next := make([]int64, len(live), len(live)+int(n)+1)
+		copy(next, live)
+		for range n {
+			next = append(next, t)
 		}
-		next[len(next)-1] = t + window
+		next = append(next, t+window)
 		count += n
 		reset = t + window - now
+		st = engine.State{Write: true, TTL: params.TTL(reset, c.ClientClock), List: next}
 	} else {
 		if allowed == 0 {
 			retry = min(live[count+n-limit-1]+window, fresh) - now
@@ -66,5 +67,5 @@ func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, erro
 			reset = min(live[count-1]+window, fresh) - now
 		}
 	}
-	return append(reply, allowed, max(limit-count, 0), retry, reset), nil
+	return engine.Reply{allowed, max(limit-count, 0), retry, reset}, st
 }

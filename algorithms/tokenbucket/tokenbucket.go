@@ -36,6 +36,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/engine"
 	"github.com/ratekit/ratekit/internal/params"
@@ -44,7 +45,23 @@ import (
 //go:embed tokenbucket.lua
 var lua string
 
-var allowScript, peekScript = engine.NewScripts("tokenbucket", lua, twin)
+// The step's parameters, in the order the scripts take them.
+const (
+	capacity = iota
+	refillRate
+	refillInterval
+)
+
+var spec = engine.NewSpec(engine.Spec{
+	Name: "tokenbucket",
+	Params: []engine.Param{
+		capacity:       {Name: "capacity", Field: "Capacity", Kind: engine.Count},
+		refillRate:     {Name: "refill_rate", Field: "RefillRate", Kind: engine.Count},
+		refillInterval: {Name: "refill_interval_us", Field: "RefillInterval", Kind: engine.Micros},
+	},
+	Lua:  lua,
+	Step: step,
+})
 
 // DefaultPrefix is the key prefix used when Config.Prefix is empty.
 const DefaultPrefix = "ratekit:tb:"
@@ -70,34 +87,25 @@ type Config struct {
 	Clock core.Clock
 }
 
-// Limiter is a token bucket limiter over a [core.ScriptRunner]. It is safe
-// for concurrent use; all its state lives in the store.
-type Limiter struct {
-	engine.Limiter
-}
-
-var _ core.Limiter = (*Limiter)(nil)
+// Limiter is the limiter New returns: a [ratekit.Limiter], whose methods
+// (Allow, AllowN, Peek, Reset, AllowMany) are documented there.
+type Limiter = ratekit.Limiter
 
 // New returns a token bucket limiter storing its state through runner. It
 // checks cfg and touches no store; an error wraps core.ErrInvalidConfig and
 // names the bad field.
-func New(runner core.ScriptRunner, cfg Config) (*Limiter, error) {
-	if err := params.Count("Capacity", cfg.Capacity); err != nil {
-		return nil, err
-	}
-	if err := params.Count("RefillRate", cfg.RefillRate); err != nil {
-		return nil, err
-	}
-	interval, err := params.Micros("RefillInterval", cfg.RefillInterval)
+func New(runner core.ScriptRunner, cfg Config) (*ratekit.Limiter, error) {
+	e, err := engine.New(runner, cfg.Clock, cfg.Prefix, DefaultPrefix, cfg.Capacity, spec, []int64{
+		capacity:       cfg.Capacity,
+		refillRate:     cfg.RefillRate,
+		refillInterval: int64(cfg.RefillInterval),
+	})
 	if err != nil {
 		return nil, err
 	}
+	interval := e.Params()[refillInterval]
 	if refills := params.CeilDiv(cfg.Capacity, cfg.RefillRate); refills > params.MaxSpan/interval {
 		return nil, fmt.Errorf("%w: RefillInterval: a full refill takes %d intervals of %v, longer than %v", core.ErrInvalidConfig, refills, cfg.RefillInterval, time.Duration(params.MaxSpan)*time.Microsecond)
 	}
-	e, err := engine.New(runner, cfg.Clock, cfg.Prefix, DefaultPrefix, cfg.Capacity, cfg.Capacity, cfg.RefillRate, interval)
-	if err != nil {
-		return nil, err
-	}
-	return &Limiter{engine.NewLimiter(e, allowScript, peekScript)}, nil
+	return ratekit.FromEngine(e), nil
 }

@@ -1,69 +1,68 @@
--- ratekit token bucket. twin.go makes the same decision in Go, step by step.
+-- ratekit token bucket: the step. twin.go makes the same decision in Go,
+-- step by step; internal/engine composes the scripts that call it.
 --
--- KEYS[1]  the bucket: a string "tokens:last_refill_us:fresh_at_us", or
+-- key      the bucket: a string "tokens:last_refill_us:fresh_at_us", or
 --          absent (full). fresh_at_us is when the bucket is full again, the
 --          moment from which the state decides like an absent key.
--- ARGV     now_us (-1: read the server's TIME), n, capacity, refill_rate,
---          refill_interval_us, peek (1: decide for n without writing)
--- reply    {allowed, tokens_left, retry_after_us, reset_after_us}
+-- p        capacity, refill_rate, refill_interval_us
+-- returns  allowed, tokens_left, retry_after_us, reset_after_us, and the
+--          function that writes the new state (nil when nothing is written)
 --
 -- Integers only, all below 2^53: a double computes them exactly.
 --
 -- State written under another configuration keeps its tokens (at most
 -- Capacity) and its refill phase, and still counts as full from its
 -- fresh_at_us on, so it never outlives the TTL it was written with.
-local key = KEYS[1]
-local now, client_clock = clock(tonumber(ARGV[1]))
-local n = tonumber(ARGV[2])
-local cap = tonumber(ARGV[3])
-local rate = tonumber(ARGV[4])
-local interval = tonumber(ARGV[5])
-local peek = ARGV[6] == '1'
+local function tokenbucket(key, now, client_clock, n, mode, p)
+  local cap, rate, interval = p.capacity, p.refill_rate, p.refill_interval_us
+  local peek = mode == 1
 
-local tokens, last, fresh = cap, now, nil
-local state = read_state(key, 3)
-if state == false then return CORRUPT end
-if state and now < state[3] then
-  tokens, last, fresh = math.min(state[1], cap), state[2], state[3]
-end
+  local tokens, last, fresh = cap, now, nil
+  local state = read_state(key, 3)
+  if state == false then return -1, 0, 0, 0 end
+  if state and now < state[3] then
+    tokens, last, fresh = math.min(state[1], cap), state[2], state[3]
+  end
 
--- Whole refill intervals since last_refill, as in the seed. A clock behind
--- last_refill refills nothing: the wait below then counts the difference.
-if tokens < cap and now > last then
-  local refills = math.floor((now - last) / interval)
-  if refills > 0 then
-    local to_full = math.floor((cap - tokens + rate - 1) / rate)
-    if refills >= to_full then
-      tokens = cap
-    else
-      tokens = tokens + refills * rate
-      last = last + refills * interval
+  -- Whole refill intervals since last_refill, as in the seed. A clock behind
+  -- last_refill refills nothing: the wait below then counts the difference.
+  if tokens < cap and now > last then
+    local refills = math.floor((now - last) / interval)
+    if refills > 0 then
+      local to_full = math.floor((cap - tokens + rate - 1) / rate)
+      if refills >= to_full then
+        tokens = cap
+      else
+        tokens = tokens + refills * rate
+        last = last + refills * interval
+      end
     end
   end
-end
--- A full bucket is a fresh bucket: it forgets its refill phase, so stale
--- state decides exactly like an absent (expired) key.
-if tokens >= cap then
-  tokens = cap
-  last = now
-end
+  -- A full bucket is a fresh bucket: it forgets its refill phase, so stale
+  -- state decides exactly like an absent (expired) key.
+  if tokens >= cap then
+    tokens = cap
+    last = now
+  end
 
-local allowed = 0
-if tokens >= n then
-  allowed = 1
-  if not peek then tokens = tokens - n end
+  local allowed = 0
+  if tokens >= n then
+    allowed = 1
+    if not peek then tokens = tokens - n end
+  end
+  local retry = 0
+  if allowed == 0 then
+    retry = last + math.floor((n - tokens + rate - 1) / rate) * interval - now
+    if fresh and retry > fresh - now then retry = fresh - now end
+  end
+  local reset = 0
+  if tokens < cap then
+    reset = last + math.floor((cap - tokens + rate - 1) / rate) * interval - now
+    if fresh and (allowed == 0 or peek) and reset > fresh - now then reset = fresh - now end
+  end
+  local write
+  if allowed == 1 and not peek then
+    write = function() write_state(key, {tokens, last, now + reset}, reset, client_clock) end
+  end
+  return allowed, tokens, retry, reset, write
 end
-local retry = 0
-if allowed == 0 then
-  retry = last + math.floor((n - tokens + rate - 1) / rate) * interval - now
-  if fresh and retry > fresh - now then retry = fresh - now end
-end
-local reset = 0
-if tokens < cap then
-  reset = last + math.floor((cap - tokens + rate - 1) / rate) * interval - now
-  if fresh and (allowed == 0 or peek) and reset > fresh - now then reset = fresh - now end
-end
-if allowed == 1 and not peek then
-  write_state(key, {tokens, last, now + reset}, reset, client_clock)
-end
-return {allowed, tokens, retry, reset}

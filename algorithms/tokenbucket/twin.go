@@ -2,23 +2,20 @@ package tokenbucket
 
 import (
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/engine"
 	"github.com/ratekit/ratekit/internal/params"
 )
 
-// twin is tokenbucket.lua in Go: same arguments, same reply, same steps.
+// step is tokenbucket.lua in Go: same arguments, same reply, same steps.
 // The stored value is {tokens, last_refill_us, fresh_at_us}.
-func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
-	key := keys[0]
-	now, n, capacity, rate, interval, peek := args[0], args[1], args[2], args[3], args[4], args[5] == 1
-	clientClock := now >= 0
-	if !clientClock {
-		now = tx.Now()
-	}
+func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engine.State) {
+	now, n, peek := c.Now, c.N, c.Mode == engine.ModePeek
+	capacity, rate, interval := p[capacity], p[refillRate], p[refillInterval]
 
 	tokens, last, fresh := capacity, now, int64(-1)
 	if v, ok := tx.Get(key); ok {
 		if !params.State(v, 3) {
-			return append(reply, params.CorruptReply[:]...), nil
+			return params.CorruptReply, engine.State{}
 		}
 		if now < v[2] {
 			tokens, last, fresh = min(v[0], capacity), v[1], v[2]
@@ -61,9 +58,9 @@ func twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, erro
 			reset = min(reset, fresh-now)
 		}
 	}
+	var st engine.State
 	if allowed == 1 && !peek {
-		v := tx.Put(key, 3, params.TTL(reset, clientClock))
-		v[0], v[1], v[2] = tokens, last, now+reset
+		st.Set(params.TTL(reset, c.ClientClock), tokens, last, now+reset)
 	}
-	return append(reply, allowed, tokens, retry, reset), nil
+	return engine.Reply{allowed, tokens, retry, reset}, st
 }

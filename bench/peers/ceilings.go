@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/store/memory"
 )
 
 // ceiling is redis-benchmark's rate for one script, pipelined 16 deep and
@@ -18,10 +21,32 @@ type ceiling struct{ p16, p1 float64 }
 // refill interval, now (fixed: nothing refills, nothing is denied).
 var seedArgs = []string{strconv.FormatInt(big, 10), "1", "1000000", "1700000000000000"}
 
-// scriptSource reads an algorithm's Lua from the repository.
-func scriptSource(name string) (string, error) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "algorithms", name, name+".lua"))
-	return string(b), err
+// ceilingScript returns the script the open limiter of a sends for one
+// decision in server-time mode, and its arguments.
+func ceilingScript(a algo) (lua string, args []string, err error) {
+	store, err := memory.New()
+	if err != nil {
+		return "", nil, err
+	}
+	defer store.Close()
+	l, err := a.open(store, "ceil:")
+	if err != nil {
+		return "", nil, err
+	}
+	b, ok := l.(interface {
+		Call(key string, n int64) (core.ScriptCall, error)
+	})
+	if !ok {
+		return "", nil, fmt.Errorf("%s: %T has no Call", a.name, l)
+	}
+	c, err := b.Call("k", 1)
+	if err != nil {
+		return "", nil, err
+	}
+	for _, v := range c.Args {
+		args = append(args, strconv.FormatInt(v, 10))
+	}
+	return c.Script.Lua(), args, nil
 }
 
 func measureCeilings(addr string, o options, res *results) error {
@@ -45,11 +70,11 @@ func measureCeilings(addr string, o options, res *results) error {
 		if !want(o.algorithms, a.name) {
 			continue
 		}
-		lua, err := scriptSource(a.name)
+		lua, args, err := ceilingScript(a)
 		if err != nil {
 			return err
 		}
-		scripts = append(scripts, script{a.name, lua, a.ceilingArgs})
+		scripts = append(scripts, script{a.name, lua, args})
 	}
 	for _, s := range scripts {
 		sha, err := command(addr, "SCRIPT", "LOAD", s.lua)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"sync"
 	"time"
 
@@ -75,17 +74,12 @@ func openStore(name, addr string) (core.ScriptRunner, func(), error) {
 }
 
 // algo builds a limiter that never denies (open) and one that denies
-// everything after a key's first request (tight), and names the script's
-// parameters for redis-benchmark.
+// everything after a key's first request (tight). The ceiling takes the
+// open limiter's script and arguments from its Call (ceilings.go).
 type algo struct {
 	name  string
 	open  func(core.ScriptRunner, string) (core.Limiter, error)
 	tight func(core.ScriptRunner, string) (core.Limiter, error)
-	// ceilingArgs are the script's ARGV for one open decision in
-	// server-time mode, and lua its source (from a throwaway limiter's
-	// script is not exported, so the harness asks SCRIPT LOAD with the
-	// file it embeds: see ceilings.go).
-	ceilingArgs []string
 }
 
 const big = int64(1) << 30
@@ -97,48 +91,42 @@ var algos = []algo{
 		},
 		func(r core.ScriptRunner, p string) (core.Limiter, error) {
 			return tokenbucket.New(r, tokenbucket.Config{Capacity: 1, RefillRate: 1, RefillInterval: time.Hour, Prefix: p})
-		},
-		[]string{"-1", "1", strconv.FormatInt(big, 10), strconv.FormatInt(big, 10), "1000000", "0"}},
+		}},
 	{"fixedwindow",
 		func(r core.ScriptRunner, p string) (core.Limiter, error) {
 			return fixedwindow.New(r, fixedwindow.Config{Limit: big, Window: time.Hour, Prefix: p})
 		},
 		func(r core.ScriptRunner, p string) (core.Limiter, error) {
 			return fixedwindow.New(r, fixedwindow.Config{Limit: 1, Window: time.Hour, Prefix: p})
-		},
-		[]string{"-1", "1", strconv.FormatInt(big, 10), "3600000000", "0"}},
+		}},
 	{"slidinglog",
 		func(r core.ScriptRunner, p string) (core.Limiter, error) {
 			return slidinglog.New(r, slidinglog.Config{Limit: slidinglog.MaxLimit, Window: time.Second, Prefix: p})
 		},
 		func(r core.ScriptRunner, p string) (core.Limiter, error) {
 			return slidinglog.New(r, slidinglog.Config{Limit: 1, Window: time.Hour, Prefix: p})
-		},
-		[]string{"-1", "1", "10000", "1000000", "0"}},
+		}},
 	{"slidingcounter",
 		func(r core.ScriptRunner, p string) (core.Limiter, error) {
 			return slidingcounter.New(r, slidingcounter.Config{Limit: big, Window: time.Second, Prefix: p})
 		},
 		func(r core.ScriptRunner, p string) (core.Limiter, error) {
 			return slidingcounter.New(r, slidingcounter.Config{Limit: 1, Window: time.Hour, Prefix: p})
-		},
-		[]string{"-1", "1", strconv.FormatInt(big, 10), "1000000", "0"}},
+		}},
 	{"leakybucket",
 		func(r core.ScriptRunner, p string) (core.Limiter, error) {
 			return leakybucket.New(r, leakybucket.Config{Capacity: big, LeakRate: big, Per: time.Second, Prefix: p})
 		},
 		func(r core.ScriptRunner, p string) (core.Limiter, error) {
 			return leakybucket.New(r, leakybucket.Config{Capacity: 1, LeakRate: 1, Per: time.Hour, Prefix: p})
-		},
-		[]string{"-1", "1", strconv.FormatInt(big, 10), strconv.FormatInt(big, 10), "1000000", "0"}},
+		}},
 	{"gcra",
 		func(r core.ScriptRunner, p string) (core.Limiter, error) {
 			return gcra.New(r, gcra.Config{Rate: big, Period: time.Second, Burst: big, Prefix: p})
 		},
 		func(r core.ScriptRunner, p string) (core.Limiter, error) {
 			return gcra.New(r, gcra.Config{Rate: 1, Period: time.Hour, Burst: 1, Prefix: p})
-		},
-		[]string{"-1", "1", strconv.FormatInt(big, 10), "1000000", strconv.FormatInt(big, 10), "0"}},
+		}},
 }
 
 func allowFunc(l core.Limiter) decideFunc {

@@ -1,11 +1,8 @@
 // Package engine is the part every ratekit limiter shares: it validates a
-// call (key, cost, clock), builds the storage key, runs the algorithm's
-// script through the store, and decodes the reply. An algorithm package
-// adds its configuration and its script.
-//
-// Every algorithm script takes ARGV = {now_us (-1: server TIME), n, the
-// algorithm's parameters..., mode} and replies {allowed, remaining,
-// retry_after_us, reset_after_us}.
+// call (key, cost, clock), builds the storage key, runs the scripts composed
+// from the algorithm's step (see Spec and compose.go) through the store,
+// and decodes the reply. An algorithm package declares its Spec and its
+// configuration; the public limiter type is ratekit.Limiter.
 package engine
 
 import (
@@ -19,13 +16,7 @@ import (
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/keyspace"
 	"github.com/ratekit/ratekit/internal/params"
-)
-
-// Modes passed as the last script argument.
-const (
-	ModeAllow  = 0 // decide for n and count it when allowed
-	ModePeek   = 1 // decide for n, never write
-	ModeAtMost = 2 // allow as many of n as fit (GCRA)
+	"github.com/ratekit/ratekit/internal/slot"
 )
 
 // Engine runs one algorithm's scripts for one configuration.
@@ -34,6 +25,7 @@ type Engine struct {
 	clock  core.Clock
 	prefix string
 	limit  int64
+	spec   *Spec
 	params []int64
 	// borrowKeys: the runner copies any key it keeps (core.KeyCopier), so
 	// a decision can lend it a key built in a reused buffer.
@@ -51,10 +43,11 @@ type frame struct {
 
 var frames = sync.Pool{New: func() any { return &frame{key: make([]byte, 0, 96)} }}
 
-// New checks the shared configuration and returns an Engine. limit is the
-// Decision's Limit and the largest cost AllowN accepts; params are the
-// algorithm's script parameters, sent after now and n.
-func New(runner core.ScriptRunner, clock core.Clock, prefix, defaultPrefix string, limit int64, params ...int64) (*Engine, error) {
+// New checks the configuration and returns an Engine for spec. limit is
+// the Decision's Limit and the largest cost AllowN accepts; raw holds one
+// value per spec parameter, in the order of spec.Params (durations as
+// their nanoseconds), checked as the spec declares.
+func New(runner core.ScriptRunner, clock core.Clock, prefix, defaultPrefix string, limit int64, spec *Spec, raw []int64) (*Engine, error) {
 	if err := CheckRunner(runner); err != nil {
 		return nil, err
 	}
@@ -64,9 +57,112 @@ func New(runner core.ScriptRunner, clock core.Clock, prefix, defaultPrefix strin
 	if err := keyspace.CheckPrefix(prefix); err != nil {
 		return nil, err
 	}
-	e := &Engine{runner: runner, clock: clock, prefix: prefix, limit: limit, params: params}
+	vals, err := spec.values(raw)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{runner: runner, clock: clock, prefix: prefix, limit: limit, spec: spec, params: vals}
 	e.borrowKeys = LendsKeys(runner)
 	return e, nil
+}
+
+// Limit returns the limit decisions report.
+func (e *Engine) Limit() int64 { return e.limit }
+
+// Spec returns the algorithm the engine runs.
+func (e *Engine) Spec() *Spec { return e.spec }
+
+// Runner, Clock and Prefix return what the engine was built with.
+func (e *Engine) Runner() core.ScriptRunner { return e.runner }
+
+// Clock is the limiter's clock, nil for the store's.
+func (e *Engine) Clock() core.Clock { return e.clock }
+
+// Prefix is the key prefix in use.
+func (e *Engine) Prefix() string { return e.prefix }
+
+// Params returns the script parameters, in the order of Spec().Params.
+func (e *Engine) Params() []int64 { return e.params }
+
+// Decide validates the call and decides key at cost n in mode (ModeAllow
+// or ModePeek).
+func (e *Engine) Decide(ctx context.Context, key string, n int64, mode int64) (core.Decision, error) {
+	if err := keyspace.CheckKey(key); err != nil {
+		return core.Decision{}, err
+	}
+	if err := params.Cost(n, e.limit); err != nil {
+		return core.Decision{}, err
+	}
+	now, err := params.Now(e.clock)
+	if err != nil {
+		return core.Decision{}, err
+	}
+	if err := Ended(ctx); err != nil {
+		return core.Decision{}, err
+	}
+	s := e.spec.allow
+	if mode == ModePeek {
+		s = e.spec.peek
+	}
+	f := frames.Get().(*frame)
+	if e.borrowKeys {
+		f.key = keyspace.AppendKey(f.key[:0], e.prefix, key, "")
+		f.keys[0] = unsafe.String(unsafe.SliceData(f.key), len(f.key))
+	} else {
+		f.keys[0] = keyspace.Key(e.prefix, key, "")
+	}
+	args := append(f.args[:0], now, n, mode)
+	args = append(args, e.params...)
+	var d core.Decision
+	reply, err := e.runner.RunScript(ctx, s, f.keys[:], args, f.reply[:0])
+	if err == nil {
+		d, err = e.Decode(key, reply)
+	}
+	f.keys[0] = ""
+	frames.Put(f)
+	return d, err
+}
+
+// Decode decodes a reply for key (params.Decision); a refused state
+// becomes an error wrapping core.ErrCorruptState that names the algorithm
+// and the key.
+func (e *Engine) Decode(key string, reply []int64) (core.Decision, error) {
+	d, err := params.Decision(reply, e.limit)
+	if err == core.ErrCorruptState {
+		err = fmt.Errorf("%w: %s state at key %q (prefix %q) was not written by a %s limiter; reset it or use another prefix", core.ErrCorruptState, e.spec.Name, key, e.prefix, e.spec.Name)
+	}
+	return d, err
+}
+
+// Run validates key and the clock, runs the one-decision script in mode,
+// and returns the raw reply. It does not check n.
+func (e *Engine) Run(ctx context.Context, key string, n int64, mode int64) ([]int64, error) {
+	if err := keyspace.CheckKey(key); err != nil {
+		return nil, err
+	}
+	now, err := params.Now(e.clock)
+	if err != nil {
+		return nil, err
+	}
+	if err := Ended(ctx); err != nil {
+		return nil, err
+	}
+	args := make([]int64, 0, len(e.params)+3)
+	args = append(args, now, n, mode)
+	args = append(args, e.params...)
+	return e.runner.RunScript(ctx, e.spec.allow, []string{keyspace.Key(e.prefix, key, "")}, args, nil)
+}
+
+// Reset deletes key's state.
+func (e *Engine) Reset(ctx context.Context, key string) error {
+	if err := keyspace.CheckKey(key); err != nil {
+		return err
+	}
+	if err := Ended(ctx); err != nil {
+		return err
+	}
+	_, err := e.runner.RunScript(ctx, keyspace.ResetScript, []string{keyspace.Key(e.prefix, key, "")}, nil, nil)
+	return err
 }
 
 // Ended returns an error wrapping core.ErrStore and ctx.Err() when ctx has
@@ -116,95 +212,11 @@ func LendsKeys(runner core.ScriptRunner) bool {
 	return self != nil && reflect.TypeOf(self) == reflect.TypeOf(runner) && reflect.ValueOf(self).Comparable() && self == runner
 }
 
-// Limit returns the limit decisions report.
-func (e *Engine) Limit() int64 { return e.limit }
-
-// Decide validates the call and runs s for key at cost n in mode.
-func (e *Engine) Decide(ctx context.Context, s *core.Script, key string, n int64, mode int64) (core.Decision, error) {
-	if err := keyspace.CheckKey(key); err != nil {
-		return core.Decision{}, err
-	}
-	if err := params.Cost(n, e.limit); err != nil {
-		return core.Decision{}, err
-	}
-	now, err := params.Now(e.clock)
-	if err != nil {
-		return core.Decision{}, err
-	}
-	if err := Ended(ctx); err != nil {
-		return core.Decision{}, err
-	}
-	f := frames.Get().(*frame)
-	if e.borrowKeys {
-		f.key = keyspace.AppendKey(f.key[:0], e.prefix, key, "")
-		f.keys[0] = unsafe.String(unsafe.SliceData(f.key), len(f.key))
-	} else {
-		f.keys[0] = keyspace.Key(e.prefix, key, "")
-	}
-	args := append(f.args[:0], now, n)
-	args = append(args, e.params...)
-	args = append(args, mode)
-	var d core.Decision
-	reply, err := e.runner.RunScript(ctx, s, f.keys[:], args, f.reply[:0])
-	if err == nil {
-		d, err = e.Decode(s, key, reply)
-	}
-	f.keys[0] = ""
-	frames.Put(f)
-	return d, err
-}
-
-// Decode decodes the reply of s for key (params.Decision); a refused state
-// becomes an error wrapping core.ErrCorruptState that names the algorithm
-// and the key.
-func (e *Engine) Decode(s *core.Script, key string, reply []int64) (core.Decision, error) {
-	d, err := params.Decision(reply, e.limit)
-	if err == core.ErrCorruptState {
-		err = fmt.Errorf("%w: %s state at key %q (prefix %q) was not written by a %s limiter; reset it or use another prefix", core.ErrCorruptState, s.Name(), key, e.prefix, s.Name())
-	}
-	return d, err
-}
-
-// Run validates key and the clock, runs s, and returns the raw reply. It
-// does not check n.
-func (e *Engine) Run(ctx context.Context, s *core.Script, key string, n int64, mode int64) ([]int64, error) {
-	if err := keyspace.CheckKey(key); err != nil {
-		return nil, err
-	}
-	now, err := params.Now(e.clock)
-	if err != nil {
-		return nil, err
-	}
-	if err := Ended(ctx); err != nil {
-		return nil, err
-	}
-	return e.runner.RunScript(ctx, s, []string{keyspace.Key(e.prefix, key, "")}, e.args(now, n, mode), nil)
-}
-
-// args returns a script's arguments: now, n, the parameters, mode.
-func (e *Engine) args(now, n, mode int64) []int64 {
-	args := make([]int64, 0, len(e.params)+3)
-	args = append(args, now, n)
-	args = append(args, e.params...)
-	return append(args, mode)
-}
-
-// Reset deletes key's state.
-func (e *Engine) Reset(ctx context.Context, key string) error {
-	if err := keyspace.CheckKey(key); err != nil {
-		return err
-	}
-	if err := Ended(ctx); err != nil {
-		return err
-	}
-	_, err := e.runner.RunScript(ctx, keyspace.ResetScript, []string{keyspace.Key(e.prefix, key, "")}, nil, nil)
-	return err
-}
-
-// AllowMany decides every request with s in mode, in order, in one
-// RunScripts call when the runner is a core.BatchRunner and one RunScript
-// call per request otherwise. Each result carries its own error.
-func (e *Engine) AllowMany(ctx context.Context, s *core.Script, reqs []core.Request) []core.Result {
+// AllowMany decides every request, in order: requests whose keys share a
+// cluster slot go to the store together in one batch script call, the
+// others one script call each, all in one RunScripts call when the runner
+// is a core.BatchRunner. Each result carries its own error.
+func (e *Engine) AllowMany(ctx context.Context, reqs []core.Request) []core.Result {
 	out := make([]core.Result, len(reqs))
 	now, err := params.Now(e.clock)
 	if err != nil {
@@ -213,18 +225,15 @@ func (e *Engine) AllowMany(ctx context.Context, s *core.Script, reqs []core.Requ
 		}
 		return out
 	}
-	calls := make([]core.ScriptCall, 0, len(reqs))
-	index := make([]int, 0, len(reqs)) // calls[j] decides reqs[index[j]]
-	// One backing array for every call's key and one for every call's
-	// arguments: a batch allocates per batch, not per request.
+	// One backing array for every key and one for every call's arguments:
+	// a batch allocates per batch, not per request.
 	keys := make([]string, len(reqs))
 	size := 0
 	for _, r := range reqs {
 		size += len(e.prefix) + len(r.Key) + 2
 	}
 	keyBuf := make([]byte, 0, size) // grows only when keys need escaping
-	perCall := len(e.params) + 3
-	args := make([]int64, 0, len(reqs)*perCall)
+	valid := make([]int, 0, len(reqs))
 	for i, r := range reqs {
 		if err := keyspace.CheckKey(r.Key); err != nil {
 			out[i].Err = err
@@ -239,46 +248,106 @@ func (e *Engine) AllowMany(ctx context.Context, s *core.Script, reqs []core.Requ
 		at := len(keyBuf)
 		keyBuf = keyspace.AppendKey(keyBuf, e.prefix, r.Key, "")
 		keys[i] = unsafe.String(&keyBuf[at], len(keyBuf)-at)
-		start := len(args)
-		args = append(args, now, r.N)
-		args = append(args, e.params...)
-		args = append(args, ModeAllow)
-		calls = append(calls, core.ScriptCall{Script: s, Keys: keys[i : i+1 : i+1], Args: args[start:len(args):len(args)]})
-		index = append(index, i)
+		valid = append(valid, i)
 	}
 	if err := Ended(ctx); err != nil {
-		for _, i := range index {
+		for _, i := range valid {
 			out[i].Err = err
 		}
 		return out
 	}
-	if br, ok := e.runner.(core.BatchRunner); ok {
-		results := br.RunScripts(ctx, calls)
-		for j, i := range index {
-			if j >= len(results) || len(results) != len(calls) {
-				// A store that answers a batch of n with another number of
-				// results cannot be trusted on any of them.
-				out[i].Err = fmt.Errorf("%w: %w: a batch of %d calls got %d results", core.ErrStore, core.ErrUnexpectedReply, len(calls), len(results))
-				continue
+	groups := groupBySlot(keys, valid)
+	calls := make([]core.ScriptCall, 0, len(groups))
+	k := len(e.params)
+	args := make([]int64, 0, len(valid)*(k+3)+len(groups)*(k+1))
+	gkeys := make([]string, 0, len(valid))
+	for _, g := range groups {
+		start, kstart := len(args), len(gkeys)
+		for _, i := range g {
+			gkeys = append(gkeys, keys[i])
+		}
+		s := e.spec.allow
+		if len(g) == 1 {
+			args = append(args, now, reqs[g[0]].N, ModeAllow)
+			args = append(args, e.params...)
+		} else {
+			s = e.spec.batch
+			args = append(args, now)
+			args = append(args, e.params...)
+			for _, i := range g {
+				args = append(args, reqs[i].N, ModeAllow)
 			}
-			res := results[j]
+		}
+		calls = append(calls, core.ScriptCall{Script: s, Keys: gkeys[kstart:len(gkeys):len(gkeys)], Args: args[start:len(args):len(args)]})
+	}
+	results := make([]core.ScriptResult, len(calls))
+	if br, ok := e.runner.(core.BatchRunner); ok {
+		results = br.RunScripts(ctx, calls)
+	} else {
+		for j, c := range calls {
+			results[j].Reply, results[j].Err = e.runner.RunScript(ctx, c.Script, c.Keys, c.Args, nil)
+		}
+	}
+	for j, g := range groups {
+		if len(results) != len(calls) {
+			// A store that answers a batch of n with another number of
+			// results cannot be trusted on any of them.
+			err := fmt.Errorf("%w: %w: a batch of %d calls got %d results", core.ErrStore, core.ErrUnexpectedReply, len(calls), len(results))
+			for _, i := range g {
+				out[i].Err = err
+			}
+			continue
+		}
+		res := results[j]
+		if res.Err == nil && len(res.Reply) != 4*len(g) {
+			res.Err = fmt.Errorf("%w: %w: %d decisions got a reply of %d integers", core.ErrStore, core.ErrUnexpectedReply, len(g), len(res.Reply))
+		}
+		for x, i := range g {
 			if res.Err != nil {
 				out[i].Err = res.Err
 				continue
 			}
-			out[i].Decision, out[i].Err = e.Decode(s, reqs[i].Key, res.Reply)
+			out[i].Decision, out[i].Err = e.Decode(reqs[i].Key, res.Reply[4*x:4*x+4])
 		}
-		return out
-	}
-	var reply [8]int64 // decoded before the next call reuses it
-	for j, c := range calls {
-		i := index[j]
-		r, err := e.runner.RunScript(ctx, c.Script, c.Keys, c.Args, reply[:0])
-		if err != nil {
-			out[i].Err = err
-			continue
-		}
-		out[i].Decision, out[i].Err = e.Decode(s, reqs[i].Key, r)
 	}
 	return out
+}
+
+// groupBySlot splits the requests at indexes valid into groups of the same
+// cluster slot, each in request order, the groups in order of their first
+// request.
+func groupBySlot(keys []string, valid []int) [][]int {
+	if len(valid) == 0 {
+		return nil
+	}
+	bySlot := make(map[int]int, len(valid)) // slot -> group index
+	groups := make([][]int, 0, len(valid))
+	for _, i := range valid {
+		s := slot.Of(keys[i])
+		g, ok := bySlot[s]
+		if !ok {
+			g = len(groups)
+			bySlot[s] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
+}
+
+// Call returns the one-decision script call AllowN would send for key and
+// n now.
+func (e *Engine) Call(key string, n int64) (core.ScriptCall, error) {
+	if err := keyspace.CheckKey(key); err != nil {
+		return core.ScriptCall{}, err
+	}
+	if err := params.Cost(n, e.limit); err != nil {
+		return core.ScriptCall{}, err
+	}
+	now, err := params.Now(e.clock)
+	if err != nil {
+		return core.ScriptCall{}, err
+	}
+	args := append([]int64{now, n, ModeAllow}, e.params...)
+	return core.ScriptCall{Script: e.spec.allow, Keys: []string{keyspace.Key(e.prefix, key, "")}, Args: args}, nil
 }

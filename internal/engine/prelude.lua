@@ -1,11 +1,10 @@
--- ratekit prelude: the part of the protocol every algorithm's step shares,
--- prepended to each step's Lua (internal/engine/prelude.lua). The Go side of
--- each function lives in internal/params.
+-- ratekit prelude (internal/engine/prelude.lua): what every algorithm's step
+-- shares, at the top of every composed script. The Go side of each function
+-- lives in internal/params. A step that refuses its key's state returns
+-- -1, 0, 0, 0 (params.CorruptReply).
 
 -- MAX_STATE is params.MaxState (2^52 + 2^51): no stored integer is larger.
 local MAX_STATE = 6755399441055744
--- CORRUPT is params.CorruptReply: the state at the key is not ours.
-local CORRUPT = {-1, 0, 0, 0}
 
 -- clock(now) returns the decision's time in µs and whether it came from
 -- the client: now >= 0 is the limiter's clock, -1 asks for the server's TIME.

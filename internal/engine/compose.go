@@ -1,0 +1,173 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ratekit/ratekit/core"
+)
+
+// The scripts a store runs are composed from steps: the prelude, each
+// step's Lua (a function named after its algorithm), then a few lines that
+// read the arguments, call the steps and write what they staged. Their Go
+// twins compose the steps' Go twins the same way, so the memory store stays
+// the reference for every composed script.
+//
+// ARGV layouts (every time in µs; now = -1 reads the server's TIME):
+//
+//	one decision   KEYS = {key}; ARGV = now, n, mode, params...
+//	batch          KEYS = keys;  ARGV = now, params..., then n, mode per key
+//	multi-limit    KEYS = one key per limit; ARGV = now, n, mode, then each
+//	               limit's params in turn
+//
+// Every reply holds four integers per decision: allowed, remaining,
+// retry_after_us, reset_after_us.
+
+func header(s *Spec) string {
+	return prelude + "\n" + strings.TrimSpace(s.Lua) + "\n\n"
+}
+
+func singleLua(s *Spec) string {
+	return header(s) + fmt.Sprintf(`-- %[1]s: one decision. KEYS[1] is the key; ARGV = now_us, n, mode, %[2]s.
+local now, client_clock = clock(tonumber(ARGV[1]))
+local allowed, remaining, retry, reset, write = %[1]s(KEYS[1], now, client_clock,
+  tonumber(ARGV[2]), tonumber(ARGV[3]), %[3]s)
+if write then write() end
+return {allowed, remaining, retry, reset}
+`, s.Name, paramNames(s), luaParams(s, 4, ""))
+}
+
+func batchLua(s *Spec) string {
+	k := len(s.Params)
+	return header(s) + fmt.Sprintf(`-- %[1]s: one decision per key, in order, at one time.
+-- ARGV = now_us, %[2]s, then n and mode for each key.
+local now, client_clock = clock(tonumber(ARGV[1]))
+local p = %[3]s
+local out = {}
+for i = 1, #KEYS do
+  local at = %[4]d + 2 * i
+  local allowed, remaining, retry, reset, write = %[1]s(KEYS[i], now, client_clock,
+    tonumber(ARGV[at]), tonumber(ARGV[at + 1]), p)
+  if write then write() end
+  out[4 * i - 3], out[4 * i - 2], out[4 * i - 1], out[4 * i] = allowed, remaining, retry, reset
+end
+return out
+`, s.Name, paramNames(s), luaParams(s, 2, ""), k)
+}
+
+// MultiScript composes the script that decides one request on several
+// limits at once: allowed only if every limit allows, and then counted by
+// every limit; when any denies, nothing is written anywhere.
+func MultiScript(specs []*Spec) *core.Script {
+	var b strings.Builder
+	b.WriteString(prelude + "\n")
+	names := make([]string, len(specs))
+	seen := map[string]bool{}
+	for i, s := range specs {
+		names[i] = s.Name
+		if !seen[s.Name] {
+			seen[s.Name] = true
+			b.WriteString(strings.TrimSpace(s.Lua) + "\n\n")
+		}
+	}
+	name := "multi:" + strings.Join(names, "+")
+	fmt.Fprintf(&b, `-- %s: one request on %d limits; counted by all of them, or by none.
+-- KEYS[i] is limit i's key; ARGV = now_us, n, mode, then each limit's parameters.
+local now, client_clock = clock(tonumber(ARGV[1]))
+local n, mode = tonumber(ARGV[2]), tonumber(ARGV[3])
+local out, writes, all = {}, {}, true
+local allowed, remaining, retry, reset
+`, name, len(specs))
+	at := 4
+	for i, s := range specs {
+		fmt.Fprintf(&b, "allowed, remaining, retry, reset, writes[%d] = %s(KEYS[%d], now, client_clock, n, mode, %s)\n", i+1, s.Name, i+1, luaParams(s, at, ""))
+		fmt.Fprintf(&b, "out[%d], out[%d], out[%d], out[%d] = allowed, remaining, retry, reset\n", 4*i+1, 4*i+2, 4*i+3, 4*i+4)
+		b.WriteString("if allowed ~= 1 then all = false end\n")
+		at += len(s.Params)
+	}
+	fmt.Fprintf(&b, `if all then
+  for i = 1, %d do
+    if writes[i] then writes[i]() end
+  end
+end
+return out
+`, len(specs))
+	return core.NewScript(name, b.String(), multiTwin(specs), false)
+}
+
+func paramNames(s *Spec) string {
+	names := make([]string, len(s.Params))
+	for i, p := range s.Params {
+		names[i] = p.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// call reads now, client_clock from a script's first argument.
+func call(tx core.Tx, now int64) Call {
+	if now < 0 {
+		return Call{Now: tx.Now()}
+	}
+	return Call{Now: now, ClientClock: true}
+}
+
+// commit writes what a step staged.
+func commit(tx core.Tx, key string, st *State) {
+	switch {
+	case !st.Write:
+	case st.List != nil:
+		copy(tx.Put(key, len(st.List), st.TTL), st.List)
+	default:
+		copy(tx.Put(key, st.N, st.TTL), st.Vals[:st.N])
+	}
+}
+
+func singleTwin(s *Spec) core.TwinFunc {
+	return func(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
+		c := call(tx, args[0])
+		c.N, c.Mode = args[1], args[2]
+		r, st := s.Step(tx, keys[0], c, args[3:])
+		commit(tx, keys[0], &st)
+		return append(reply, r[:]...), nil
+	}
+}
+
+func batchTwin(s *Spec) core.TwinFunc {
+	return func(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
+		c := call(tx, args[0])
+		k := len(s.Params)
+		p := args[1 : 1+k]
+		for i, key := range keys {
+			c.N, c.Mode = args[1+k+2*i], args[2+k+2*i]
+			r, st := s.Step(tx, key, c, p)
+			commit(tx, key, &st)
+			reply = append(reply, r[:]...)
+		}
+		return reply, nil
+	}
+}
+
+func multiTwin(specs []*Spec) core.TwinFunc {
+	return func(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
+		c := call(tx, args[0])
+		c.N, c.Mode = args[1], args[2]
+		states := make([]State, len(specs))
+		all := true
+		at := 3
+		for i, s := range specs {
+			r, st := s.Step(tx, keys[i], c, args[at:at+len(s.Params)])
+			at += len(s.Params)
+			states[i] = st
+			reply = append(reply, r[:]...)
+			if r[0] != 1 {
+				all = false
+			}
+		}
+		if all {
+			for i := range specs {
+				commit(tx, keys[i], &states[i])
+			}
+		}
+		return reply, nil
+	}
+}

@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/params"
+)
+
+// Modes of a call.
+const (
+	ModeAllow  = 0 // decide for n and count it when allowed
+	ModePeek   = 1 // decide for n, never write
+	ModeAtMost = 2 // allow as many of n as fit (GCRA)
+)
+
+// Kind says how a parameter is checked and converted at New.
+type Kind int
+
+const (
+	// Count is a positive count, capacity or rate, at most params.MaxCount.
+	Count Kind = iota
+	// Micros is a time.Duration, passed as whole microseconds: positive, a
+	// whole number of microseconds, at most params.MaxSpan.
+	Micros
+)
+
+// Param declares one parameter of an algorithm's step: its name in Lua
+// (p.<Name> in the step) and the configuration field it comes from (named
+// in errors).
+type Param struct {
+	Name  string
+	Field string
+	Kind  Kind
+}
+
+// Call is what every step is given besides its key and parameters.
+type Call struct {
+	Now         int64 // µs: the limiter's clock, or the store's
+	ClientClock bool  // Now came from the limiter's clock
+	N           int64 // the cost
+	Mode        int64 // ModeAllow, ModePeek or ModeAtMost
+}
+
+// Reply is a step's decision: {allowed, remaining, retry_after_us,
+// reset_after_us}, or params.CorruptReply.
+type Reply = [4]int64
+
+// State is the value a step stages for its key. The composed script
+// writes it only when the whole call commits (every limit of a multi-limit
+// call allowed).
+type State struct {
+	Write bool
+	TTL   time.Duration
+	// Vals[:N] is the value, or List when it is not nil (a state longer
+	// than Vals, such as the sliding log).
+	N    int
+	Vals [6]int64
+	List []int64
+}
+
+// Set stages a value of fixed size.
+func (s *State) Set(ttl time.Duration, vals ...int64) {
+	s.Write, s.TTL, s.N = true, ttl, copy(s.Vals[:], vals)
+}
+
+// StepFunc is the Go twin of an algorithm's Lua step: it decides key at
+// c with the parameters p (in the order of Spec.Params) and reads the key
+// through tx, and it never writes: it returns the state to write, if any.
+type StepFunc func(tx core.Tx, key string, c Call, p []int64) (Reply, State)
+
+// Spec is one algorithm, declared once: its name, its parameters (names,
+// order, checks), its Lua step and the step's Go twin. Every script a
+// store runs for it is composed from this declaration (NewSpec).
+type Spec struct {
+	Name   string
+	Params []Param
+	// Lua defines the step as a function named after the algorithm,
+	// called as name(key, now, client_clock, n, mode, p) and returning
+	// allowed, remaining, retry_us, reset_us and a function that writes
+	// the new state (nil when nothing is to be written).
+	Lua  string
+	Step StepFunc
+
+	// The scripts composed from the step, built by NewSpec.
+	allow, peek, batch *core.Script
+}
+
+// NewSpec composes s's scripts: one decision (read-write, and read-only
+// for Peek) and a batch of decisions on many keys.
+func NewSpec(s Spec) *Spec {
+	s.allow = core.NewScript(s.Name, singleLua(&s), singleTwin(&s), false)
+	s.peek = core.NewScript(s.Name, s.allow.Lua(), s.allow.Twin(), true)
+	s.batch = core.NewScript(s.Name+":batch", batchLua(&s), batchTwin(&s), false)
+	return &s
+}
+
+// Allow, Peek and Batch return the spec's composed scripts.
+func (s *Spec) Allow() *core.Script { return s.allow }
+
+// Peek is the read-only script Peek runs.
+func (s *Spec) Peek() *core.Script { return s.peek }
+
+// Batch decides many keys in one call.
+func (s *Spec) Batch() *core.Script { return s.batch }
+
+// values checks raw, one value per parameter in the order of Params
+// (durations as their int64 nanoseconds), and returns the script's
+// parameters.
+func (s *Spec) values(raw []int64) ([]int64, error) {
+	if len(raw) != len(s.Params) {
+		return nil, fmt.Errorf("%w: %s takes %d parameters, got %d", core.ErrInvalidConfig, s.Name, len(s.Params), len(raw))
+	}
+	out := make([]int64, len(raw))
+	for i, p := range s.Params {
+		switch p.Kind {
+		case Count:
+			if err := params.Count(p.Field, raw[i]); err != nil {
+				return nil, err
+			}
+			out[i] = raw[i]
+		case Micros:
+			us, err := params.Micros(p.Field, time.Duration(raw[i]))
+			if err != nil {
+				return nil, err
+			}
+			out[i] = us
+		}
+	}
+	return out, nil
+}
+
+// luaParams returns the Lua table of s's parameters read from ARGV,
+// starting at ARGV[first + offset] where offset is a Lua expression.
+func luaParams(s *Spec, first int, offset string) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i, p := range s.Params {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s = tonumber(ARGV[%s%d])", p.Name, offset, first+i)
+	}
+	b.WriteString("}")
+	return b.String()
+}

@@ -1,0 +1,66 @@
+package ratekit
+
+import (
+	"context"
+
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/engine"
+)
+
+// Limiter is the limiter every ratekit algorithm's New returns: one
+// algorithm, one configuration, one store. It is safe for concurrent use;
+// all its state lives in the store, under the configuration's key prefix.
+type Limiter struct {
+	e *engine.Engine
+}
+
+var _ core.Limiter = (*Limiter)(nil)
+
+// FromEngine wraps an engine. It is for the algorithm packages of this
+// module, which cannot name engine.Engine outside it.
+func FromEngine(e *engine.Engine) *Limiter { return &Limiter{e: e} }
+
+// Allow is AllowN(ctx, key, 1).
+func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) {
+	return l.e.Decide(ctx, key, 1, engine.ModeAllow)
+}
+
+// AllowN decides whether a request of cost n on key may proceed now, and
+// counts it when it does; a denied request consumes nothing and writes
+// nothing, and its RetryAfter is the exact wait until the same request
+// would pass. n must be between 1 and the limit (Decision.Limit): a larger
+// n could never pass and is an error wrapping core.ErrInvalidCost. A key
+// must be 1 to core.MaxKeyLen bytes (core.ErrInvalidKey). Store failures
+// wrap core.ErrStore; a call whose ctx has ended sends nothing.
+func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
+	return l.e.Decide(ctx, key, n, engine.ModeAllow)
+}
+
+// Peek reports the decision a request of cost 1 would get now, with the
+// current state in Remaining, and writes nothing (EVALSHA_RO on Redis).
+func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
+	return l.e.Decide(ctx, key, 1, engine.ModePeek)
+}
+
+// Reset deletes key's state: the next request sees a fresh limiter.
+func (l *Limiter) Reset(ctx context.Context, key string) error {
+	return l.e.Reset(ctx, key)
+}
+
+// AllowMany decides many requests in one call: each exactly as AllowN
+// would decide it, in order (requests on one key see each other), with its
+// own error. On the Redis stores the requests go in one pipelined round
+// trip per server, and requests whose keys share a cluster slot are decided
+// together by one script call.
+func (l *Limiter) AllowMany(ctx context.Context, reqs []core.Request) []core.Result {
+	return l.e.AllowMany(ctx, reqs)
+}
+
+// Call returns the script call AllowN(ctx, key, n) would send to the store
+// now: the script (its Lua source and SHA1), its keys and its arguments.
+// It is for looking at a decision from outside: loading the script in
+// redis-cli, or measuring it with redis-benchmark. With no Clock the first
+// argument is -1, which makes the script read the server's TIME.
+func (l *Limiter) Call(key string, n int64) (core.ScriptCall, error) {
+	return l.e.Call(key, n)
+}
