@@ -35,7 +35,9 @@ type Harness struct {
 }
 
 // Run runs the suite for every algorithm, each as a subtest: the state
-// machine, then the refusal of corrupt state.
+// machine (whose batches use the batch script wherever requests share a
+// cluster slot), then the refusal of corrupt state; and last a state
+// machine of multi-limit decisions (ratekit.Multi) over random algorithms.
 func Run(t *testing.T, h Harness) {
 	t.Helper()
 	if h.Runner == nil {
@@ -49,6 +51,9 @@ func Run(t *testing.T, h Harness) {
 			rapid.Check(t, func(rt *rapid.T) { checkCorrupt(rt, h, a) })
 		})
 	}
+	t.Run("multi", func(t *testing.T) {
+		rapid.Check(t, func(rt *rapid.T) { runMulti(rt, h) })
+	})
 }
 
 // A variant is one drawn configuration of an algorithm.
