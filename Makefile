@@ -30,7 +30,7 @@ soak:
 FUZZTIME ?= 30s
 fuzz:
 	for f in FuzzConfig FuzzKeyAndCost FuzzClientIP; do \
-		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./internal/faulttest/ || exit 1; \
+		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./internal/testkit/faulttest/ || exit 1; \
 	done
 
 # The benchmark harness (its own module, bench/peers): every algorithm on

@@ -9,7 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/fakeclock"
+	"github.com/ratekit/ratekit/fakeclock"
 	"github.com/ratekit/ratekit/internal/keyspace"
 	"github.com/ratekit/ratekit/store/memory"
 )

@@ -22,9 +22,9 @@ import (
 	"github.com/ratekit/ratekit/algorithms/fixedwindow"
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/fakeclock"
 	"github.com/ratekit/ratekit/httplimit"
-	"github.com/ratekit/ratekit/internal/fakeclock"
-	"github.com/ratekit/ratekit/internal/redistest"
+	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
 	"github.com/ratekit/ratekit/store/memory"
 )

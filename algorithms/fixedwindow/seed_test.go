@@ -11,7 +11,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/ratekit/ratekit/algorithms/fixedwindow"
-	"github.com/ratekit/ratekit/internal/seedtest"
+	"github.com/ratekit/ratekit/internal/testkit/seedtest"
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
 )
 

@@ -11,8 +11,8 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/ratekit/ratekit/algorithms/slidingcounter"
-	"github.com/ratekit/ratekit/internal/fakeclock"
-	"github.com/ratekit/ratekit/internal/seedtest"
+	"github.com/ratekit/ratekit/fakeclock"
+	"github.com/ratekit/ratekit/internal/testkit/seedtest"
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
 )
 

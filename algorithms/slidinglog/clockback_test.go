@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/ratekit/ratekit/algorithms/slidinglog"
-	"github.com/ratekit/ratekit/internal/fakeclock"
-	"github.com/ratekit/ratekit/internal/seedtest"
+	"github.com/ratekit/ratekit/fakeclock"
+	"github.com/ratekit/ratekit/internal/testkit/seedtest"
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
 	"github.com/ratekit/ratekit/store/memory"
 )

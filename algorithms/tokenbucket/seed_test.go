@@ -13,8 +13,8 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
-	"github.com/ratekit/ratekit/internal/fakeclock"
-	"github.com/ratekit/ratekit/internal/redistest"
+	"github.com/ratekit/ratekit/fakeclock"
+	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
 )
 

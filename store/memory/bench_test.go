@@ -3,7 +3,7 @@ package memory_test
 import (
 	"testing"
 
-	"github.com/ratekit/ratekit/internal/benchutil"
+	"github.com/ratekit/ratekit/internal/testkit/benchutil"
 	"github.com/ratekit/ratekit/store/memory"
 )
 

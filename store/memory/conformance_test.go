@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/ratekit/ratekit/conformance"
-	"github.com/ratekit/ratekit/internal/fakeclock"
+	"github.com/ratekit/ratekit/fakeclock"
 	"github.com/ratekit/ratekit/store/memory"
 )
 

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
-	"github.com/ratekit/ratekit/internal/fakeclock"
+	"github.com/ratekit/ratekit/fakeclock"
 	"github.com/ratekit/ratekit/store/memory"
 )
 

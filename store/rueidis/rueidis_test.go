@@ -8,8 +8,8 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/adaptertest"
-	"github.com/ratekit/ratekit/internal/redistest"
+	"github.com/ratekit/ratekit/internal/testkit/adaptertest"
+	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	rueidisstore "github.com/ratekit/ratekit/store/rueidis"
 )
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/ratekit/ratekit/conformance"
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/adaptertest"
-	"github.com/ratekit/ratekit/internal/redistest"
+	"github.com/ratekit/ratekit/internal/testkit/adaptertest"
+	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	valkeystore "github.com/ratekit/ratekit/store/valkey"
 )
 

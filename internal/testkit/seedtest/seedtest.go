@@ -18,7 +18,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/redistest"
+	"github.com/ratekit/ratekit/internal/testkit/redistest"
 )
 
 // timeWrapper shadows redis with a table whose call answers TIME from the

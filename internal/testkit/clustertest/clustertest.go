@@ -16,8 +16,8 @@ import (
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/keyspace"
-	"github.com/ratekit/ratekit/internal/redistest"
 	"github.com/ratekit/ratekit/internal/slot"
+	"github.com/ratekit/ratekit/internal/testkit/redistest"
 )
 
 func noTwin(core.Tx, []string, []int64, []int64) ([]int64, error) { return nil, errors.New("no twin") }

@@ -1,4 +1,7 @@
-// Package fakeclock is a manually driven core.Clock for tests.
+// Package fakeclock is a core.Clock that moves only when told: for tests of
+// code that uses ratekit, and for the conformance suite. Give the same
+// Clock to a limiter's Config.Clock and to the memory store
+// (memory.WithClock), and time, TTLs included, is the test's to move.
 package fakeclock
 
 import (
@@ -29,7 +32,8 @@ func (c *Clock) Set(t time.Time) {
 	c.mu.Unlock()
 }
 
-// Advance moves the clock forward by d and returns the new time.
+// Advance moves the clock by d (back when d is negative) and returns the
+// new time.
 func (c *Clock) Advance(d time.Duration) time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
