@@ -1,0 +1,271 @@
+// Package algorithms is the list of ratekit's algorithms: All holds one
+// entry per algorithm package below this directory, in a fixed order, with
+// its name, a short description, its parameters (with defaults, for a UI)
+// and a constructor that takes the parameters by name.
+//
+// Everything that offers every algorithm reads this list: the demo, the
+// conformance suite, the fault and fuzz tests and the benchmarks. Adding an
+// algorithm is its folder (algorithms/<name>) and one line in All; a test
+// fails while a folder with a step is missing from the list.
+//
+// A parameter is a field of the package's Config, named in snake case
+// ("refill_interval" for RefillInterval): Config's fields other than
+// Prefix and Clock are read from the Config type itself, so the list can
+// never disagree with the packages. Code that knows which algorithm it
+// wants should call that package's New with its Config; this package is for
+// code that picks an algorithm by name.
+//
+// This package imports every algorithm package; none of them, nor any
+// package they use, imports it.
+package algorithms
+
+import (
+	"fmt"
+	"path"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/ratekit/ratekit/algorithms/fixedwindow"
+	"github.com/ratekit/ratekit/algorithms/gcra"
+	"github.com/ratekit/ratekit/algorithms/leakybucket"
+	"github.com/ratekit/ratekit/algorithms/slidingcounter"
+	"github.com/ratekit/ratekit/algorithms/slidinglog"
+	"github.com/ratekit/ratekit/algorithms/tokenbucket"
+	"github.com/ratekit/ratekit/core"
+)
+
+// All is every algorithm, in the order UIs and tests list them. Each
+// entry's defaults are a small limit over a few seconds, to watch in the
+// demo.
+var All = []Algorithm{
+	define(tokenbucket.New, tokenbucket.Config{Capacity: 5, RefillRate: 1, RefillInterval: 2 * time.Second}, about{
+		limit: "Capacity", title: "Token bucket", unit: "tokens", remaining: "tokens in the bucket",
+		doc: "bursts of up to Capacity tokens; RefillRate tokens come back at the end of every whole RefillInterval"}),
+	define(fixedwindow.New, fixedwindow.Config{Limit: 5, Window: 10 * time.Second}, about{
+		limit: "Limit", title: "Fixed window counter", unit: "requests", remaining: "requests left in the window",
+		doc: "at most Limit per Window, the window opening at the first request; up to 2 x Limit across a boundary"}),
+	define(slidinglog.New, slidinglog.Config{Limit: 5, Window: 10 * time.Second}, about{
+		limit: "Limit", title: "Sliding window log", unit: "requests", remaining: "requests left in the rolling window",
+		doc: "exactly at most Limit in any rolling Window; one stored entry per allowed unit"}),
+	define(slidingcounter.New, slidingcounter.Config{Limit: 5, Window: 10 * time.Second}, about{
+		limit: "Limit", title: "Sliding window counter", unit: "requests", remaining: "requests the estimate still allows",
+		doc: "two epoch-aligned windows of Window blended by weight: near-exact Limit per rolling Window, in one value"}),
+	define(leakybucket.New, leakybucket.Config{Capacity: 5, LeakRate: 1, Per: 2 * time.Second}, about{
+		limit: "Capacity", title: "Leaky bucket (policing)", unit: "units", remaining: "room left in the bucket",
+		doc: "a bucket of Capacity draining LeakRate per Per; a request that would overflow it is denied, no bursts beyond Capacity"}),
+	define(gcra.New, gcra.Config{Rate: 1, Period: 2 * time.Second, Burst: 5}, about{
+		limit: "Burst", title: "GCRA", unit: "requests", remaining: "requests available now",
+		doc: "generic cell rate algorithm: Rate per Period in bursts of up to Burst, one stored time per key"}),
+}
+
+// Algorithm is one entry of All.
+type Algorithm struct {
+	// Name is the algorithm's package name, which is also its name in
+	// scripts and errors: "tokenbucket".
+	Name string
+	// Title is a short human name: "Token bucket".
+	Title string
+	// Doc is one line on what the algorithm allows.
+	Doc string
+	// Unit is what the counts count ("tokens", "requests"), for labels.
+	Unit string
+	// Remaining says what a Decision's Remaining counts.
+	Remaining string
+	// Params are the parameters New takes, in the order of the Config's
+	// fields; exactly one has Limit set.
+	Params []Param
+
+	build func(runner core.ScriptRunner, p Params, clock core.Clock, prefix string) (core.Limiter, error)
+}
+
+// Kind is what a parameter's value is.
+type Kind int
+
+const (
+	// Count is an int64: a count, capacity or rate.
+	Count Kind = iota
+	// Duration is a time.Duration, given in Params as its int64
+	// (nanoseconds): int64(time.Second).
+	Duration
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Count:
+		return "count"
+	case Duration:
+		return "duration"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Param is one parameter of an algorithm: one field of its Config.
+type Param struct {
+	// Name is Field in snake case: "refill_interval".
+	Name string
+	// Field is the Config field: "RefillInterval". Errors from New name it.
+	Field string
+	Kind  Kind
+	// Default is a sensible value for a UI; for a Duration, a
+	// time.Duration's int64.
+	Default int64
+	// Limit marks the parameter that is the limiter's limit: the largest
+	// cost a request may have, and every Decision's Limit.
+	Limit bool
+}
+
+// Params are an algorithm's parameter values by Param.Name; a Duration's
+// value is a time.Duration's int64.
+type Params map[string]int64
+
+// Lookup returns the algorithm named name.
+func Lookup(name string) (Algorithm, bool) {
+	for _, a := range All {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return Algorithm{}, false
+}
+
+// Names returns the names of All, in order.
+func Names() []string {
+	names := make([]string, len(All))
+	for i, a := range All {
+		names[i] = a.Name
+	}
+	return names
+}
+
+// New returns a limiter of the algorithm with the parameters p, storing
+// its state through runner under prefix (the package's default prefix when
+// empty), deciding at clock's time (nil: the store's). p must give every
+// parameter and nothing else. The limiter is what the package's New
+// returns (*ratekit.Limiter, or *gcra.Limiter). An error wraps
+// core.ErrInvalidConfig and names the parameter or the Config field.
+func (a Algorithm) New(runner core.ScriptRunner, p Params, clock core.Clock, prefix string) (core.Limiter, error) {
+	for _, prm := range a.Params {
+		if _, ok := p[prm.Name]; !ok {
+			return nil, fmt.Errorf("%w: %s: parameter %s (%s) is missing", core.ErrInvalidConfig, a.Name, prm.Name, prm.Field)
+		}
+	}
+	for name := range p {
+		if _, ok := a.Param(name); !ok {
+			return nil, fmt.Errorf("%w: %s has no parameter %q (its parameters: %s)", core.ErrInvalidConfig, a.Name, name, strings.Join(a.paramNames(), ", "))
+		}
+	}
+	return a.build(runner, p, clock, prefix)
+}
+
+// Defaults returns every parameter at its default.
+func (a Algorithm) Defaults() Params {
+	p := make(Params, len(a.Params))
+	for _, prm := range a.Params {
+		p[prm.Name] = prm.Default
+	}
+	return p
+}
+
+// Param returns the parameter named name.
+func (a Algorithm) Param(name string) (Param, bool) {
+	i := slices.IndexFunc(a.Params, func(p Param) bool { return p.Name == name })
+	if i < 0 {
+		return Param{}, false
+	}
+	return a.Params[i], true
+}
+
+// Limit returns the parameter that is the limiter's limit.
+func (a Algorithm) Limit() Param {
+	i := slices.IndexFunc(a.Params, func(p Param) bool { return p.Limit })
+	return a.Params[i]
+}
+
+func (a Algorithm) paramNames() []string {
+	names := make([]string, len(a.Params))
+	for i, p := range a.Params {
+		names[i] = p.Name
+	}
+	return names
+}
+
+// about is what an entry of All says besides its constructor and defaults.
+type about struct {
+	limit                       string // the Config field that is the limit
+	title, unit, remaining, doc string
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+// define makes an entry from a package's New and a Config holding the
+// defaults. Every field of C but Prefix and Clock is a parameter: an int64
+// is a Count, a time.Duration a Duration. A Config that does not fit (a
+// field of another type, no Prefix or Clock, no limit field) panics when
+// the program starts, so that no such entry ever gets used.
+func define[C any, L core.Limiter](newFn func(core.ScriptRunner, C) (L, error), defaults C, ab about) Algorithm {
+	t := reflect.TypeFor[C]()
+	a := Algorithm{Name: path.Base(t.PkgPath()), Title: ab.title, Doc: ab.doc, Unit: ab.unit, Remaining: ab.remaining}
+	var index []int // Config field of each parameter
+	def := reflect.ValueOf(defaults)
+	for i := range t.NumField() {
+		f := t.Field(i)
+		switch {
+		case f.Name == "Prefix" && f.Type.Kind() == reflect.String, f.Name == "Clock" && f.Type == reflect.TypeFor[core.Clock]():
+			continue
+		case !f.IsExported():
+			panic(fmt.Sprintf("algorithms: %s: unexported Config field %s", t, f.Name))
+		}
+		kind := Count
+		switch {
+		case f.Type == durationType:
+			kind = Duration
+		case f.Type.Kind() != reflect.Int64 || f.Type.PkgPath() != "":
+			panic(fmt.Sprintf("algorithms: %s.%s is a %s; a parameter is an int64 or a time.Duration", t, f.Name, f.Type))
+		}
+		a.Params = append(a.Params, Param{Name: snake(f.Name), Field: f.Name, Kind: kind, Default: def.Field(i).Int(), Limit: f.Name == ab.limit})
+		index = append(index, i)
+	}
+	for _, f := range []string{"Prefix", "Clock"} {
+		if _, ok := t.FieldByName(f); !ok {
+			panic(fmt.Sprintf("algorithms: %s has no %s field", t, f))
+		}
+	}
+	if i := slices.IndexFunc(a.Params, func(p Param) bool { return p.Limit }); i < 0 || a.Params[i].Kind != Count {
+		panic(fmt.Sprintf("algorithms: %s: the limit %q is not a count parameter of %s", a.Name, ab.limit, t))
+	}
+	params := a.Params
+	a.build = func(runner core.ScriptRunner, p Params, clock core.Clock, prefix string) (core.Limiter, error) {
+		var cfg C
+		v := reflect.ValueOf(&cfg).Elem()
+		for i, prm := range params {
+			v.Field(index[i]).SetInt(p[prm.Name])
+		}
+		v.FieldByName("Prefix").SetString(prefix)
+		if clock != nil {
+			v.FieldByName("Clock").Set(reflect.ValueOf(clock))
+		}
+		l, err := newFn(runner, cfg)
+		if err != nil {
+			return nil, err // not a typed nil in the interface
+		}
+		return l, nil
+	}
+	return a
+}
+
+// snake turns a Go field name into a parameter name: RefillInterval into
+// refill_interval, MaxTTL into max_ttl.
+func snake(s string) string {
+	r := []rune(s)
+	var b strings.Builder
+	for i, c := range r {
+		if unicode.IsUpper(c) && i > 0 && (unicode.IsLower(r[i-1]) || i+1 < len(r) && unicode.IsLower(r[i+1])) {
+			b.WriteByte('_')
+		}
+		b.WriteRune(unicode.ToLower(c))
+	}
+	return b.String()
+}

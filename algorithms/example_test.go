@@ -1,0 +1,50 @@
+package algorithms_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ratekit/ratekit/algorithms"
+	"github.com/ratekit/ratekit/store/memory"
+)
+
+// Every algorithm and its parameters, then one picked by name and built
+// from its defaults with a burst of 2.
+func Example() {
+	for _, a := range algorithms.All {
+		fmt.Printf("%s (%s):", a.Name, a.Title)
+		for _, p := range a.Params {
+			if p.Kind == algorithms.Duration {
+				fmt.Printf(" %s=%v", p.Name, time.Duration(p.Default))
+			} else {
+				fmt.Printf(" %s=%d", p.Name, p.Default)
+			}
+		}
+		fmt.Println()
+	}
+
+	store, _ := memory.New()
+	defer store.Close()
+	a, _ := algorithms.Lookup("gcra")
+	p := a.Defaults()
+	p[a.Limit().Name] = 2 // burst
+	limiter, err := a.New(store, p, nil, "")
+	if err != nil {
+		panic(err)
+	}
+	for i := 0; i < 3; i++ {
+		d, _ := limiter.Allow(context.Background(), "user:42")
+		fmt.Println(d.Allowed, d.Remaining, d.Limit)
+	}
+	// Output:
+	// tokenbucket (Token bucket): capacity=5 refill_rate=1 refill_interval=2s
+	// fixedwindow (Fixed window counter): limit=5 window=10s
+	// slidinglog (Sliding window log): limit=5 window=10s
+	// slidingcounter (Sliding window counter): limit=5 window=10s
+	// leakybucket (Leaky bucket (policing)): capacity=5 leak_rate=1 per=2s
+	// gcra (GCRA): rate=1 period=2s burst=5
+	// true 1 2
+	// true 0 2
+	// false 0 2
+}
