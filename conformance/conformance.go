@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"pgregory.net/rapid"
 
+	registry "github.com/ratekit/ratekit/algorithms"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/fakeclock"
 	"github.com/ratekit/ratekit/store/memory"
@@ -43,7 +45,10 @@ func Run(t *testing.T, h Harness) {
 	if h.Runner == nil {
 		t.Fatal("conformance: Harness.Runner is nil")
 	}
-	for _, a := range algorithms {
+	for _, a := range suite {
+		if noDraw(t, a) {
+			continue
+		}
 		t.Run(a.name, func(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) { runMachine(rt, h, a) })
 		})
@@ -89,13 +94,42 @@ type batcher interface {
 	AllowMany(ctx context.Context, reqs []core.Request) []core.Result
 }
 
-var algorithms = []algorithm{
-	{name: "tokenbucket", draw: drawTokenBucket},
-	{name: "fixedwindow", draw: drawFixedWindow},
-	{name: "slidinglog", draw: drawSlidingLog},
-	{name: "slidingcounter", draw: drawSlidingCounter},
-	{name: "leakybucket", draw: drawLeakyBucket},
-	{name: "gcra", draw: drawGCRA},
+// draws holds each algorithm's draw, by its name in algorithms.All. The
+// suite checks every algorithm of the registry, in its order, and fails
+// for one that has no draw here (see suite).
+var draws = map[string]func(t *rapid.T, periods []time.Duration) variant{
+	"tokenbucket":    drawTokenBucket,
+	"fixedwindow":    drawFixedWindow,
+	"slidinglog":     drawSlidingLog,
+	"slidingcounter": drawSlidingCounter,
+	"leakybucket":    drawLeakyBucket,
+	"gcra":           drawGCRA,
+}
+
+// suite is every algorithm of algorithms.All, in its order, with its draw
+// (nil when draws has none).
+var suite = func() []algorithm {
+	var list []algorithm
+	for _, a := range registry.All {
+		list = append(list, algorithm{name: a.Name, draw: draws[a.Name]})
+	}
+	return list
+}()
+
+// drawable is the algorithms of suite that have a draw.
+var drawable = slices.DeleteFunc(slices.Clone(suite), func(a algorithm) bool { return a.draw == nil })
+
+// noDraw fails a subtest named after a, and reports true, when the suite
+// cannot check a: an algorithm of the registry without a draw here must
+// not pass unchecked.
+func noDraw(t *testing.T, a algorithm) bool {
+	if a.draw != nil {
+		return false
+	}
+	t.Run(a.name, func(t *testing.T) {
+		t.Fatalf("conformance: algorithm %q (algorithms.All) has no draw: add one to the draws of github.com/ratekit/ratekit/conformance", a.name)
+	})
+	return true
 }
 
 // periods are whole seconds or more: against a real server in client-clock

@@ -6,7 +6,7 @@
 //		conformance.Run(t, conformance.Harness{Runner: myrunner.New(client)})
 //	}
 //
-// For every algorithm, rapid (pgregory.net/rapid) state machines drive a
+// For every algorithm of the registry (algorithms.All), rapid (pgregory.net/rapid) state machines drive a
 // limiter on the store under test and the same limiter on the memory store
 // (the reference) with the same random operations: keys from a small set
 // (braces and escape characters included), random costs (invalid ones too),
@@ -15,6 +15,8 @@
 // must be equal field by field (or both calls fail with the same sentinel
 // error), and each algorithm's own bound must hold on what was allowed. A
 // failing case shrinks to a minimal sequence that rapid prints and replays.
+// An algorithm of the registry that the suite has no configurations for
+// fails the suite, by name.
 //
 // The number of runs follows rapid's flags and environment: -rapid.checks
 // (RAPID_CHECKS, default 100) and -rapid.steps (RAPID_STEPS, default 30).

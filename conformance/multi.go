@@ -34,7 +34,7 @@ func runMulti(t *rapid.T, h Harness) {
 	size := rapid.IntRange(1, 4).Draw(t, "limits")
 	vs := make([]variant, size)
 	for i := range vs {
-		vs[i] = rapid.SampledFrom(algorithms).Draw(t, "algorithm").draw(t, nil)
+		vs[i] = rapid.SampledFrom(drawable).Draw(t, "algorithm").draw(t, nil)
 	}
 	start := drawStart(t)
 	clock := fakeclock.New(start)
