@@ -87,7 +87,7 @@ func (s *server) configure(cfg config) error {
 		}
 		// A duration in milliseconds must fit a time.Duration: ms would
 		// otherwise wrap around to a wrong, maybe valid, duration.
-		if strings.HasSuffix(prm.Name, "_ms") && (v > maxMS || v < -maxMS) {
+		if prm.isDuration() && (v > maxMS || v < -maxMS) {
 			return fmt.Errorf("parameter %s: %d ms is too long for a duration (at most %d)", prm.Name, v, maxMS)
 		}
 		p[prm.Name] = v

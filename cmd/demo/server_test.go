@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	registry "github.com/ratekit/ratekit/algorithms"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	"github.com/ratekit/ratekit/store/memory"
@@ -96,7 +97,7 @@ func call(t *testing.T, method, url string, body any, hdr map[string]string) (*h
 func TestAPI(t *testing.T) {
 	ts := newTestServer(t)
 	_, meta := call(t, "GET", ts.URL+"/api/algorithms", nil, nil)
-	if n := len(meta["algorithms"].([]any)); n != 6 || meta["store"] != "memory" {
+	if n := len(meta["algorithms"].([]any)); n != len(registry.All) || meta["store"] != "memory" {
 		t.Fatalf("algorithms: %d, store %v", n, meta["store"])
 	}
 	// Every algorithm can be chosen, and limits what it should.
@@ -105,12 +106,8 @@ func TestAPI(t *testing.T) {
 		for _, p := range a.Params {
 			params[p.Name] = p.Default
 		}
-		// A limit of 3 (or burst/capacity 3), whatever the parameter's name.
-		for _, name := range []string{"capacity", "limit", "burst"} {
-			if _, ok := params[name]; ok {
-				params[name] = 3
-			}
-		}
+		// A limit of 3, whatever the parameter's name (capacity, burst).
+		params[a.reg.Limit().Name] = 3
 		resp, v := call(t, "PUT", ts.URL+"/api/config", config{Algorithm: a.Name, Params: params}, nil)
 		if resp.StatusCode != 200 || v["algorithm"] != a.Name {
 			t.Fatalf("%s: PUT /api/config: %s %v", a.Name, resp.Status, v)
@@ -149,6 +146,70 @@ func TestAPI(t *testing.T) {
 	page.Body.Close()
 	if !strings.Contains(string(b), "ratekit demo") || strings.Contains(string(b), "https://") {
 		t.Fatalf("page: %s", b)
+	}
+}
+
+// TestAlgorithmsAPI: GET /api/algorithms lists the registry's algorithms
+// in its order, and the page's names for the parameters (durations in
+// whole milliseconds, "_ms") and their defaults stay what they were.
+func TestAlgorithmsAPI(t *testing.T) {
+	ts := newTestServer(t)
+	resp, err := http.Get(ts.URL + "/api/algorithms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var meta struct {
+		Algorithms []struct {
+			Name, Title, State string
+			Params             []struct {
+				Name, Label string
+				Default     int64
+			}
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&meta); err != nil {
+		t.Fatal(err)
+	}
+	if len(meta.Algorithms) != len(registry.All) {
+		t.Fatalf("%d algorithms, the registry has %d", len(meta.Algorithms), len(registry.All))
+	}
+	got := map[string]string{}
+	for i, a := range meta.Algorithms {
+		if a.Name != registry.All[i].Name || a.Title == "" || a.State == "" {
+			t.Errorf("algorithm %d: %+v, registry %q", i, a, registry.All[i].Name)
+		}
+		var ps []string
+		for _, p := range a.Params {
+			if p.Label == "" {
+				t.Errorf("%s.%s has no label", a.Name, p.Name)
+			}
+			ps = append(ps, fmt.Sprintf("%s=%d", p.Name, p.Default))
+		}
+		got[a.Name] = strings.Join(ps, " ")
+	}
+	for name, want := range map[string]string{
+		"tokenbucket":    "capacity=5 refill_rate=1 refill_interval_ms=2000",
+		"fixedwindow":    "limit=5 window_ms=10000",
+		"slidinglog":     "limit=5 window_ms=10000",
+		"slidingcounter": "limit=5 window_ms=10000",
+		"leakybucket":    "capacity=5 leak_rate=1 per_ms=2000",
+		"gcra":           "rate=1 period_ms=2000 burst=5",
+	} {
+		if got[name] != want {
+			t.Errorf("%s: parameters %q, want %q", name, got[name], want)
+		}
+	}
+	if meta.Algorithms[0].Name != "tokenbucket" {
+		t.Errorf("the page starts with %s, want the token bucket", meta.Algorithms[0].Name)
+	}
+	// Every default duration is whole milliseconds, as the page gives it.
+	for _, a := range registry.All {
+		for _, p := range a.Params {
+			if p.Kind == registry.Duration && p.Default%int64(time.Millisecond) != 0 {
+				t.Errorf("%s.%s: default %v is not whole milliseconds", a.Name, p.Name, time.Duration(p.Default))
+			}
+		}
 	}
 }
 
