@@ -10,43 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratekit/ratekit/algorithms/fixedwindow"
-	"github.com/ratekit/ratekit/algorithms/gcra"
-	"github.com/ratekit/ratekit/algorithms/leakybucket"
-	"github.com/ratekit/ratekit/algorithms/slidingcounter"
-	"github.com/ratekit/ratekit/algorithms/slidinglog"
-	"github.com/ratekit/ratekit/algorithms/tokenbucket"
+	"github.com/ratekit/ratekit/algorithms"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
 )
-
-// contention is one algorithm with a limit of c and no refill at all
-// within the test (a frozen clock).
-type contention struct {
-	name  string
-	build func(r core.ScriptRunner, prefix string, c int64, clock core.Clock) (core.Limiter, error)
-}
-
-var contentions = []contention{
-	{"tokenbucket", func(r core.ScriptRunner, p string, c int64, clock core.Clock) (core.Limiter, error) {
-		return tokenbucket.New(r, tokenbucket.Config{Capacity: c, RefillRate: 1, RefillInterval: time.Hour, Prefix: p, Clock: clock})
-	}},
-	{"fixedwindow", func(r core.ScriptRunner, p string, c int64, clock core.Clock) (core.Limiter, error) {
-		return fixedwindow.New(r, fixedwindow.Config{Limit: c, Window: time.Hour, Prefix: p, Clock: clock})
-	}},
-	{"slidinglog", func(r core.ScriptRunner, p string, c int64, clock core.Clock) (core.Limiter, error) {
-		return slidinglog.New(r, slidinglog.Config{Limit: c, Window: time.Hour, Prefix: p, Clock: clock})
-	}},
-	{"slidingcounter", func(r core.ScriptRunner, p string, c int64, clock core.Clock) (core.Limiter, error) {
-		return slidingcounter.New(r, slidingcounter.Config{Limit: c, Window: time.Hour, Prefix: p, Clock: clock})
-	}},
-	{"leakybucket", func(r core.ScriptRunner, p string, c int64, clock core.Clock) (core.Limiter, error) {
-		return leakybucket.New(r, leakybucket.Config{Capacity: c, LeakRate: 1, Per: time.Hour, Prefix: p, Clock: clock})
-	}},
-	{"gcra", func(r core.ScriptRunner, p string, c int64, clock core.Clock) (core.Limiter, error) {
-		return gcra.New(r, gcra.Config{Rate: 1, Period: time.Hour, Burst: c, Prefix: p, Clock: clock})
-	}},
-}
 
 // requestsPerGoroutine is 1000 (about a minute for everything under -race
 // on 2 cores); RATEKIT_CONTENTION changes it.
@@ -74,12 +41,14 @@ func TestContention(t *testing.T) {
 	frozen := core.ClockFunc(func() time.Time { return time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC) })
 	srv := redistest.Start(t)
 	for _, a := range append([]adapter{memoryAdapter(t)}, adapters...) {
-		for _, c := range contentions {
-			t.Run(a.name+"/"+c.name, func(t *testing.T) {
+		for _, alg := range algorithms.All {
+			t.Run(a.name+"/"+alg.Name, func(t *testing.T) {
 				prefix := fmt.Sprintf("contention:%d:", time.Now().UnixNano())
 				lims := make([]core.Limiter, clients)
 				for i := range lims {
-					l, err := c.build(a.open(t, srv.Addr), prefix, limit, frozen)
+					// A limit of C and no refill at all within the test
+					// (the clock is frozen).
+					l, err := alg.New(a.open(t, srv.Addr), limitParams(alg, limit, 1, time.Hour), frozen, prefix)
 					if err != nil {
 						t.Fatal(err)
 					}

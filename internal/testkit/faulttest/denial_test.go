@@ -10,12 +10,9 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/ratekit/ratekit/algorithms/fixedwindow"
+	"github.com/ratekit/ratekit/algorithms"
 	"github.com/ratekit/ratekit/algorithms/gcra"
-	"github.com/ratekit/ratekit/algorithms/leakybucket"
-	"github.com/ratekit/ratekit/algorithms/slidingcounter"
 	"github.com/ratekit/ratekit/algorithms/slidinglog"
-	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/fakeclock"
 	"github.com/ratekit/ratekit/internal/keyspace"
@@ -34,52 +31,43 @@ type batchLimiter interface {
 // this many requests of cost 1 pass.
 const denialLimit = 3
 
-// denialAlgorithms build each algorithm with a limit of denialLimit. With a
-// client clock, which only the test moves, periods are a minute. In
-// server-time mode (clock nil) periods are so long that no refill, leak or
-// window boundary can come while the test runs, however slowly: a day,
-// and for the sliding counter, whose windows are aligned to the epoch, a
-// window of about 24 years, which holds every time from 2017 to 2041.
-var denialAlgorithms = []struct {
-	name string
-	new  func(r core.ScriptRunner, prefix string, clock core.Clock) (batchLimiter, error)
-}{
-	{"tokenbucket", func(r core.ScriptRunner, prefix string, clock core.Clock) (batchLimiter, error) {
-		return asBatch(tokenbucket.New(r, tokenbucket.Config{Capacity: denialLimit, RefillRate: 1, RefillInterval: period(clock), Prefix: prefix, Clock: clock}))
-	}},
-	{"fixedwindow", func(r core.ScriptRunner, prefix string, clock core.Clock) (batchLimiter, error) {
-		return asBatch(fixedwindow.New(r, fixedwindow.Config{Limit: denialLimit, Window: period(clock), Prefix: prefix, Clock: clock}))
-	}},
-	{"slidinglog", func(r core.ScriptRunner, prefix string, clock core.Clock) (batchLimiter, error) {
-		return asBatch(slidinglog.New(r, slidinglog.Config{Limit: denialLimit, Window: period(clock), Prefix: prefix, Clock: clock}))
-	}},
-	{"slidingcounter", func(r core.ScriptRunner, prefix string, clock core.Clock) (batchLimiter, error) {
-		window := period(clock)
-		if clock == nil {
-			window = time.Duration(params.MaxSpan/denialLimit) * time.Microsecond
-		}
-		return asBatch(slidingcounter.New(r, slidingcounter.Config{Limit: denialLimit, Window: window, Prefix: prefix, Clock: clock}))
-	}},
-	{"leakybucket", func(r core.ScriptRunner, prefix string, clock core.Clock) (batchLimiter, error) {
-		return asBatch(leakybucket.New(r, leakybucket.Config{Capacity: denialLimit, LeakRate: 1, Per: period(clock), Prefix: prefix, Clock: clock}))
-	}},
-	{"gcra", func(r core.ScriptRunner, prefix string, clock core.Clock) (batchLimiter, error) {
-		return asBatch(gcra.New(r, gcra.Config{Rate: 1, Period: period(clock), Burst: denialLimit, Prefix: prefix, Clock: clock}))
-	}},
+// denialLimiter builds a with a limit of denialLimit, every other count 1
+// and every duration period(clock), or, in server-time mode, the period of
+// serverTimePeriods when a has one.
+func denialLimiter(a algorithms.Algorithm, r core.ScriptRunner, prefix string, clock core.Clock) (batchLimiter, error) {
+	d := period(clock)
+	if p, ok := serverTimePeriods[a.Name]; ok && clock == nil {
+		d = p
+	}
+	l, err := a.New(r, limitParams(a, denialLimit, 1, d), clock, prefix)
+	if err != nil {
+		return nil, err
+	}
+	bl, ok := l.(batchLimiter)
+	if !ok {
+		return nil, fmt.Errorf("%s: %T has no AllowMany", a.Name, l)
+	}
+	return bl, nil
 }
 
+// serverTimePeriods are the periods, in server-time mode, of the
+// algorithms for which a day is not enough: the sliding counter's windows
+// are aligned to the epoch, so its window is about 24 years, which holds
+// every time from 2017 to 2041.
+var serverTimePeriods = map[string]time.Duration{
+	"slidingcounter": time.Duration(params.MaxSpan/denialLimit) * time.Microsecond,
+}
+
+// period is every duration of the limiters of TestDenialWritesNothing.
+// With a client clock, which only the test moves, a minute. In server-time
+// mode (clock nil), long enough that no refill, leak or window boundary
+// can come while the test runs, however slowly: a day (but see
+// serverTimePeriods).
 func period(clock core.Clock) time.Duration {
 	if clock == nil {
 		return 24 * time.Hour
 	}
 	return time.Minute
-}
-
-func asBatch[T batchLimiter](l T, err error) (batchLimiter, error) {
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
 }
 
 // denialStart is the fake clocks' start: mid-minute, so that the sliding
@@ -232,16 +220,16 @@ func TestDenialWritesNothing(t *testing.T) {
 	s := startDenialServer(t)
 	ctx := context.Background()
 	for _, mode := range []string{"client-clock", "server-time"} {
-		for _, a := range denialAlgorithms {
-			t.Run(mode+"/"+a.name, func(t *testing.T) {
+		for _, a := range algorithms.All {
+			t.Run(mode+"/"+a.Name, func(t *testing.T) {
 				var clock *fakeclock.Clock
 				var c core.Clock // nil in server-time mode, not a nil *fakeclock.Clock
 				if mode == "client-clock" {
 					clock = fakeclock.New(denialStart)
 					c = clock
 				}
-				prefix := fmt.Sprintf("denial:%d:%s:%s:", time.Now().UnixNano(), mode, a.name)
-				lim, err := a.new(s.store, prefix, c)
+				prefix := fmt.Sprintf("denial:%d:%s:%s:", time.Now().UnixNano(), mode, a.Name)
+				lim, err := denialLimiter(a, s.store, prefix, c)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -9,34 +9,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratekit/ratekit/algorithms/fixedwindow"
-	"github.com/ratekit/ratekit/algorithms/gcra"
-	"github.com/ratekit/ratekit/algorithms/leakybucket"
-	"github.com/ratekit/ratekit/algorithms/slidingcounter"
-	"github.com/ratekit/ratekit/algorithms/slidinglog"
-	"github.com/ratekit/ratekit/algorithms/tokenbucket"
+	"github.com/ratekit/ratekit/algorithms"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/httplimit"
 	"github.com/ratekit/ratekit/store/memory"
 )
 
-// build makes algorithm kind%6 from raw numbers, as a careless caller might.
+// build makes the algorithm kind (modulo the number of algorithms) from
+// raw numbers, as a careless caller might (see limitParams).
 func build(r core.ScriptRunner, kind uint8, a, b int64, d time.Duration, prefix string) (core.Limiter, error) {
-	switch kind % 6 {
-	case 0:
-		return tokenbucket.New(r, tokenbucket.Config{Capacity: a, RefillRate: b, RefillInterval: d, Prefix: prefix})
-	case 1:
-		return fixedwindow.New(r, fixedwindow.Config{Limit: a, Window: d, Prefix: prefix})
-	case 2:
-		return slidinglog.New(r, slidinglog.Config{Limit: a, Window: d, Prefix: prefix})
-	case 3:
-		return slidingcounter.New(r, slidingcounter.Config{Limit: a, Window: d, Prefix: prefix})
-	case 4:
-		return leakybucket.New(r, leakybucket.Config{Capacity: a, LeakRate: b, Per: d, Prefix: prefix})
-	default:
-		return gcra.New(r, gcra.Config{Rate: b, Period: d, Burst: a, Prefix: prefix})
-	}
+	alg := algorithms.All[int(kind)%len(algorithms.All)]
+	return alg.New(r, limitParams(alg, a, b, d), nil, prefix)
 }
+
+// kinds is the number of algorithms, each a kind the fuzz targets seed.
+var kinds = uint8(len(algorithms.All))
 
 func fuzzStore(t *testing.T) *memory.Store {
 	s, err := memory.New(memory.WithSweepInterval(0))
@@ -50,7 +37,7 @@ func fuzzStore(t *testing.T) *memory.Store {
 // FuzzConfig: any configuration either builds a limiter that then decides
 // without error, or fails with core.ErrInvalidConfig. Never a panic.
 func FuzzConfig(f *testing.F) {
-	for kind := uint8(0); kind < 6; kind++ {
+	for kind := range kinds {
 		f.Add(kind, int64(10), int64(1), int64(time.Second), "")
 		f.Add(kind, int64(0), int64(0), int64(0), "p:")
 		f.Add(kind, int64(-1), int64(-1), int64(-1), "{")
@@ -83,7 +70,7 @@ func FuzzConfig(f *testing.F) {
 // core.ErrInvalidKey or core.ErrInvalidCost. Never a panic, never a clamp:
 // a valid call always decides.
 func FuzzKeyAndCost(f *testing.F) {
-	for kind := uint8(0); kind < 6; kind++ {
+	for kind := range kinds {
 		for _, k := range []string{"", "k", "{", "}", "%7B", "a{b}c", "\x00\xff\xfe", "\xc3\x28", strings.Repeat("k", 1<<20), strings.Repeat("{", 100)} {
 			for _, n := range []int64{-1 << 63, -1, 0, 1, 5, 6, 1<<63 - 1} {
 				f.Add(kind, k, n)
