@@ -39,6 +39,7 @@ func TestDecisions(t *testing.T) {
 		t.Fatal(err)
 	}
 	limitertest.BadCalls(t, l, 4)
+	env.BadClock(t, l)
 	env.PeekNeverWrites(t, l)
 	env.Walk(t, l, []limitertest.Step{
 		{Advance: 0, N: 3, Want: core.Decision{Allowed: true, Limit: 4, Remaining: 1, ResetAfter: 1500 * ms}},

@@ -37,6 +37,7 @@ func TestDecisions(t *testing.T) {
 		t.Fatal(err)
 	}
 	limitertest.BadCalls(t, l, 4)
+	env.BadClock(t, l)
 	env.PeekNeverWrites(t, l)
 	env.Walk(t, l, []limitertest.Step{
 		// Window 0 (aligned at T0).

@@ -41,6 +41,7 @@ func TestDecisions(t *testing.T) {
 		t.Fatal(err)
 	}
 	limitertest.BadCalls(t, l, 3)
+	env.BadClock(t, l)
 	env.PeekNeverWrites(t, l)
 	env.Walk(t, l, []limitertest.Step{
 		{Advance: 0, N: 1, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 2, ResetAfter: 10 * s}},

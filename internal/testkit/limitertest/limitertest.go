@@ -110,6 +110,33 @@ func BadCalls(t *testing.T, l core.Limiter, limit int64) {
 
 func second(_ core.Decision, err error) error { return err }
 
+// BadClock checks that l, whose Clock is e.Clock, refuses times it cannot
+// compute with (before 1970, after 2112) with core.ErrInvalidTime, and
+// that none of them consumed anything. It leaves the clock where it was.
+func (e *Env) BadClock(t *testing.T, l core.Limiter) {
+	t.Helper()
+	ctx := context.Background()
+	now := e.Clock.Now()
+	defer e.Clock.Set(now)
+	before, err := l.Peek(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []time.Time{time.Unix(-1, 0), time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		e.Clock.Set(at)
+		if _, err := l.Allow(ctx, "k"); !errors.Is(err, core.ErrInvalidTime) {
+			t.Errorf("Allow with the clock at %v: %v, want %v", at, err, core.ErrInvalidTime)
+		}
+		if _, err := l.Peek(ctx, "k"); !errors.Is(err, core.ErrInvalidTime) {
+			t.Errorf("Peek with the clock at %v: %v, want %v", at, err, core.ErrInvalidTime)
+		}
+	}
+	e.Clock.Set(now)
+	if after, err := l.Peek(ctx, "k"); err != nil || after != before {
+		t.Errorf("calls at bad times changed the state: %+v, then %+v (%v)", before, after, err)
+	}
+}
+
 // PeekNeverWrites checks that Peek on new keys stores nothing.
 func (e *Env) PeekNeverWrites(t *testing.T, l core.Limiter) {
 	t.Helper()
