@@ -37,11 +37,11 @@ type options struct {
 
 func main() {
 	var o options
-	var gs, algos, stores string
+	var gs, algoList, stores string
 	flag.IntVar(&o.rounds, "rounds", 3, "interleaved rounds; medians and min-max are taken over them")
 	flag.DurationVar(&o.duration, "duration", 400*time.Millisecond, "time per case per round")
 	flag.StringVar(&gs, "goroutines", "1,16,64,256", "concurrencies")
-	flag.StringVar(&algos, "algorithms", "all", "comma-separated algorithms, or all")
+	flag.StringVar(&algoList, "algorithms", "all", "comma-separated algorithms, or all")
 	flag.StringVar(&stores, "stores", "all", "comma-separated stores (memory,goredis,goredis-auto,rueidis,redigo,valkey), or all")
 	flag.BoolVar(&o.peers, "peers", true, "measure the peer libraries")
 	flag.BoolVar(&o.ceilings, "ceilings", true, "measure each script's ceiling with redis-benchmark")
@@ -49,6 +49,10 @@ func main() {
 	flag.BoolVar(&o.denyCache, "deny-cache", true, "also measure the 90%-denied workload with the local deny cache")
 	flag.StringVar(&o.out, "out", "..", "directory for RESULTS.md and throughput.png")
 	flag.Parse()
+	var err error
+	if algos, err = ratekitAlgos(); err != nil {
+		log.Fatal(err)
+	}
 	for _, g := range strings.Split(gs, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(g))
 		if err != nil || n < 1 {
@@ -56,7 +60,7 @@ func main() {
 		}
 		o.goroutines = append(o.goroutines, n)
 	}
-	o.algorithms = set(algos)
+	o.algorithms = set(algoList)
 	o.stores = set(stores)
 
 	start := time.Now()

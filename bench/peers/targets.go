@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,12 +20,8 @@ import (
 	"github.com/valkey-io/valkey-go"
 	"golang.org/x/time/rate"
 
-	"github.com/ratekit/ratekit/algorithms/fixedwindow"
-	"github.com/ratekit/ratekit/algorithms/gcra"
-	"github.com/ratekit/ratekit/algorithms/leakybucket"
-	"github.com/ratekit/ratekit/algorithms/slidingcounter"
+	"github.com/ratekit/ratekit/algorithms"
 	"github.com/ratekit/ratekit/algorithms/slidinglog"
-	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
 	"github.com/ratekit/ratekit/store/memory"
@@ -84,49 +81,64 @@ type algo struct {
 
 const big = int64(1) << 30
 
-var algos = []algo{
-	{"tokenbucket",
-		func(r core.ScriptRunner, p string) (core.Limiter, error) {
-			return tokenbucket.New(r, tokenbucket.Config{Capacity: big, RefillRate: big, RefillInterval: time.Second, Prefix: p})
-		},
-		func(r core.ScriptRunner, p string) (core.Limiter, error) {
-			return tokenbucket.New(r, tokenbucket.Config{Capacity: 1, RefillRate: 1, RefillInterval: time.Hour, Prefix: p})
-		}},
-	{"fixedwindow",
-		func(r core.ScriptRunner, p string) (core.Limiter, error) {
-			return fixedwindow.New(r, fixedwindow.Config{Limit: big, Window: time.Hour, Prefix: p})
-		},
-		func(r core.ScriptRunner, p string) (core.Limiter, error) {
-			return fixedwindow.New(r, fixedwindow.Config{Limit: 1, Window: time.Hour, Prefix: p})
-		}},
-	{"slidinglog",
-		func(r core.ScriptRunner, p string) (core.Limiter, error) {
-			return slidinglog.New(r, slidinglog.Config{Limit: slidinglog.MaxLimit, Window: time.Second, Prefix: p})
-		},
-		func(r core.ScriptRunner, p string) (core.Limiter, error) {
-			return slidinglog.New(r, slidinglog.Config{Limit: 1, Window: time.Hour, Prefix: p})
-		}},
-	{"slidingcounter",
-		func(r core.ScriptRunner, p string) (core.Limiter, error) {
-			return slidingcounter.New(r, slidingcounter.Config{Limit: big, Window: time.Second, Prefix: p})
-		},
-		func(r core.ScriptRunner, p string) (core.Limiter, error) {
-			return slidingcounter.New(r, slidingcounter.Config{Limit: 1, Window: time.Hour, Prefix: p})
-		}},
-	{"leakybucket",
-		func(r core.ScriptRunner, p string) (core.Limiter, error) {
-			return leakybucket.New(r, leakybucket.Config{Capacity: big, LeakRate: big, Per: time.Second, Prefix: p})
-		},
-		func(r core.ScriptRunner, p string) (core.Limiter, error) {
-			return leakybucket.New(r, leakybucket.Config{Capacity: 1, LeakRate: 1, Per: time.Hour, Prefix: p})
-		}},
-	{"gcra",
-		func(r core.ScriptRunner, p string) (core.Limiter, error) {
-			return gcra.New(r, gcra.Config{Rate: big, Period: time.Second, Burst: big, Prefix: p})
-		},
-		func(r core.ScriptRunner, p string) (core.Limiter, error) {
-			return gcra.New(r, gcra.Config{Rate: 1, Period: time.Hour, Burst: 1, Prefix: p})
-		}},
+// openParams are each algorithm's parameters for a limit so high that
+// nothing is denied, by its name in algorithms.All. Every algorithm there
+// needs one: ratekitAlgos fails, naming it, without.
+var openParams = map[string]algorithms.Params{
+	"tokenbucket":    {"capacity": big, "refill_rate": big, "refill_interval": int64(time.Second)},
+	"fixedwindow":    {"limit": big, "window": int64(time.Hour)},
+	"slidinglog":     {"limit": slidinglog.MaxLimit, "window": int64(time.Second)},
+	"slidingcounter": {"limit": big, "window": int64(time.Second)},
+	"leakybucket":    {"capacity": big, "leak_rate": big, "per": int64(time.Second)},
+	"gcra":           {"rate": big, "period": int64(time.Second), "burst": big},
+}
+
+// tightParams are a's parameters for a limiter that allows a key's first
+// request and nothing after it within the benchmark: every count 1, every
+// duration an hour.
+func tightParams(a algorithms.Algorithm) algorithms.Params {
+	p := algorithms.Params{}
+	for _, prm := range a.Params {
+		p[prm.Name] = 1
+		if prm.Kind == algorithms.Duration {
+			p[prm.Name] = int64(time.Hour)
+		}
+	}
+	return p
+}
+
+// algos are the algorithms measured: every one of algorithms.All, in its
+// order. main sets it from ratekitAlgos.
+var algos []algo
+
+// ratekitAlgos returns every algorithm of the registry with its open and
+// tight limiters, or an error naming the algorithms openParams lacks (or
+// has but the registry does not).
+func ratekitAlgos() ([]algo, error) {
+	var out []algo
+	var missing []string
+	for _, a := range algorithms.All {
+		open, ok := openParams[a.Name]
+		if !ok {
+			missing = append(missing, a.Name)
+			continue
+		}
+		tight := tightParams(a)
+		out = append(out, algo{
+			name:  a.Name,
+			open:  func(r core.ScriptRunner, prefix string) (core.Limiter, error) { return a.New(r, open, nil, prefix) },
+			tight: func(r core.ScriptRunner, prefix string) (core.Limiter, error) { return a.New(r, tight, nil, prefix) },
+		})
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("bench: no open configuration for %s (in algorithms.All): add it to openParams in bench/peers/targets.go", strings.Join(missing, ", "))
+	}
+	for name := range openParams {
+		if _, ok := algorithms.Lookup(name); !ok {
+			return nil, fmt.Errorf("bench: openParams has %q, which is not in algorithms.All", name)
+		}
+	}
+	return out, nil
 }
 
 func allowFunc(l core.Limiter) decideFunc {
