@@ -37,9 +37,9 @@ import (
 	"github.com/ratekit/ratekit/core"
 )
 
-// All is every algorithm, in the order UIs and tests list them. Each
-// entry's defaults are a small limit over a few seconds, to watch in the
-// demo.
+// All is every algorithm, in the order UIs and tests list them; treat it
+// as read-only. Each entry's defaults are a small limit over a few
+// seconds, to watch in the demo.
 var All = []Algorithm{
 	define(tokenbucket.New, tokenbucket.Config{Capacity: 5, RefillRate: 1, RefillInterval: 2 * time.Second}, about{
 		limit: "Capacity", title: "Token bucket", unit: "tokens", remaining: "tokens in the bucket",
