@@ -85,8 +85,11 @@ func newTB(t *testing.T, r core.ScriptRunner) core.Limiter {
 
 const (
 	timeout = 100 * time.Millisecond
-	// margin covers scheduling on a loaded 2-core machine under -race.
-	margin = 900 * time.Millisecond
+	// margin covers scheduling on a saturated 2-core machine under -race
+	// (CI runs beside other work). It stays well below the hang in
+	// TestStopAndContinue (4 s) and go-redis' ReadTimeout (3 s), so a call
+	// that waited for the store instead of its timeout still fails.
+	margin = 2400 * time.Millisecond
 )
 
 // TestKillAndRestart: SIGKILL the server under traffic, start it again on
@@ -155,6 +158,10 @@ func TestKillAndRestart(t *testing.T) {
 // context deadlines (failsafe bounds the call itself); after SIGCONT the
 // store answers again; once the clients are closed, no goroutine is left
 // behind, not even the calls failsafe stopped waiting for.
+// hang is how long TestStopAndContinue keeps the server stopped: longer
+// than timeout + margin, so that a call waiting for the server fails it.
+const hang = 4 * time.Second
+
 func TestStopAndContinue(t *testing.T) {
 	for _, name := range []string{"goredis", "goredis-no-context-timeout", "rueidis"} { // the two main clients
 		t.Run(name, func(t *testing.T) {
@@ -179,7 +186,7 @@ func TestStopAndContinue(t *testing.T) {
 			if err := srv.Signal(syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(time.Second)
+			time.Sleep(hang)
 			denied := st.denied.Load()
 			if err := srv.Signal(syscall.SIGCONT); err != nil {
 				t.Fatal(err)
