@@ -170,23 +170,28 @@ func drawStart(t *rapid.T) time.Time {
 	return time.UnixMicro(rapid.Int64Range(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro(), time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()).Draw(t, "start"))
 }
 
-func runMachine(t *rapid.T, h Harness, a algorithm) {
-	v := a.draw(t, nil)
+// reference draws a start time and returns the suite's fake clock set to
+// it, the reference store on that clock, and the clock limiters get: the
+// fake clock, or nil in server-time mode (the store's time is then set).
+func reference(t *rapid.T, h Harness) (*fakeclock.Clock, *memory.Store, core.Clock) {
 	start := drawStart(t)
 	clock := fakeclock.New(start)
-	prefix := newPrefix()
-
 	ref, err := memory.New(memory.WithClock(clock), memory.WithSweepInterval(0))
 	if err != nil {
 		t.Fatalf("memory.New: %v", err)
 	}
-	defer ref.Close()
-
-	var limClock core.Clock = clock
 	if h.SetTime != nil {
-		limClock = nil
 		h.SetTime(start)
+		return clock, ref, nil
 	}
+	return clock, ref, clock
+}
+
+func runMachine(t *rapid.T, h Harness, a algorithm) {
+	v := a.draw(t, nil)
+	clock, ref, limClock := reference(t, h)
+	defer ref.Close()
+	prefix := newPrefix()
 	var want, got core.Limiter
 	build := func(v variant) {
 		var err error

@@ -9,9 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/fakeclock"
 	"github.com/ratekit/ratekit/internal/keyspace"
-	"github.com/ratekit/ratekit/store/memory"
 )
 
 // A poison is state that no ratekit limiter writes, put at a limiter's key
@@ -54,18 +52,8 @@ var logPoisons = []poison{
 // that names the algorithm.
 func checkCorrupt(t *rapid.T, h Harness, a algorithm) {
 	v := a.draw(t, nil)
-	start := drawStart(t)
-	clock := fakeclock.New(start)
-	ref, err := memory.New(memory.WithClock(clock), memory.WithSweepInterval(0))
-	if err != nil {
-		t.Fatalf("memory.New: %v", err)
-	}
+	_, ref, limClock := reference(t, h)
 	defer ref.Close()
-	var limClock core.Clock = clock
-	if h.SetTime != nil {
-		limClock = nil
-		h.SetTime(start)
-	}
 	poisons := stringPoisons
 	if a.name == "slidinglog" {
 		poisons = logPoisons

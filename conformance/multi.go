@@ -10,8 +10,6 @@ import (
 	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms/gcra"
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/fakeclock"
-	"github.com/ratekit/ratekit/store/memory"
 )
 
 // base returns the ratekit.Limiter behind an algorithm's limiter.
@@ -36,19 +34,9 @@ func runMulti(t *rapid.T, h Harness) {
 	for i := range vs {
 		vs[i] = rapid.SampledFrom(drawable).Draw(t, "algorithm").draw(t, nil)
 	}
-	start := drawStart(t)
-	clock := fakeclock.New(start)
-	prefix := newPrefix()
-	ref, err := memory.New(memory.WithClock(clock), memory.WithSweepInterval(0))
-	if err != nil {
-		t.Fatalf("memory.New: %v", err)
-	}
+	clock, ref, limClock := reference(t, h)
 	defer ref.Close()
-	var limClock core.Clock = clock
-	if h.SetTime != nil {
-		limClock = nil
-		h.SetTime(start)
-	}
+	prefix := newPrefix()
 	build := func(r core.ScriptRunner) (*ratekit.Multi, []*ratekit.Limiter) {
 		ls := make([]*ratekit.Limiter, size)
 		for i, v := range vs {
