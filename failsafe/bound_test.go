@@ -22,11 +22,19 @@ type deaf struct {
 	calls   atomic.Int64
 	entered chan struct{} // one send per call, if not nil
 	release chan struct{}
+	once    sync.Once
 }
 
-func newDeaf(l core.Limiter) *deaf {
-	return &deaf{Limiter: l, entered: make(chan struct{}, 100), release: make(chan struct{})}
+// newDeaf returns a deaf store over l, freed when t ends if the test has
+// not freed it (on failure, what the test started must not hang).
+func newDeaf(t *testing.T, l core.Limiter) *deaf {
+	d := &deaf{Limiter: l, entered: make(chan struct{}, 100), release: make(chan struct{})}
+	t.Cleanup(d.free)
+	return d
 }
+
+// free lets every blocked and later call through; it may be called again.
+func (d *deaf) free() { d.once.Do(func() { close(d.release) }) }
 
 func (d *deaf) AllowN(_ context.Context, key string, n int64) (core.Decision, error) {
 	d.calls.Add(1)
@@ -97,14 +105,7 @@ func allowWithin(t *testing.T, l core.Limiter, ctx context.Context) (core.Decisi
 // OnError a timeout; the abandoned call's late answer is dropped; and once
 // the store answers, no goroutine is left behind.
 func TestTimeoutWithoutClientHelp(t *testing.T) {
-	store := newDeaf(bucket(t, 5))
-	defer func() {
-		select {
-		case <-store.release:
-		default:
-			close(store.release) // on failure, free what the test started
-		}
-	}()
+	store := newDeaf(t, bucket(t, 5))
 	now := time.Unix(1000, 0)
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
@@ -147,7 +148,7 @@ func TestTimeoutWithoutClientHelp(t *testing.T) {
 	}
 
 	// The store answers the abandoned call (an allow): dropped.
-	close(store.release)
+	store.free()
 	<-done
 	if n := failsafe.InFlight(l); n != 0 {
 		t.Fatalf("%d calls in flight after the store answered", n)
@@ -174,14 +175,7 @@ func TestTimeoutWithoutClientHelp(t *testing.T) {
 // call too, without a Timeout, and its end is the caller's error: returned,
 // not reported, and the store is not marked down.
 func TestCallerContextWithoutClientHelp(t *testing.T) {
-	store := newDeaf(bucket(t, 5))
-	defer func() {
-		select {
-		case <-store.release:
-		default:
-			close(store.release)
-		}
-	}()
+	store := newDeaf(t, bucket(t, 5))
 	var log errorLog
 	l, err := failsafe.New(failsafe.Config{Store: store, Policy: failsafe.FailOpen, OnError: log.add})
 	if err != nil {
@@ -198,7 +192,7 @@ func TestCallerContextWithoutClientHelp(t *testing.T) {
 	if len(log.get()) != 0 || l.Down() {
 		t.Fatalf("the caller's deadline was taken for a store failure: %v, down %v", log.get(), l.Down())
 	}
-	close(store.release)
+	store.free()
 	<-done
 	goleak.VerifyNone(t, ignore)
 }
@@ -206,14 +200,7 @@ func TestCallerContextWithoutClientHelp(t *testing.T) {
 // TestResetWithoutClientHelp: Reset is bounded the same way, and its
 // timeout is returned (a reset cannot be faked) and reported.
 func TestResetWithoutClientHelp(t *testing.T) {
-	store := newDeaf(bucket(t, 5))
-	defer func() {
-		select {
-		case <-store.release:
-		default:
-			close(store.release)
-		}
-	}()
+	store := newDeaf(t, bucket(t, 5))
 	var log errorLog
 	l, err := failsafe.New(failsafe.Config{Store: store, Policy: failsafe.FailOpen, Timeout: 50 * time.Millisecond, OnError: log.add})
 	if err != nil {
@@ -230,7 +217,7 @@ func TestResetWithoutClientHelp(t *testing.T) {
 	if !errors.Is(err, core.ErrStore) || !errors.Is(err, context.DeadlineExceeded) || len(log.get()) != 1 || !l.Down() {
 		t.Fatalf("Reset: %v; reported %v; down %v", err, log.get(), l.Down())
 	}
-	close(store.release)
+	store.free()
 	<-done
 }
 
@@ -239,14 +226,7 @@ func TestResetWithoutClientHelp(t *testing.T) {
 // MaxInFlight goroutines, one probe per RetryInterval: the probe that would
 // exceed it is not sent, and is reported as ErrBusy.
 func TestMaxInFlightWhileDown(t *testing.T) {
-	store := newDeaf(bucket(t, 5))
-	defer func() {
-		select {
-		case <-store.release:
-		default:
-			close(store.release)
-		}
-	}()
+	store := newDeaf(t, bucket(t, 5))
 	now := time.Unix(1000, 0)
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
@@ -288,7 +268,7 @@ func TestMaxInFlightWhileDown(t *testing.T) {
 	}
 	// The store answers both; nothing is left, and the next probe gets
 	// through and finds the store up.
-	close(store.release)
+	store.free()
 	<-done
 	<-done
 	goleak.VerifyNone(t, ignore)
@@ -304,7 +284,7 @@ func TestMaxInFlightWhileDown(t *testing.T) {
 // callers wait on it; the next one is not sent, gets the policy at once,
 // and takes the store down.
 func TestMaxInFlightWhileUp(t *testing.T) {
-	store := newDeaf(bucket(t, 5))
+	store := newDeaf(t, bucket(t, 5))
 	var log errorLog
 	l, err := failsafe.New(failsafe.Config{
 		Store: store, Policy: failsafe.FailClosed, MaxInFlight: 3,
@@ -330,7 +310,7 @@ func TestMaxInFlightWhileUp(t *testing.T) {
 	if errs := log.get(); len(errs) != 1 || !errors.Is(errs[0], failsafe.ErrBusy) {
 		t.Fatalf("OnError got %v; want one ErrBusy", errs)
 	}
-	close(store.release)
+	store.free()
 	for i := 0; i < 3; i++ {
 		if d := <-answers; !d.Allowed {
 			t.Fatalf("waiting call %d: %+v; want the store's allow", i, d)
