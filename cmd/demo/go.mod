@@ -1,0 +1,20 @@
+module github.com/ratekit/ratekit/cmd/demo
+
+go 1.26.8
+
+replace github.com/ratekit/ratekit => ../..
+
+require (
+	github.com/chromedp/chromedp v0.23.0
+	github.com/ratekit/ratekit v0.0.0-00010101000000-000000000000
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/redis/rueidis v1.0.79
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/chromedp/cdproto v0.159.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)
