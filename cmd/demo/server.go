@@ -10,8 +10,11 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"math"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -228,25 +231,26 @@ func writeError(w http.ResponseWriter, status int, err error) {
 
 // handler routes the page and the API:
 //
-//	GET  /                 the page (embedded, no CDN)
-//	GET  /api/algorithms   the algorithms and their parameters
-//	GET  /api/config       the current algorithm and parameters
-//	PUT  /api/config       {"algorithm": ..., "params": {...}}: switch, fresh state
-//	GET  /api/limited?n=1  the rate-limited endpoint (key in X-Demo-Key)
-//	GET  /api/state?key=k  Peek at the key: the current state, no write
+//	GET  /                       the page (embedded, no CDN)
+//	GET  /api/algorithms         the algorithms and their parameters
+//	GET  /api/config             the current algorithm and parameters
+//	PUT  /api/config             {"algorithm": ..., "params": {...}}: switch, fresh state
+//	GET  /api/limited?n=1        the rate-limited endpoint (key in X-Demo-Key)
+//	GET  /api/state?key=k        Peek at the key: the current state, no write
 //
-// Every error under /api/ is JSON, {"error": ...}.
+// Every error under /api/ is JSON, {"error": ...}, and every API path
+// refuses a query parameter it does not take (400).
 func (s *server) handler() http.Handler {
 	mux := http.NewServeMux()
 	web, _ := fs.Sub(webFiles, "web")
 	mux.Handle("GET /", http.FileServerFS(web))
-	mux.HandleFunc("GET /api/algorithms", func(w http.ResponseWriter, r *http.Request) {
+	s.route(mux, "GET /api/algorithms", nil, func(w http.ResponseWriter, r *http.Request, _ url.Values) {
 		writeJSON(w, http.StatusOK, map[string]any{"algorithms": algorithms, "store": s.store})
 	})
-	mux.HandleFunc("GET /api/config", func(w http.ResponseWriter, r *http.Request) {
+	s.route(mux, "GET /api/config", nil, func(w http.ResponseWriter, r *http.Request, _ url.Values) {
 		writeJSON(w, http.StatusOK, s.cur.Load().cfg)
 	})
-	mux.HandleFunc("PUT /api/config", func(w http.ResponseWriter, r *http.Request) {
+	s.route(mux, "PUT /api/config", nil, func(w http.ResponseWriter, r *http.Request, _ url.Values) {
 		cfg, err := decodeConfig(w, r)
 		if err != nil {
 			status := http.StatusBadRequest
@@ -262,12 +266,12 @@ func (s *server) handler() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, s.cur.Load().cfg)
 	})
-	mux.HandleFunc("GET /api/limited", func(w http.ResponseWriter, r *http.Request) {
+	s.route(mux, "GET /api/limited", []string{"n"}, func(w http.ResponseWriter, r *http.Request, _ url.Values) {
 		s.cur.Load().limited.ServeHTTP(w, r)
 	})
-	mux.HandleFunc("GET /api/state", func(w http.ResponseWriter, r *http.Request) {
+	s.route(mux, "GET /api/state", []string{"key"}, func(w http.ResponseWriter, r *http.Request, q url.Values) {
 		cur := s.cur.Load()
-		d, err := cur.limiter.Peek(r.Context(), r.URL.Query().Get("key"))
+		d, err := cur.limiter.Peek(r.Context(), q.Get("key"))
 		if err != nil {
 			s.logError(r, err)
 			status := http.StatusServiceUnavailable
@@ -281,12 +285,50 @@ func (s *server) handler() http.Handler {
 	})
 	api := jsonErrors(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/api/") {
+		if r.URL.Path == "/api" || strings.HasPrefix(r.URL.Path, "/api/") {
 			api.ServeHTTP(w, r)
 			return
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// route registers an API handler for pattern that takes the query
+// parameters named in params, each at most once, and no other: a request
+// with a query it does not take is a 400, so that a typo (?cost=5 for
+// ?n=5) is an error instead of a request of another cost.
+func (s *server) route(mux *http.ServeMux, pattern string, params []string, h func(http.ResponseWriter, *http.Request, url.Values)) {
+	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		q, err := query(r.URL.RawQuery, params)
+		if err != nil {
+			err = requestError{err}
+			s.logError(r, err)
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		h(w, r, q)
+	})
+}
+
+// query parses a raw query that may give each of params once, and nothing
+// else.
+func query(raw string, params []string) (url.Values, error) {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return nil, fmt.Errorf("query %q: %w", raw, err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		vs := q[name]
+		switch {
+		case !slices.Contains(params, name) && len(params) == 0:
+			return nil, fmt.Errorf("query parameter %q: this path takes none", name)
+		case !slices.Contains(params, name):
+			return nil, fmt.Errorf("query parameter %q: this path takes only %s", name, strings.Join(params, ", "))
+		case len(vs) > 1:
+			return nil, fmt.Errorf("query parameter %q: given %d times, at most once", name, len(vs))
+		}
+	}
+	return q, nil
 }
 
 // maxConfigBody is the largest PUT /api/config body, in bytes.

@@ -366,10 +366,16 @@ func TestJSONErrors(t *testing.T) {
 		{"cost over the capacity", "GET", "/api/limited?n=6", key, 400, "invalid cost"},
 		{"empty key to Peek", "GET", "/api/state?key=", nil, 400, "invalid key"},
 		{"unknown path", "GET", "/api/nope", nil, 404, "not found"},
+		{"unknown path below a known one", "GET", "/api/limited/x", key, 404, "not found"},
+		{"the API's root", "GET", "/api", nil, 404, "not found"},
 		{"method", "POST", "/api/config", nil, 405, "Method Not Allowed"},
+		{"method on the limited endpoint", "DELETE", "/api/limited", key, 405, "Method Not Allowed"},
 	} {
 		resp, v := call(t, c.method, ts.URL+c.path, nil, c.hdr)
 		wantJSONError(t, c.what, resp, v, c.status, c.want)
+		if c.status == 405 && !strings.Contains(resp.Header.Get("Allow"), "GET") {
+			t.Errorf("%s: Allow %q, want the methods the path takes", c.what, resp.Header.Get("Allow"))
+		}
 	}
 	// A client's mistake is no store failure: logged at debug level only.
 	if n := len(ts.logLines(slog.LevelError, "")); n != 0 {
@@ -437,6 +443,49 @@ func TestConfigBody(t *testing.T) {
 	// None of them changed the limiter.
 	if _, v := call(t, "GET", ts.URL+"/api/config", nil, nil); v["algorithm"] != "fixedwindow" || fmt.Sprint(v["params"]) != "map[limit:2 window_ms:10000]" {
 		t.Errorf("config after the bad PUTs: %v", v)
+	}
+}
+
+// TestQueryParams: every API path refuses a query parameter it does not
+// take, one given twice and a query that does not parse, with a JSON 400
+// that names the parameter, before anything is decided or changed.
+func TestQueryParams(t *testing.T) {
+	ts := newTestServer(t)
+	key := map[string]string{"X-Demo-Key": "k"}
+	for _, c := range []struct {
+		what, method, path string
+		want               string
+	}{
+		{"a misspelt cost", "GET", "/api/limited?cost=5", `query parameter "cost": this path takes only n`},
+		{"a cost and more", "GET", "/api/limited?n=1&key=other", `query parameter "key": this path takes only n`},
+		{"a cost given twice", "GET", "/api/limited?n=1&n=5", `query parameter "n": given 2 times`},
+		{"a query that does not parse", "GET", "/api/limited?n=%zz", "invalid URL escape"},
+		{"Peek with another parameter", "GET", "/api/state?key=k&n=2", `query parameter "n": this path takes only key`},
+		{"Peek with two keys", "GET", "/api/state?key=k&key=j", `query parameter "key": given 2 times`},
+		{"algorithms with a query", "GET", "/api/algorithms?all=1", `query parameter "all": this path takes none`},
+		{"config with a query", "GET", "/api/config?algorithm=gcra", `query parameter "algorithm": this path takes none`},
+		{"a switch with a query", "PUT", "/api/config?algorithm=gcra", `query parameter "algorithm": this path takes none`},
+	} {
+		var body any
+		if c.method == "PUT" {
+			body = config{Algorithm: "fixedwindow", Params: map[string]int64{"limit": 2, "window_ms": 10000}}
+		}
+		resp, v := call(t, c.method, ts.URL+c.path, body, key)
+		wantJSONError(t, c.what, resp, v, http.StatusBadRequest, c.want)
+	}
+	// Nothing was decided or switched: the token bucket at its defaults
+	// still has all 5 tokens for the key, less this request's.
+	if _, v := call(t, "GET", ts.URL+"/api/config", nil, nil); v["algorithm"] != "tokenbucket" {
+		t.Errorf("config after the bad queries: %v", v)
+	}
+	if resp, v := call(t, "GET", ts.URL+"/api/limited?n=1", nil, key); resp.StatusCode != 200 || v["remaining"] != 4.0 {
+		t.Errorf("first decided request: %s %v, want 200 with 4 remaining", resp.Status, v)
+	}
+	if resp, v := call(t, "GET", ts.URL+"/api/limited", nil, key); resp.StatusCode != 200 || v["remaining"] != 3.0 {
+		t.Errorf("without a query: %s %v, want 200 with 3 remaining", resp.Status, v)
+	}
+	if n := len(ts.logLines(slog.LevelDebug, "bad request")); n != 9 {
+		t.Errorf("bad queries logged %d debug lines, want 9:\n%s", n, ts.logs.String())
 	}
 }
 
