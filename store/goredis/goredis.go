@@ -102,6 +102,9 @@ func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core
 	return r.proto().RunScripts(ctx, calls)
 }
 
+// StoreName returns "goredis" (core.StoreNamer), for metrics and traces.
+func (r *Runner) StoreName() string { return "goredis" }
+
 // Check returns an error wrapping core.ErrInvalidConfig when r cannot run
 // scripts: nil, a zero value, or built with a nil client. Limiters call it
 // when they are built.

@@ -124,6 +124,9 @@ var (
 // promise: the method names the Store, not the type around it.
 func (s *Store) CopiesKeysOf() core.ScriptRunner { return s }
 
+// StoreName returns "memory" (core.StoreNamer), for metrics and traces.
+func (s *Store) StoreName() string { return "memory" }
+
 // Check returns an error wrapping core.ErrInvalidConfig when s cannot run
 // scripts: a nil *Store, or a Store not made by New. Limiters call it when
 // they are built.

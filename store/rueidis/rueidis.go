@@ -117,6 +117,9 @@ func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core
 	return r.proto().RunScripts(ctx, calls)
 }
 
+// StoreName returns "rueidis" (core.StoreNamer), for metrics and traces.
+func (r *Runner) StoreName() string { return "rueidis" }
+
 // Check reports a Runner that cannot run scripts (nil, a zero value, or
 // built with a nil client) with an error wrapping core.ErrInvalidConfig.
 // Limiters call it when they are built.

@@ -103,6 +103,9 @@ func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core
 	return r.proto().RunScripts(ctx, calls)
 }
 
+// StoreName returns "valkey" (core.StoreNamer), for metrics and traces.
+func (r *Runner) StoreName() string { return "valkey" }
+
 // Check returns an error wrapping core.ErrInvalidConfig when r cannot run
 // scripts: nil, a zero value, or built with a nil client.
 func (r *Runner) Check() error { return r.proto().Check() }

@@ -3,7 +3,8 @@
 //
 // [RunStore] checks what every store promises, the memory store included:
 // a call whose context has ended changes nothing, and a script whose keys
-// span cluster slots is refused with the same error everywhere. [Run] adds
+// span cluster slots is refused with the same error everywhere, and the
+// store names itself (core.StoreNamer) after its directory. [Run] adds
 // what a Redis adapter must do against a real server: load scripts again
 // after NOSCRIPT, send read-only scripts as EVALSHA_RO, check the shape of
 // every reply without panicking, and wrap every failure with

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +57,8 @@ return out`, func(tx core.Tx, keys []string, args []int64, reply []int64) ([]int
 // or hold only what these checks wrote. A store with a Len method (the
 // memory store) is also checked to hold no more keys after a call that
 // must change nothing.
+// The store must also be a core.StoreNamer whose name is its package's
+// directory under store/.
 func RunStore(t *testing.T, runner core.ScriptRunner) {
 	var size func(t *testing.T) string
 	if l, ok := runner.(interface{ Len() int }); ok {
@@ -76,6 +80,19 @@ func runStore(t *testing.T, runner core.ScriptRunner, size func(t *testing.T) st
 		return v[0]
 	}
 	br, batches := runner.(core.BatchRunner)
+
+	t.Run("NamedAfterItsDirectory", func(t *testing.T) {
+		// Metrics and traces label a store by its name: the directory
+		// its package lives in under store/.
+		n, ok := runner.(core.StoreNamer)
+		if !ok {
+			t.Fatalf("%T is not a core.StoreNamer", runner)
+		}
+		want := path.Base(reflect.TypeOf(runner).Elem().PkgPath())
+		if got := n.StoreName(); got != want {
+			t.Fatalf("%T.StoreName() = %q, want %q", runner, got, want)
+		}
+	})
 
 	t.Run("KeysInDifferentSlotsAreRefused", func(t *testing.T) {
 		same := []string{"adaptertest:{slot}:1", "adaptertest:{slot}:2"}
