@@ -1,0 +1,13 @@
+package ratekit
+
+import "github.com/ratekit/ratekit/core"
+
+// Algorithm returns the name of the limiter's algorithm, as
+// algorithms.All lists it and its package is named: "tokenbucket",
+// "gcra", ... It is fixed by the algorithm, never by a key, so metrics and
+// traces use it as an attribute.
+func (l *Limiter) Algorithm() string { return l.e.Spec().Name }
+
+// Store returns the store the limiter runs its scripts on, as given to the
+// algorithm's New. Stores name themselves with core.StoreNamer.
+func (l *Limiter) Store() core.ScriptRunner { return l.e.Runner() }
