@@ -10,7 +10,11 @@
 // again, and if it fails the store is left alone for another RetryInterval.
 // So at most one call per RetryInterval waits on a failing store (more only
 // when Timeout is longer than RetryInterval).
-// Every store error goes to OnError; none is swallowed silently.
+// Every store error goes to OnError; none is swallowed silently. The
+// store's state changes go to Config.Logger (slog.Default() when nil): one
+// line when the store fails and the policy starts deciding, one when it
+// answers again, however long the outage and however many calls fail in it.
+// [Limiter.State] reports the state (up, down, probing) for metrics.
 //
 // # Timeouts do not depend on the client
 //
@@ -50,6 +54,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"runtime/debug"
 	"sync/atomic"
@@ -115,9 +120,19 @@ type Config struct {
 	// RetryInterval is how long the store is left alone after a failure
 	// before it is tried again. 0 means 1 s.
 	RetryInterval time.Duration
-	// OnError receives every store error with the key. Optional, but
-	// without it failures are only visible in decisions.
+	// OnError receives every store error with the key. It is called from
+	// the caller's goroutine and must be safe for concurrent use.
 	OnError func(key string, err error)
+	// Logger receives the store's state changes: a line at
+	// slog.LevelError when the store fails and the policy starts deciding
+	// (with the error and the policy), and one at slog.LevelInfo when a
+	// probe gets an answer and decisions come from the store again (with
+	// how long it was down). The failures in between (failed probes, calls
+	// that failed beside the one that marked the store down) are logged at
+	// slog.LevelDebug. So an outage logs two lines at Info and above,
+	// however long it lasts. Keys are never logged; OnError gets them. nil
+	// means slog.Default(); slog.New(slog.DiscardHandler) logs nothing.
+	Logger *slog.Logger
 	// Now is the clock for RetryInterval; nil means time.Now.
 	Now func() time.Time
 }
@@ -131,6 +146,11 @@ type Limiter struct {
 	// caller that moves it forward by RetryInterval probes the store, and
 	// only a probe that gets an answer sets it back to 0.
 	downUntil atomic.Int64
+	// downSince is the Unix time in ns at which the store was last marked
+	// down, for the line that says it answers again.
+	downSince atomic.Int64
+	// probes counts the probes running: calls to a store marked down.
+	probes atomic.Int64
 	// inFlight counts the store calls running, abandoned ones included.
 	inFlight atomic.Int64
 	// callDone, if set (by tests), runs when a store call run in its own
@@ -172,8 +192,15 @@ func New(cfg Config) (*Limiter, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
 	return &Limiter{cfg: cfg}, nil
 }
+
+// Unwrap returns the limiter whose store may fail (Config.Store), for
+// tools that walk a chain of wrapped limiters, such as instrumentation.
+func (l *Limiter) Unwrap() core.Limiter { return l.cfg.Store }
 
 // isNil reports whether v holds a nil pointer (or another nil value of a
 // kind that can be nil), on which every method call would panic.
@@ -190,6 +217,45 @@ func isNil(v core.Limiter) bool {
 // a probe of the store gets an answer.
 func (l *Limiter) Down() bool {
 	return l.downUntil.Load() != 0
+}
+
+// State is the state of a Limiter's store, as [Limiter.State] reports it.
+type State int
+
+const (
+	// Up: decisions come from the store.
+	Up State = iota
+	// Down: the store failed and is left alone; the policy decides.
+	Down
+	// Probing: the store is down and one call (more only when Timeout is
+	// longer than RetryInterval) is asking it whether it answers again;
+	// the other calls get the policy's decision.
+	Probing
+)
+
+// String returns "up", "down" or "probing".
+func (s State) String() string {
+	switch s {
+	case Up:
+		return "up"
+	case Down:
+		return "down"
+	case Probing:
+		return "probing"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// State reports the store's state now: Up, Down, or Probing while a probe
+// of a store marked down is running. Down reports whether it is not Up.
+func (l *Limiter) State() State {
+	if l.downUntil.Load() == 0 {
+		return Up
+	}
+	if l.probes.Load() > 0 {
+		return Probing
+	}
+	return Down
 }
 
 // try reports whether this call may ask the store: always while the store
@@ -246,25 +312,32 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 		return core.Decision{}, l.cfg.Store.Reset(cctx, key)
 	})
 	if err != nil && l.storeFault(ctx, err) {
-		l.fail(key, err)
+		l.fail(ctx, key, err)
 	}
 	return err
 }
 
 func (l *Limiter) decide(ctx context.Context, key string, op func(core.Limiter, context.Context) (core.Decision, error)) (core.Decision, error) {
 	if ok, probe := l.try(); ok {
+		if probe != 0 {
+			l.probes.Add(1)
+		}
 		d, err := l.call(ctx, func(cctx context.Context) (core.Decision, error) {
 			return op(l.cfg.Store, cctx)
 		})
-		if err == nil || !l.storeFault(ctx, err) {
-			if probe != 0 && err == nil {
-				// The store answered: up again, unless a newer failure
-				// has been recorded since this probe was claimed.
-				l.downUntil.CompareAndSwap(probe, 0)
+		if probe != 0 {
+			// The store answered: up again, unless a newer failure has
+			// been recorded since this probe was claimed.
+			if err == nil && l.downUntil.CompareAndSwap(probe, 0) {
+				l.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "failsafe: the store answers again, decisions come from it",
+					slog.Duration("down_for", time.Duration(l.cfg.Now().UnixNano()-l.downSince.Load())))
 			}
+			l.probes.Add(-1)
+		}
+		if err == nil || !l.storeFault(ctx, err) {
 			return d, err
 		}
-		l.fail(key, err)
+		l.fail(ctx, key, err)
 	}
 	switch l.cfg.Policy {
 	case FailClosed:
@@ -369,8 +442,17 @@ func (l *Limiter) storeFault(ctx context.Context, err error) bool {
 	return ctx.Err() == nil
 }
 
-func (l *Limiter) fail(key string, err error) {
-	l.downUntil.Store(l.cfg.Now().Add(l.cfg.RetryInterval).UnixNano())
+// fail marks the store down for RetryInterval, reports err to OnError, and
+// logs the change when the store was up.
+func (l *Limiter) fail(ctx context.Context, key string, err error) {
+	now := l.cfg.Now()
+	if l.downUntil.Swap(now.Add(l.cfg.RetryInterval).UnixNano()) == 0 {
+		l.downSince.Store(now.UnixNano())
+		l.cfg.Logger.LogAttrs(ctx, slog.LevelError, "failsafe: the store failed, the policy decides until it answers again",
+			slog.Any("error", err), slog.String("policy", l.cfg.Policy.String()), slog.Duration("retry_interval", l.cfg.RetryInterval))
+	} else {
+		l.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "failsafe: the store failed again", slog.Any("error", err))
+	}
 	if l.cfg.OnError != nil {
 		l.cfg.OnError(key, err)
 	}
