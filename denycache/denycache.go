@@ -17,6 +17,7 @@ import (
 	"context"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratekit/ratekit/core"
@@ -31,6 +32,7 @@ type Limiter struct {
 	now    func() time.Time
 	max    int
 	seed   maphash.Seed
+	hits   atomic.Uint64
 	shards [shards]shard
 }
 
@@ -92,6 +94,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decisio
 	}
 	sh.mu.Unlock()
 	if ok && n >= c.n {
+		l.hits.Add(1)
 		d := c.d
 		d.RetryAfter = time.Duration(c.until - now)
 		d.ResetAfter = max(d.ResetAfter-time.Duration(now-c.at), 0)
@@ -110,6 +113,14 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decisio
 	sh.mu.Unlock()
 	return d, nil
 }
+
+// Hits returns the number of requests denied from the cache, without
+// asking the next limiter, since New: the round trips it saved.
+func (l *Limiter) Hits() uint64 { return l.hits.Load() }
+
+// Unwrap returns the limiter behind the cache, for tools that walk a chain
+// of wrapped limiters, such as instrumentation.
+func (l *Limiter) Unwrap() core.Limiter { return l.next }
 
 // Peek asks the next limiter: it is read-only there already.
 func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
