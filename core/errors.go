@@ -14,6 +14,11 @@ var (
 	// ErrInvalidCost reports a cost n that is not positive, or larger than
 	// the limiter could ever allow at once.
 	ErrInvalidCost = errors.New("ratekit: invalid cost")
+	// ErrInvalidLease reports a lease that no limiter could have issued: a
+	// zero lease (what a denied acquire returns), or one whose id or cost
+	// has the wrong form. A well-formed lease that is not live (expired,
+	// released, or never issued) is not an error: releasing it says so.
+	ErrInvalidLease = errors.New("ratekit: invalid lease")
 	// ErrInvalidTime reports a time from an injected Clock outside the range
 	// ratekit computes in exactly (1970 to 2112).
 	ErrInvalidTime = errors.New("ratekit: invalid time")

@@ -1,0 +1,81 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/keyspace"
+	"github.com/ratekit/ratekit/internal/params"
+)
+
+// A step may take arguments of the call besides the parameters its Spec
+// declares: the concurrency limiter's lease id, which differs at every
+// call. ArgsScript composes its script, and Engine.RunArgs runs it.
+//
+//	KEYS = {key}; ARGV = now, n, mode, params..., args...
+//
+// The reply is the usual four integers.
+
+// ArgsScript composes the one-decision script of s for a step that also
+// takes the call's arguments named names, after its parameters. In Lua the
+// step finds each in p under its name as the decimal string the store was
+// sent, not a Lua number, so that any int64 stays exact; the Go twin finds
+// them in p after the parameters, as int64s. name names the script.
+//
+// The twin's step may also stage the deletion of its key, as a Lua step
+// that removes the last member of a set does: a State whose List is empty
+// but not nil deletes the key.
+func ArgsScript(s *Spec, name string, names []string) *core.Script {
+	all := make([]string, 0, len(s.Params)+len(names))
+	fields := make([]string, 0, len(s.Params)+len(names))
+	for i, prm := range s.Params {
+		all = append(all, prm.Name)
+		fields = append(fields, fmt.Sprintf("%s = tonumber(ARGV[%d])", prm.Name, 4+i))
+	}
+	for i, n := range names {
+		all = append(all, n)
+		fields = append(fields, fmt.Sprintf("%s = ARGV[%d]", n, 4+len(s.Params)+i))
+	}
+	lua := prelude + "\n" + strings.TrimSpace(s.Lua) + "\n\n" + fmt.Sprintf(`-- %[1]s: one call. KEYS[1] is the key; ARGV = now_us, n, mode, %[2]s.
+local now, client_clock = clock(tonumber(ARGV[1]))
+local allowed, remaining, retry, reset, write = %[3]s(KEYS[1], now, client_clock,
+  tonumber(ARGV[2]), tonumber(ARGV[3]), %[4]s)
+if write then write() end
+return {allowed, remaining, retry, reset}
+`, name, strings.Join(all, ", "), s.Name, "{"+strings.Join(fields, ", ")+"}")
+	twin := func(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
+		c := call(tx, args[0])
+		c.N, c.Mode = args[1], args[2]
+		r, st := s.Step(tx, keys[0], c, args[3:])
+		if st.Write && st.List != nil && len(st.List) == 0 {
+			tx.Del(keys[0])
+		} else {
+			commit(tx, keys[0], &st)
+		}
+		return append(reply, r[:]...), nil
+	}
+	return core.NewScript(name, lua, twin, false)
+}
+
+// RunArgs validates key and the clock, runs script (composed by
+// ArgsScript from e's Spec) for key at cost n in mode with the call's
+// args, and returns the raw reply. It does not check n.
+func (e *Engine) RunArgs(ctx context.Context, script *core.Script, key string, n, mode int64, args ...int64) ([]int64, error) {
+	if err := keyspace.CheckKey(key); err != nil {
+		return nil, err
+	}
+	now, err := params.Now(e.clock)
+	if err != nil {
+		return nil, err
+	}
+	if err := Ended(ctx); err != nil {
+		return nil, err
+	}
+	argv := make([]int64, 0, 3+len(e.params)+len(args))
+	argv = append(argv, now, n, mode)
+	argv = append(argv, e.params...)
+	argv = append(argv, args...)
+	return e.runner.RunScript(ctx, script, []string{keyspace.Key(e.prefix, key, "")}, argv, nil)
+}
