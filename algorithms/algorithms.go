@@ -15,6 +15,11 @@
 // wants should call that package's New with its Config; this package is for
 // code that picks an algorithm by name.
 //
+// The concurrency limiter (algorithms/concurrency) is not in All: it caps
+// the requests in flight with leases instead of deciding how often, has no
+// Allow, and so is not a core.Limiter that code picking a rate algorithm
+// by name could use.
+//
 // This package imports every algorithm package; none of them, nor any
 // package they use, imports it.
 package algorithms
