@@ -38,8 +38,10 @@ type Harness struct {
 
 // Run runs the suite for every algorithm, each as a subtest: the state
 // machine (whose batches use the batch script wherever requests share a
-// cluster slot), then the refusal of corrupt state; and last a state
-// machine of multi-limit decisions (ratekit.Multi) over random algorithms.
+// cluster slot), then the refusal of corrupt state; then a state machine
+// of multi-limit decisions (ratekit.Multi) over random algorithms; and
+// last the concurrency limiter's state machine (see concurrency.go) and
+// its refusal of corrupt state.
 func Run(t *testing.T, h Harness) {
 	t.Helper()
 	if h.Runner == nil {
@@ -58,6 +60,12 @@ func Run(t *testing.T, h Harness) {
 	}
 	t.Run("multi", func(t *testing.T) {
 		rapid.Check(t, func(rt *rapid.T) { runMulti(rt, h) })
+	})
+	t.Run("concurrency", func(t *testing.T) {
+		rapid.Check(t, func(rt *rapid.T) { runConcurrency(rt, h) })
+	})
+	t.Run("concurrency/corrupt", func(t *testing.T) {
+		rapid.Check(t, func(rt *rapid.T) { checkConcurrencyCorrupt(rt, h) })
 	})
 }
 
@@ -431,7 +439,7 @@ func compare(t *rapid.T, what string, want core.Decision, wantErr error, got cor
 
 // kind returns the sentinel an error wraps, nil for nil or unknown errors.
 func kind(err error) error {
-	for _, s := range []error{core.ErrInvalidKey, core.ErrInvalidCost, core.ErrInvalidTime, core.ErrInvalidConfig, core.ErrCorruptState} {
+	for _, s := range []error{core.ErrInvalidKey, core.ErrInvalidCost, core.ErrInvalidLease, core.ErrInvalidTime, core.ErrInvalidConfig, core.ErrCorruptState} {
 		if errors.Is(err, s) {
 			return s
 		}

@@ -16,7 +16,11 @@
 // error), and each algorithm's own bound must hold on what was allowed. A
 // failing case shrinks to a minimal sequence that rapid prints and replays.
 // An algorithm of the registry that the suite has no configurations for
-// fails the suite, by name.
+// fails the suite, by name. The concurrency limiter (algorithms/concurrency,
+// not in the registry) has a state machine of its own: random acquires,
+// releases and extensions of live, expired, forged and other keys' leases,
+// peeks, resets, clock steps and configuration changes, where both stores
+// must also answer as a model of the leases does.
 //
 // The number of runs follows rapid's flags and environment: -rapid.checks
 // (RAPID_CHECKS, default 100) and -rapid.steps (RAPID_STEPS, default 30).

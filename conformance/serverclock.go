@@ -48,6 +48,13 @@ func RunServerClock(t *testing.T, runner core.ScriptRunner, runs int) {
 			}
 		})
 	}
+	t.Run("concurrency", func(t *testing.T) {
+		for i := 0; i < runs; i++ {
+			seed := rand.Uint64()
+			t.Logf("run %d: seed %d", i, seed)
+			runConcurrencyServerClock(t, runner, seed)
+		}
+	})
 }
 
 // serverPeriods are short, so that a run of a few dozen requests takes a
