@@ -12,6 +12,8 @@
 //   - algorithms/tokenbucket, fixedwindow, slidinglog, slidingcounter,
 //     leakybucket, gcra: one algorithm each (Config, New). Each New returns
 //     a *Limiter (GCRA's adds AllowAtMost).
+//   - algorithms/concurrency: the requests in flight per key, with
+//     leases (Acquire, Release, Extend), across processes.
 //   - store/memory (in process), store/goredis, store/rueidis,
 //     store/redigo, store/valkey: where the state lives. Every store runs
 //     the same scripts, and the conformance package proves they decide
