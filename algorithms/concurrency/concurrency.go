@@ -174,6 +174,15 @@ func (l *Limiter) Limit() int64 { return l.e.Limit() }
 // or its last extension.
 func (l *Limiter) TTL() time.Duration { return l.ttl }
 
+// Algorithm returns "concurrency", the name of the limiter's step. It is
+// fixed, never derived from a key, so metrics and traces use it as an
+// attribute, as they use ratekit.Limiter's.
+func (l *Limiter) Algorithm() string { return l.e.Spec().Name }
+
+// Store returns the store the limiter runs its scripts on, as given to
+// New. Stores name themselves with core.StoreNamer.
+func (l *Limiter) Store() core.ScriptRunner { return l.e.Runner() }
+
 // Acquire is AcquireN(ctx, key, 1).
 func (l *Limiter) Acquire(ctx context.Context, key string) (Lease, core.Decision, error) {
 	return l.AcquireN(ctx, key, 1)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ratekit/ratekit/algorithms/concurrency"
+	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/fakeclock"
 	"github.com/ratekit/ratekit/store/memory"
 )
@@ -147,4 +148,13 @@ func ExampleLimiter_Reset() {
 	// Output:
 	// true
 	// false <nil>
+}
+
+// What instrumentation labels a limiter's calls with: fixed per limiter.
+func ExampleLimiter_Algorithm() {
+	store, _ := memory.New()
+	defer store.Close()
+	limiter, _ := concurrency.New(store, concurrency.Config{Limit: 8, TTL: time.Minute})
+	fmt.Println(limiter.Algorithm(), limiter.Store().(core.StoreNamer).StoreName(), limiter.Limit(), limiter.TTL())
+	// Output: concurrency memory 8 1m0s
 }
