@@ -1,0 +1,194 @@
+package otelratekit
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/ratekit/ratekit/core"
+)
+
+// Store is a core.ScriptRunner that reports every call to the store it
+// wraps: its duration (ratekit.store.duration), its failures
+// (ratekit.store.errors) and a span, a child of the decision's. Build
+// limiters on it as on the store itself. It is safe for concurrent use.
+//
+// It runs batches as the store does (core.BatchRunner; one call at a time
+// when the store has no batches), lets the store check itself
+// (core.Checker), and is lent keys exactly when the store is: it keeps
+// nothing of a call.
+type Store struct {
+	t     *Telemetry
+	next  core.ScriptRunner
+	batch core.BatchRunner // next, when it runs batches
+	name  string
+	lends bool
+	// batchAttrs are the duration's attributes for a batch; scripts holds
+	// those of each script run, a []metric.RecordOption by *core.Script,
+	// made on its first run.
+	batchAttrs attribute.Set
+	scripts    sync.Map
+}
+
+// clientSpan starts every store span.
+var clientSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
+
+var (
+	_ core.BatchRunner = (*Store)(nil)
+	_ core.KeyCopier   = (*Store)(nil)
+	_ core.Checker     = (*Store)(nil)
+	_ core.StoreNamer  = (*Store)(nil)
+)
+
+// Store wraps the store next. next must not be nil; an error wraps
+// core.ErrInvalidConfig.
+func (t *Telemetry) Store(next core.ScriptRunner) (*Store, error) {
+	if next == nil {
+		return nil, fmt.Errorf("%w: otelratekit: the store is nil", core.ErrInvalidConfig)
+	}
+	if v := reflect.ValueOf(next); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil, fmt.Errorf("%w: otelratekit: the store is a nil %T", core.ErrInvalidConfig, next)
+	}
+	s := &Store{t: t, next: next, name: storeName(next), lends: lendsKeys(next)}
+	s.batch, _ = next.(core.BatchRunner)
+	s.batchAttrs = attribute.NewSet(AttrStore.String(s.name), AttrStoreOperation.String("run_scripts"))
+	return s, nil
+}
+
+// storeName is r's core.StoreNamer name, or Other.
+func storeName(r core.ScriptRunner) string {
+	if n, ok := r.(core.StoreNamer); ok {
+		if name := n.StoreName(); name != "" {
+			return name
+		}
+	}
+	return Other
+}
+
+// lendsKeys reports whether limiters lend keys to r itself: whether r, not
+// a runner it embeds, promises to copy the keys it keeps (core.KeyCopier).
+func lendsKeys(r core.ScriptRunner) bool {
+	kc, ok := r.(core.KeyCopier)
+	if !ok || !reflect.ValueOf(r).Comparable() {
+		return false
+	}
+	self := kc.CopiesKeysOf()
+	return self != nil && reflect.TypeOf(self) == reflect.TypeOf(r) && reflect.ValueOf(self).Comparable() && self == r
+}
+
+// StoreName returns the wrapped store's name (core.StoreNamer), or "other".
+func (s *Store) StoreName() string { return s.name }
+
+// Unwrap returns the wrapped store.
+func (s *Store) Unwrap() core.ScriptRunner { return s.next }
+
+// CopiesKeysOf returns s when the wrapped store copies every key it keeps
+// (core.KeyCopier), since s keeps none; nil otherwise.
+func (s *Store) CopiesKeysOf() core.ScriptRunner {
+	if s.lends {
+		return s
+	}
+	return nil
+}
+
+// Check is the wrapped store's check (core.Checker), nil when it has none.
+func (s *Store) Check() error {
+	if c, ok := s.next.(core.Checker); ok {
+		return c.Check()
+	}
+	return nil
+}
+
+// RunScript runs the script on the wrapped store, in a span, and records
+// its duration and its error.
+func (s *Store) RunScript(ctx context.Context, sc *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
+	ctx, span := s.t.tracer.Start(ctx, "ratekit.store.RunScript", clientSpan...)
+	start := s.t.now()
+	reply, err := s.next.RunScript(ctx, sc, keys, args, reply)
+	elapsed := s.t.now().Sub(start).Seconds()
+
+	name := sc.Name()
+	if err == nil {
+		s.t.storeDuration.Record(ctx, elapsed, s.scriptAttrs(sc)...)
+	} else {
+		attrs := metric.WithAttributes(AttrStore.String(s.name), AttrStoreOperation.String("run_script"), AttrScript.String(name), AttrErrorType.String(ErrorType(err)))
+		s.t.storeDuration.Record(ctx, elapsed, attrs)
+		s.t.storeErrors.Add(ctx, 1, attrs)
+	}
+	if span.IsRecording() {
+		span.SetAttributes(AttrStore.String(s.name), AttrScript.String(name))
+		if err != nil {
+			failSpan(span, err)
+		}
+	}
+	span.End()
+	return reply, err
+}
+
+// scriptAttrs returns the attributes of a successful run of sc, made once
+// per script (scripts are package variables, few and long-lived), in a
+// slice that Record takes as it is.
+func (s *Store) scriptAttrs(sc *core.Script) []metric.RecordOption {
+	if o, ok := s.scripts.Load(sc); ok {
+		return o.([]metric.RecordOption)
+	}
+	o := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(AttrStore.String(s.name), AttrStoreOperation.String("run_script"), AttrScript.String(sc.Name())))}
+	s.scripts.Store(sc, o)
+	return o
+}
+
+// RunScripts runs the calls on the wrapped store in one batch when it runs
+// batches (one span and one duration for the batch, one error for each
+// call that failed), and one RunScript at a time otherwise.
+func (s *Store) RunScripts(ctx context.Context, calls []core.ScriptCall) []core.ScriptResult {
+	if s.batch == nil {
+		out := make([]core.ScriptResult, len(calls))
+		for i, c := range calls {
+			out[i].Reply, out[i].Err = s.RunScript(ctx, c.Script, c.Keys, c.Args, nil)
+		}
+		return out
+	}
+	ctx, span := s.t.tracer.Start(ctx, "ratekit.store.RunScripts", clientSpan...)
+	start := s.t.now()
+	out := s.batch.RunScripts(ctx, calls)
+	s.t.storeDuration.Record(ctx, s.t.now().Sub(start).Seconds(), metric.WithAttributeSet(s.batchAttrs))
+	failed := 0
+	var firstErr error
+	for i, r := range out {
+		if r.Err == nil {
+			continue
+		}
+		failed++
+		if firstErr == nil {
+			firstErr = r.Err
+		}
+		script := Other
+		if i < len(calls) && calls[i].Script != nil {
+			script = calls[i].Script.Name()
+		}
+		s.t.storeErrors.Add(ctx, 1, metric.WithAttributes(AttrStore.String(s.name), AttrStoreOperation.String("run_scripts"), AttrScript.String(script), AttrErrorType.String(ErrorType(r.Err))))
+	}
+	if span.IsRecording() {
+		span.SetAttributes(AttrStore.String(s.name), AttrBatchSize.Int(len(calls)))
+		if failed > 0 {
+			span.SetAttributes(attribute.Int("ratekit.batch.failed", failed))
+			failSpan(span, firstErr)
+		}
+	}
+	span.End()
+	return out
+}
+
+// failSpan marks span as failed by err: its status, error.type, and the
+// error as an event.
+func failSpan(span trace.Span, err error) {
+	span.SetAttributes(AttrErrorType.String(ErrorType(err)))
+	span.RecordError(err)
+	span.SetStatus(codes.Error, err.Error())
+}
