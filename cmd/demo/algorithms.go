@@ -50,12 +50,22 @@ func fromRegistry(all []registry.Algorithm) []algorithm {
 	return out
 }
 
+// defaults returns every parameter at its default, by its page name.
+func (a algorithm) defaults() map[string]int64 {
+	p := make(map[string]int64, len(a.Params))
+	for _, prm := range a.Params {
+		p[prm.Name] = prm.Default
+	}
+	return p
+}
+
 // isDuration reports whether the parameter is a duration, given in ms.
 func (p param) isDuration() bool { return p.reg.Kind == registry.Duration }
 
 // build returns the algorithm's limiter for the page's parameters (every
-// one of a.Params, by its page name), on the store's clock.
-func (a algorithm) build(r core.ScriptRunner, prefix string, p map[string]int64) (core.Limiter, error) {
+// one of a.Params, by its page name), deciding at clock's time (nil: the
+// store's).
+func (a algorithm) build(r core.ScriptRunner, prefix string, p map[string]int64, clock core.Clock) (core.Limiter, error) {
 	rp := registry.Params{}
 	for _, prm := range a.Params {
 		v := p[prm.Name]
@@ -64,7 +74,7 @@ func (a algorithm) build(r core.ScriptRunner, prefix string, p map[string]int64)
 		}
 		rp[prm.reg.Name] = v
 	}
-	return a.reg.New(r, rp, nil, prefix)
+	return a.reg.New(r, rp, clock, prefix)
 }
 
 func findAlgorithm(name string) (algorithm, error) {

@@ -65,11 +65,7 @@ func newServer(runner core.ScriptRunner, store string, log *slog.Logger) (*serve
 	}
 	s := &server{runner: runner, store: store, log: log}
 	a := algorithms[0]
-	p := map[string]int64{}
-	for _, prm := range a.Params {
-		p[prm.Name] = prm.Default
-	}
-	if err := s.configure(config{Algorithm: a.Name, Params: p}); err != nil {
+	if err := s.configure(config{Algorithm: a.Name, Params: a.defaults()}); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -103,7 +99,7 @@ func (s *server) configure(cfg config) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gen++
-	lim, err := a.build(s.runner, fmt.Sprintf("ratekit:demo:%d:%d:", time.Now().UnixNano(), s.gen), p)
+	lim, err := a.build(s.runner, fmt.Sprintf("ratekit:demo:%d:%d:", time.Now().UnixNano(), s.gen), p, nil)
 	if err != nil {
 		return err
 	}
@@ -237,6 +233,8 @@ func writeError(w http.ResponseWriter, status int, err error) {
 //	PUT  /api/config             {"algorithm": ..., "params": {...}}: switch, fresh state
 //	GET  /api/limited?n=1        the rate-limited endpoint (key in X-Demo-Key)
 //	GET  /api/state?key=k        Peek at the key: the current state, no write
+//	GET  /api/patterns           the traffic patterns of the side-by-side view
+//	GET  /api/compare?pattern=p  p through every algorithm, simulated (compare.go)
 //
 // Every error under /api/ is JSON, {"error": ...}, and every API path
 // refuses a query parameter it does not take (400).
@@ -282,6 +280,27 @@ func (s *server) handler() http.Handler {
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"algorithm": cur.algo.Name, "meaning": cur.algo.State, "decision": toJSON(d)})
+	})
+	s.route(mux, "GET /api/patterns", nil, func(w http.ResponseWriter, r *http.Request, _ url.Values) {
+		writeJSON(w, http.StatusOK, map[string]any{
+			"patterns": patterns, "span_ms": compareSpan.Milliseconds(),
+			"bin_ms": compareBin.Milliseconds(), "window_ms": compareWindow.Milliseconds(),
+		})
+	})
+	s.route(mux, "GET /api/compare", []string{"pattern"}, func(w http.ResponseWriter, r *http.Request, q url.Values) {
+		p, err := findPattern(q.Get("pattern"))
+		if err != nil {
+			s.logError(r, requestError{err})
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		c, err := compare(r.Context(), p, algorithms)
+		if err != nil {
+			s.logError(r, err)
+			writeError(w, http.StatusInternalServerError, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, c)
 	})
 	api := jsonErrors(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
