@@ -1,0 +1,48 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io/fs"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestVendoredUPlot: the charting library embedded under web/uplot is the
+// release its SOURCE.md names, file for file, with its licence.
+func TestVendoredUPlot(t *testing.T) {
+	note, err := fs.ReadFile(webFiles, "web/uplot/SOURCE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := regexp.MustCompile(`^# uPlot (\d+\.\d+\.\d+), vendored`).FindSubmatch(note)
+	if version == nil {
+		t.Fatalf("SOURCE.md does not open with the version:\n%s", note)
+	}
+	rows := regexp.MustCompile("(?m)^\\| (\\S+) \\| \\S+ \\| ([0-9a-f]{64}) \\|$").FindAllSubmatch(note, -1)
+	if len(rows) != 2 {
+		t.Fatalf("SOURCE.md lists %d files with a sha256, want 2:\n%s", len(rows), note)
+	}
+	for _, row := range rows {
+		b, err := fs.ReadFile(webFiles, "web/uplot/"+string(row[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(b)
+		if got := hex.EncodeToString(sum[:]); got != string(row[2]) {
+			t.Errorf("%s: sha256 %s, SOURCE.md says %s", row[1], got, row[2])
+		}
+	}
+	js, err := fs.ReadFile(webFiles, "web/uplot/uPlot.iife.min.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "(v" + string(version[1]) + ")"; !strings.Contains(string(js[:min(len(js), 200)]), want) {
+		t.Errorf("uPlot.iife.min.js: its header %.80q does not name %s", js, want)
+	}
+	license, err := fs.ReadFile(webFiles, "web/uplot/LICENSE")
+	if err != nil || !strings.Contains(string(license), "The MIT License") {
+		t.Errorf("web/uplot/LICENSE: %v %.40q", err, license)
+	}
+}
