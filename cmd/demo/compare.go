@@ -19,7 +19,7 @@ const (
 	// compareSpan is how long every pattern runs, in simulated time.
 	compareSpan = 30 * time.Second
 	// compareBin is the interval decisions are counted over.
-	compareBin = 500 * time.Millisecond
+	compareBin = time.Second
 	// compareWindow is the rolling window peaks are counted over: the
 	// window of the registry's defaults, which all allow about 5 per
 	// 10 s (TestCompareWindowIsTheDefaults keeps them together).
@@ -111,9 +111,9 @@ type result struct {
 	// State says what Remaining counts.
 	State string `json:"state"`
 	Limit int64  `json:"limit"`
-	// Params are the registry's defaults the algorithm ran with, in the
-	// page's names (durations in ms).
-	Params map[string]int64 `json:"params"`
+	// Params are the registry's defaults the algorithm ran with, in its
+	// order, by the page's names (durations in ms).
+	Params []paramValue `json:"params"`
 	// Allowed and Denied count the decisions in each bin.
 	Allowed []int `json:"allowed"`
 	Denied  []int `json:"denied"`
@@ -147,6 +147,12 @@ func compare(ctx context.Context, p pattern, algos []algorithm) (comparison, err
 	return c, nil
 }
 
+// paramValue is one parameter's value.
+type paramValue struct {
+	Name  string `json:"name"`
+	Value int64  `json:"value"`
+}
+
 // simulate drives p through a at its defaults.
 func simulate(ctx context.Context, p pattern, a algorithm, bins int) (result, error) {
 	clock := fakeclock.New(compareStart)
@@ -162,8 +168,11 @@ func simulate(ctx context.Context, p pattern, a algorithm, bins int) (result, er
 	}
 	// The limit is a count, whose name on the page is the registry's.
 	r := result{
-		Name: a.Name, Title: a.Title, Doc: a.reg.Doc, State: a.State, Limit: params[a.reg.Limit().Name], Params: params,
+		Name: a.Name, Title: a.Title, Doc: a.reg.Doc, State: a.State, Limit: params[a.reg.Limit().Name],
 		Allowed: make([]int, bins), Denied: make([]int, bins), Remaining: make([]int64, bins),
+	}
+	for _, prm := range a.Params {
+		r.Params = append(r.Params, paramValue{prm.Name, params[prm.Name]})
 	}
 	const key = "pattern"
 	var allowedAt []time.Duration

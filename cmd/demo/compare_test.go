@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -45,7 +46,7 @@ func TestCompareAPI(t *testing.T) {
 	for _, p := range meta["patterns"].([]any) {
 		names = append(names, p.(map[string]any)["name"].(string))
 	}
-	if !slices.Equal(names, []string{"steady", "burst", "boundary"}) || meta["bin_ms"] != 500.0 || meta["window_ms"] != 10000.0 || meta["span_ms"] != 30000.0 {
+	if !slices.Equal(names, []string{"steady", "burst", "boundary"}) || meta["bin_ms"] != 1000.0 || meta["window_ms"] != 10000.0 || meta["span_ms"] != 30000.0 {
 		t.Fatalf("GET /api/patterns: %v", meta)
 	}
 	for _, name := range names {
@@ -54,12 +55,12 @@ func TestCompareAPI(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		bins := 60
+		bins := 30
 		sent := 0
 		for _, b := range p.bursts {
 			sent += b.n
 		}
-		if len(c.T) != bins || len(c.Sent) != bins || c.T[1] != 0.5 || sum(c.Sent) != sent || c.Pattern.Name != name {
+		if len(c.T) != bins || len(c.Sent) != bins || c.T[1] != 1 || sum(c.Sent) != sent || c.Pattern.Name != name {
 			t.Fatalf("%s: %d bins, %d sent (pattern: %d), t[1] = %v", name, len(c.T), sum(c.Sent), sent, c.T[1])
 		}
 		if len(c.Algorithms) != len(registry.All) {
@@ -69,6 +70,16 @@ func TestCompareAPI(t *testing.T) {
 			a := registry.All[i]
 			if r.Name != a.Name || r.Title != a.Title || r.Limit != a.Limit().Default || r.State != a.Remaining {
 				t.Errorf("%s: algorithm %d is %s (%q, limit %d), want the registry's %s at its defaults", name, i, r.Name, r.Title, r.Limit, a.Name)
+			}
+			var ps, defaults []string
+			for _, p := range r.Params {
+				ps = append(ps, fmt.Sprintf("%s=%d", p.Name, p.Value))
+			}
+			for _, p := range algorithms[i].Params {
+				defaults = append(defaults, fmt.Sprintf("%s=%d", p.Name, p.Default))
+			}
+			if !slices.Equal(ps, defaults) {
+				t.Errorf("%s/%s: ran with %v, want the defaults in order, %v", name, r.Name, ps, defaults)
 			}
 			if len(r.Allowed) != bins || len(r.Denied) != bins || len(r.Remaining) != bins {
 				t.Fatalf("%s/%s: series of %d, %d, %d values, want %d each", name, r.Name, len(r.Allowed), len(r.Denied), len(r.Remaining), bins)

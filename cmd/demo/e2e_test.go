@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	registry "github.com/ratekit/ratekit/algorithms"
 )
 
 // chromium returns the browser's path, or fails (CI=true) or skips, loudly.
@@ -28,11 +31,13 @@ func chromium(t *testing.T) string {
 }
 
 // TestPageEndToEnd drives the page in headless Chromium as a person would:
-// a burst larger than the limit shows allowed then denied entries; a new
-// algorithm and parameter change the behaviour; a failing store shows as an
-// ERROR entry, never as allowed or denied. It saves a screenshot, taken
-// before the store fails, to $RATEKIT_SCREENSHOT (docs/demo.png is made
-// this way) or a temp dir, and one of the failure beside it.
+// a burst larger than the limit shows allowed then denied entries, in the
+// list and in the live chart; a new algorithm and parameter change the
+// behaviour; a failing store shows as an ERROR entry and a failed point,
+// never as allowed or denied; the side-by-side view charts what the server
+// computed for every algorithm of the registry. It saves a screenshot,
+// taken before the store fails, to $RATEKIT_SCREENSHOT (docs/demo.png is
+// made this way) or a temp dir, and one of the failure beside it.
 func TestPageEndToEnd(t *testing.T) {
 	path := chromium(t)
 	ts := newTestServer(t)
@@ -57,7 +62,7 @@ func TestPageEndToEnd(t *testing.T) {
 	defer cancelBrowser()
 	// Generous: a saturated machine can take many seconds to start
 	// Chromium and render.
-	ctx, cancel := context.WithTimeout(bctx, 4*time.Minute)
+	ctx, cancel := context.WithTimeout(bctx, 6*time.Minute)
 	defer cancel()
 
 	count := func(sel string) int {
@@ -70,10 +75,22 @@ func TestPageEndToEnd(t *testing.T) {
 	}
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
+		deadline := time.Now().Add(90 * time.Second)
 		for !cond() {
 			if time.Now().After(deadline) {
 				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	// waitLive waits for the live chart to hold what ok accepts.
+	waitLive := func(what string, ok func(liveTotals) bool) {
+		t.Helper()
+		var last liveTotals
+		deadline := time.Now().Add(90 * time.Second)
+		for last = liveChart(t, ctx); !ok(last); last = liveChart(t, ctx) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for the live chart to hold %s: it holds %+v (level %v)", what, last, ptrString(last.Level))
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -118,6 +135,12 @@ func TestPageEndToEnd(t *testing.T) {
 		t.Fatalf("entries, oldest first: %q, want allowed then denied", order)
 	}
 	waitFor("the state panel", func() bool { return text("#state") == "0 / 5" })
+	if n := count("#live-chart canvas"); n != 1 {
+		t.Fatalf("live chart: %d canvases, want 1", n)
+	}
+	waitLive("the burst: 5 allowed, 3 denied, the level at 0", func(l liveTotals) bool {
+		return l.Allowed == 5 && l.Denied == 3 && l.Failed == 0 && l.Level != nil && *l.Level == 0
+	})
 	// The next token comes 60 s after the burst's first request: 60, or 59
 	// when the burst itself took more than a second on a loaded machine.
 	if h := text("#headers"); !contains(h, "HTTP 429", `RateLimit: "tokenbucket";r=0`) ||
@@ -155,9 +178,20 @@ func TestPageEndToEnd(t *testing.T) {
 		t.Fatalf("fixed window of 2, burst of 4: %d allowed, %d denied", a, d)
 	}
 	waitFor("the new state", func() bool { return text("#state") == "0 / 2" })
+	waitLive("only the new burst once cleared: 2 allowed, 2 denied", func(l liveTotals) bool {
+		return l.Allowed == 2 && l.Denied == 2 && l.Failed == 0 && l.Level != nil && *l.Level == 0
+	})
 	if h := text("#headers"); !contains(h, `RateLimit-Policy: "fixedwindow";q=2;w=60`) {
 		t.Fatalf("headers panel after the switch: %q", h)
 	}
+
+	// The side-by-side view opens on the first pattern; the screenshot
+	// shows the burst at a window boundary.
+	checkCompare(t, ctx, ts, "steady")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("pattern-boundary"))); err != nil {
+		t.Fatal(err)
+	}
+	checkCompare(t, ctx, ts, "boundary")
 
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
@@ -195,6 +229,9 @@ func TestPageEndToEnd(t *testing.T) {
 	waitFor("the state panel to show the failure", func() bool {
 		return text("#state") == "unavailable" && contains(text("#state-detail"), "HTTP 503", "store failed")
 	})
+	waitLive("the failure: a failed point, the level unknown", func(l liveTotals) bool {
+		return l.Allowed == 2 && l.Denied == 2 && l.Failed == 1 && l.Level == nil
+	})
 	if len(ts.logLines(slog.LevelError, "store failed")) == 0 {
 		t.Fatalf("no error logged for the store failure:\n%s", ts.logs.String())
 	}
@@ -219,6 +256,85 @@ func TestPageEndToEnd(t *testing.T) {
 	if count("#log li.error") != 1 {
 		t.Fatalf("error entries: %d, want 1", count("#log li.error"))
 	}
+	waitLive("a decision again once the store is back", func(l liveTotals) bool {
+		return l.Allowed+l.Denied == 5 && l.Failed == 1 && l.Level != nil
+	})
+}
+
+// liveTotals is what the live chart holds: decisions summed over the
+// seconds it shows, and the key's latest level (nil: unknown).
+type liveTotals struct {
+	Allowed, Denied, Failed int
+	Level                   *int64
+}
+
+// liveChart reads the data the live chart (a uPlot) holds:
+// [seconds, level, allowed, denied, failed].
+func liveChart(t *testing.T, ctx context.Context) liveTotals {
+	t.Helper()
+	l, err := chromedp.Run(ctx, chromedp.Evaluate[liveTotals](`(() => {
+		const [x, level, allowed, denied, failed] = demo.charts.live.data;
+		const sum = (a) => a.reduce((s, v) => s + (v || 0), 0);
+		return { Allowed: sum(allowed), Denied: sum(denied), Failed: sum(failed), Level: level.length ? level[level.length - 1] : null };
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// checkCompare waits for the side-by-side view to show pattern, then
+// checks that it charts, for every algorithm of the registry in its order,
+// the series GET /api/compare gives, with the peak the server counted.
+func checkCompare(t *testing.T, ctx context.Context, ts *testServer, pattern string) {
+	t.Helper()
+	want, _ := getCompare(t, ts, pattern)
+	type chart struct {
+		Name, Facts string
+		Canvases    int
+		Data        [][]float64
+	}
+	read := func() []chart {
+		t.Helper()
+		charts, err := chromedp.Run(ctx, chromedp.Evaluate[[]chart](fmt.Sprintf(`document.getElementById("compare").dataset.pattern !== %q ? [] :
+			demo.charts.compare.map((c) => {
+				const card = document.querySelector('.cmp[data-algorithm="' + c.name + '"]');
+				return { Name: c.name, Facts: card.querySelector(".facts").textContent, Canvases: card.querySelectorAll("canvas").length, Data: c.plot.data };
+			})`, pattern)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return charts
+	}
+	var charts []chart
+	deadline := time.Now().Add(90 * time.Second)
+	for charts = read(); len(charts) != len(registry.All); charts = read() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: timed out waiting for the side-by-side view: %d charts, want %d", pattern, len(charts), len(registry.All))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for i, c := range charts {
+		w := want.Algorithms[i]
+		if c.Name != registry.All[i].Name || c.Canvases != 1 {
+			t.Errorf("%s: chart %d: %s with %d canvases, want the registry's %s with 1", pattern, i, c.Name, c.Canvases, registry.All[i].Name)
+			continue
+		}
+		if len(c.Data) != 4 || len(c.Data[0]) != len(want.T) {
+			t.Errorf("%s/%s: chart data %v, want [t, remaining, allowed, denied] of %d values", pattern, c.Name, c.Data, len(want.T))
+			continue
+		}
+		for b := range want.T {
+			if c.Data[0][b] != want.T[b]+0.5 || c.Data[1][b] != float64(w.Remaining[b]) || c.Data[2][b] != float64(w.Allowed[b]) || c.Data[3][b] != float64(w.Denied[b]) {
+				t.Errorf("%s/%s: bin %d: chart holds t=%v remaining=%v allowed=%v denied=%v; the server: t=%v+0.5 %d %d %d",
+					pattern, c.Name, b, c.Data[0][b], c.Data[1][b], c.Data[2][b], c.Data[3][b], want.T[b], w.Remaining[b], w.Allowed[b], w.Denied[b])
+				break
+			}
+		}
+		if facts := fmt.Sprintf("%d allowed, %d denied, at most %d in any 10 s", w.TotalAllowed, w.TotalDenied, w.Peak); c.Facts != facts {
+			t.Errorf("%s/%s: the card says %q, want %q", pattern, c.Name, c.Facts, facts)
+		}
+	}
 }
 
 func contains(s string, parts ...string) bool {
@@ -228,4 +344,11 @@ func contains(s string, parts ...string) bool {
 		}
 	}
 	return true
+}
+
+func ptrString(p *int64) string {
+	if p == nil {
+		return "unknown"
+	}
+	return fmt.Sprint(*p)
 }

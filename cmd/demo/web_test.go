@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io/fs"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -44,5 +45,42 @@ func TestVendoredUPlot(t *testing.T) {
 	license, err := fs.ReadFile(webFiles, "web/uplot/LICENSE")
 	if err != nil || !strings.Contains(string(license), "The MIT License") {
 		t.Errorf("web/uplot/LICENSE: %v %.40q", err, license)
+	}
+}
+
+// TestPageAssets: every script and stylesheet the page loads is embedded
+// and served, and none comes from elsewhere.
+func TestPageAssets(t *testing.T) {
+	ts := newTestServer(t)
+	page, err := fs.ReadFile(webFiles, "web/index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := regexp.MustCompile(`(?:src|href)="([^"]+)"`).FindAllSubmatch(page, -1)
+	want := map[string]string{".js": "text/javascript", ".css": "text/css"}
+	n := 0
+	for _, ref := range refs {
+		path := string(ref[1])
+		ext := path[strings.LastIndex(path, "."):]
+		if want[ext] == "" {
+			t.Errorf("index.html loads %q, neither a script nor a stylesheet", path)
+			continue
+		}
+		if strings.Contains(path, "//") || strings.HasPrefix(path, "/") {
+			t.Errorf("index.html loads %q: not one of the page's own files", path)
+			continue
+		}
+		resp, err := http.Get(ts.URL + "/" + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), want[ext]) {
+			t.Errorf("GET /%s: %s %q", path, resp.Status, resp.Header.Get("Content-Type"))
+		}
+		n++
+	}
+	if n < 7 {
+		t.Errorf("index.html loads %d files; want at least uPlot's two and the page's five", n)
 	}
 }

@@ -126,6 +126,7 @@ async function sendOne() {
   }
   li.append(tag, text);
   $("log").prepend(li);
+  live.decision(kind, kind === "error" ? undefined : d.remaining);
   const names = ["RateLimit-Policy", "RateLimit", "Retry-After", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"];
   $("headers").textContent = res
     ? `HTTP ${res.status}\n` + names.filter((h) => res.headers.get(h) !== null).map((h) => `${h}: ${res.headers.get(h)}`).join("\n")
@@ -147,7 +148,9 @@ async function refreshState() {
     $("state").classList.remove("unavailable");
     $("state-detail").classList.remove("error");
     $("state-detail").textContent = `${s.meaning}; next request ${d.allowed ? "would pass" : "would be denied, retry in " + fmtMs(d.retry_after_ms)}; back to full in ${fmtMs(d.reset_after_ms)}`;
+    live.level(d.remaining);
   } catch (e) {
+    live.level(null);
     $("state").textContent = "unavailable";
     $("state").classList.add("unavailable");
     $("state-detail").classList.add("error");
@@ -158,6 +161,8 @@ async function refreshState() {
 $("apply").addEventListener("click", applyConfig);
 $("send-one").addEventListener("click", async () => { await sendOne(); await refreshState(); });
 $("send-burst").addEventListener("click", sendBurst);
-$("clear").addEventListener("click", () => { $("log").innerHTML = ""; seq = 0; allowedCount = 0; deniedCount = 0; errorCount = 0; $("summary").textContent = ""; });
+$("clear").addEventListener("click", () => { $("log").innerHTML = ""; seq = 0; allowedCount = 0; deniedCount = 0; errorCount = 0; $("summary").textContent = ""; live.clear(); });
+live.create();
 loadConfig().then(refreshState);
 setInterval(refreshState, 500);
+compareView.load().catch((e) => { $("compare-error").textContent = e.message; });
