@@ -78,6 +78,8 @@ func ErrorType(err error) string {
 		return "invalid_key"
 	case errors.Is(err, core.ErrInvalidCost):
 		return "invalid_cost"
+	case errors.Is(err, core.ErrInvalidLease):
+		return "invalid_lease"
 	case errors.Is(err, core.ErrInvalidTime):
 		return "invalid_time"
 	case errors.Is(err, core.ErrInvalidConfig):

@@ -31,9 +31,10 @@
 //	ratekit.store.errors      counter    {error}     ratekit.store, ratekit.store.operation, ratekit.script, error.type
 //	ratekit.failsafe.state    gauge      {state}     ratekit.limiter.name, ratekit.failsafe.state
 //	ratekit.denycache.hits    counter    {hit}       ratekit.limiter.name, ratekit.algorithm, ratekit.store
+//	ratekit.concurrency.leases up-down   {lease}     ratekit.limiter.name, ratekit.algorithm, ratekit.store
 //
 // ratekit.decisions counts Allow, AllowN and each request of AllowMany (not
-// Peek or Reset). ratekit.outcome is "allowed", "denied" or "error"; an
+// Peek or Reset), and a concurrency limiter's acquires ([Concurrency]). ratekit.outcome is "allowed", "denied" or "error"; an
 // error also has error.type (see below). A decision made by a failure
 // policy counts as the caller got it: a failsafe limiter that fails open
 // counts "allowed", while the store's error shows in ratekit.store.errors.
@@ -52,15 +53,20 @@
 // provider collects, from the limiters found behind a [Limiter];
 // [Limiter.Close] stops that.
 //
+// ratekit.concurrency.leases counts the leases a [Concurrency] acquired and
+// has not released yet: the requests in flight in this process.
+//
 // error.type is one of "timeout" (a context deadline, failsafe's Timeout
 // included), "canceled", "busy" (failsafe's MaxInFlight), "unexpected_reply",
-// "corrupt_state", "invalid_key", "invalid_cost", "invalid_time",
-// "invalid_config", "store" (any other store failure) and "_OTHER".
+// "corrupt_state", "invalid_key", "invalid_cost", "invalid_lease",
+// "invalid_time", "invalid_config", "store" (any other store failure) and
+// "_OTHER".
 //
 // # Traces
 //
 // Each call of a [Limiter] is a span ("ratekit.AllowN", "ratekit.Peek",
-// "ratekit.Reset", "ratekit.AllowMany" for a whole batch), a child of the
+// "ratekit.Reset", "ratekit.AllowMany" for a whole batch; "ratekit.Acquire",
+// "ratekit.Release" and "ratekit.Extend" for a [Concurrency]), a child of the
 // span in the caller's context, with the limiter's attributes, the cost
 // (ratekit.cost) or batch size (ratekit.batch.size), and the outcome, limit,
 // remaining and retry-after (ratekit.outcome, ratekit.limit,

@@ -71,16 +71,15 @@ func (t *Telemetry) Limiter(name string, next core.Limiter) (*Limiter, error) {
 	if v := reflect.ValueOf(next); v.Kind() == reflect.Pointer && v.IsNil() {
 		return nil, fmt.Errorf("%w: otelratekit: limiter %q is a nil %T", core.ErrInvalidConfig, name, next)
 	}
-	l := &Limiter{t: t, next: next, name: name, algorithm: Other, store: Other}
-	l.many, _ = next.(batcher)
+	algorithm, store := Other, Other
 	var obs observed
 	cur := next
 	for range maxChain {
 		obs.add(cur)
 		if d, ok := cur.(described); ok {
-			l.algorithm = d.Algorithm()
+			algorithm = d.Algorithm()
 			if s := d.Store(); s != nil {
-				l.store = storeName(s)
+				store = storeName(s)
 			}
 			break
 		}
@@ -92,16 +91,24 @@ func (t *Telemetry) Limiter(name string, next core.Limiter) (*Limiter, error) {
 			break
 		}
 	}
-	l.spanAttrs = []attribute.KeyValue{AttrLimiterName.String(name), AttrAlgorithm.String(l.algorithm), AttrStore.String(l.store)}
-	l.start = []trace.SpanStartOption{trace.WithAttributes(l.spanAttrs...)}
-	l.allowed = []metric.AddOption{metric.WithAttributeSet(l.decisionSet(OutcomeAllowed, ""))}
-	l.denied = []metric.AddOption{metric.WithAttributeSet(l.decisionSet(OutcomeDenied, ""))}
+	l := t.newLimiter(name, next, algorithm, store)
+	l.many, _ = next.(batcher)
 	reg, err := obs.register(t, l)
 	if err != nil {
 		return nil, fmt.Errorf("otelratekit: limiter %q: %w", name, err)
 	}
 	l.reg = reg
 	return l, nil
+}
+
+// newLimiter returns a Limiter around next with its attributes made.
+func (t *Telemetry) newLimiter(name string, next core.Limiter, algorithm, store string) *Limiter {
+	l := &Limiter{t: t, next: next, name: name, algorithm: algorithm, store: store}
+	l.spanAttrs = []attribute.KeyValue{AttrLimiterName.String(name), AttrAlgorithm.String(algorithm), AttrStore.String(store)}
+	l.start = []trace.SpanStartOption{trace.WithAttributes(l.spanAttrs...)}
+	l.allowed = []metric.AddOption{metric.WithAttributeSet(l.decisionSet(OutcomeAllowed, ""))}
+	l.denied = []metric.AddOption{metric.WithAttributeSet(l.decisionSet(OutcomeDenied, ""))}
+	return l
 }
 
 // checkName accepts a name that is printable ASCII, 1 to 64 bytes.

@@ -22,9 +22,8 @@ type hitCounter interface {
 
 // observed is what a Limiter found behind its wrappers that the meter
 // provider reads when it collects, rather than on each decision. A new
-// kind of wrapper with a state worth a metric (the concurrency limiter's
-// leases in flight, say) adds a field, a case in add and its observation
-// in register.
+// kind of wrapper with a state worth a metric adds a field, a case in add
+// and its observation in register.
 type observed struct {
 	failsafe stateful   // the outermost failsafe limiter, if any
 	cache    hitCounter // the outermost deny cache, if any

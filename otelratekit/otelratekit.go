@@ -41,6 +41,7 @@ type Telemetry struct {
 	storeErrors   metric.Int64Counter
 	failsafeState metric.Int64ObservableGauge
 	denyHits      metric.Int64ObservableCounter
+	leases        metric.Int64UpDownCounter
 }
 
 // storeBuckets are ratekit.store.duration's bucket boundaries, in seconds:
@@ -87,6 +88,11 @@ func New(cfg Config) (*Telemetry, error) {
 		metric.WithUnit("{hit}"),
 		metric.WithDescription("Denials a deny cache answered without asking the store.")); err != nil {
 		return nil, fmt.Errorf("otelratekit: ratekit.denycache.hits: %w", err)
+	}
+	if t.leases, err = t.meter.Int64UpDownCounter("ratekit.concurrency.leases",
+		metric.WithUnit("{lease}"),
+		metric.WithDescription("Leases of a concurrency limiter this process holds: acquired and not yet released.")); err != nil {
+		return nil, fmt.Errorf("otelratekit: ratekit.concurrency.leases: %w", err)
 	}
 	return t, nil
 }
