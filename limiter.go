@@ -42,6 +42,17 @@ func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
 	return l.e.Decide(ctx, key, 1, engine.ModePeek)
 }
 
+// Refund gives n back to key: the limiter takes n off what it has counted
+// for key, as far as it can, and returns what Peek reports after it. What
+// a refund can undo is said in each algorithm's package doc (a sliding
+// log entry that has left the window is gone; a fixed window's count is
+// only that of the current window). Use it to count by outcome: allow
+// first, then refund what should not have counted. n is checked as for
+// AllowN.
+func (l *Limiter) Refund(ctx context.Context, key string, n int64) (core.Decision, error) {
+	return l.e.Decide(ctx, key, n, engine.ModeRefund)
+}
+
 // Reset deletes key's state: the next request sees a fresh limiter.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	return l.e.Reset(ctx, key)

@@ -97,6 +97,20 @@ type atMost interface {
 	AllowAtMost(ctx context.Context, key string, n int64) (int64, core.Decision, error)
 }
 
+// refunder is what every ratekit limiter offers for refunds.
+type refunder interface {
+	Refund(ctx context.Context, key string, n int64) (core.Decision, error)
+}
+
+// refunderOf returns l's Refund, or fails t.
+func refunderOf(t *rapid.T, l core.Limiter) refunder {
+	r, ok := l.(refunder)
+	if !ok {
+		t.Fatalf("%T has no Refund", l)
+	}
+	return r
+}
+
 // batcher is what every ratekit limiter offers for batches.
 type batcher interface {
 	AllowMany(ctx context.Context, reqs []core.Request) []core.Result
@@ -329,6 +343,59 @@ func runMachine(t *rapid.T, h Harness, a algorithm) {
 			// Peek writes nothing: a second one answers the same.
 			dg2, eg2 := got.Peek(ctx, key)
 			compare(t, what+" repeated", dg, eg, dg2, eg2)
+		},
+		// A refund gives cost back: the bounds then speak of what is left,
+		// which the history does not know, so they are checked again once
+		// the refund can no longer shape a decision.
+		"refund": func(t *rapid.T) {
+			key, n := keyGen.Draw(t, "key"), cost(t, "n")
+			sync()
+			what := fmt.Sprintf("Refund(%q, %d) at %d", key, n, now())
+			dw, ew := refunderOf(t, want).Refund(ctx, key, n)
+			dg, eg := refunderOf(t, got).Refund(ctx, key, n)
+			compare(t, what, dw, ew, dg, eg)
+			if ew == nil {
+				checkDecision(t, what, key, dw)
+				// The refund may have written the key as of now.
+				high[key] = max(now(), high[key])
+				tainted[key] = max(tainted[key], high[key]+int64(v.wait/time.Microsecond))
+				delete(history, key)
+			}
+		},
+		// A request refunded at the instant it was allowed is undone: Peek
+		// answers as before it, on both stores.
+		"undo": func(t *rapid.T) {
+			key := keyGen.Draw(t, "key")
+			n := rapid.Int64Range(1, v.maxCost).Draw(t, "n")
+			if now() < tainted[key] || now() < high[key] {
+				return // state from an older configuration, or a clock behind the key
+			}
+			sync()
+			before, err := want.Peek(ctx, key)
+			if err != nil {
+				return
+			}
+			d, err := allowN(t, key, n)
+			if err != nil || !d.Allowed {
+				return
+			}
+			what := fmt.Sprintf("Refund(%q, %d) right after AllowN at %d", key, n, now())
+			dw, ew := refunderOf(t, want).Refund(ctx, key, n)
+			dg, eg := refunderOf(t, got).Refund(ctx, key, n)
+			compare(t, what, dw, ew, dg, eg)
+			if ew != nil {
+				t.Fatalf("%s: %v", what, ew)
+			}
+			for name, l := range map[string]core.Limiter{"reference": want, "store": got} {
+				after, err := l.Peek(ctx, key)
+				if err != nil || after != before {
+					t.Fatalf("%s: %s: Peek %+v (%v) after the refund, %+v before the request", v.desc, what+" on the "+name, after, err, before)
+				}
+			}
+			// Undone, but the refund may have left state that keeps the
+			// key's time, or none: the bounds resume as after a refund.
+			tainted[key] = max(tainted[key], high[key]+int64(v.wait/time.Microsecond))
+			delete(history, key)
 		},
 		"reset": func(t *rapid.T) {
 			key := keyGen.Draw(t, "key")

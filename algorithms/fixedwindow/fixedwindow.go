@@ -18,6 +18,13 @@
 // its count (at most Limit) and its start; its window ends at start + the
 // new Window, or where it was written to end, whichever comes first. State
 // the limiter did not write is refused with core.ErrCorruptState.
+//
+// # Refunds
+//
+// Refund(key, n) takes n off the current window's count, never below zero;
+// a window refunded to zero is forgotten, so the next request opens a new
+// one. Cost counted in an earlier window cannot be refunded: that window
+// is over.
 package fixedwindow
 
 import (

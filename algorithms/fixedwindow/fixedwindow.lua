@@ -18,7 +18,7 @@
 -- Window never stretches state beyond the TTL it was written with.
 local function fixedwindow(key, now, client_clock, n, mode, p)
   local limit, window = p.limit, p.window_us
-  local peek = mode == 1
+  local peek, refund = mode == 1, mode == 3
 
   local count, start, stop = 0, now, now + window
   local state = read_state(key, 3)
@@ -28,6 +28,16 @@ local function fixedwindow(key, now, client_clock, n, mode, p)
     if now >= stop then
       count, start, stop = 0, now, now + window
     end
+  end
+
+  -- A refund takes n back from the window's count (never below zero),
+  -- then reports as a Peek would. A window refunded to zero is forgotten:
+  -- the next request opens a new one, as if none had been counted.
+  local refunded = false
+  if refund then
+    refunded = count > 0
+    count = math.max(count - n, 0)
+    n, peek = 1, true
   end
 
   local allowed = 0
@@ -41,6 +51,10 @@ local function fixedwindow(key, now, client_clock, n, mode, p)
   local write
   if allowed == 1 and not peek then
     write = function() write_state(key, {count, start, stop}, reset, client_clock) end
+  elseif refunded and count == 0 then
+    write = function() redis.call('DEL', key) end
+  elseif refunded then
+    write = function() write_state(key, {count, start, stop}, stop - now, client_clock) end
   end
   return allowed, limit - count, retry, reset, write
 end

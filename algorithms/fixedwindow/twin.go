@@ -9,7 +9,7 @@ import (
 // step is fixedwindow.lua in Go. The stored value is {count, start_us,
 // end_us}.
 func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engine.State) {
-	now, n, peek := c.Now, c.N, c.Mode == engine.ModePeek
+	now, n, peek, refund := c.Now, c.N, c.Mode == engine.ModePeek, c.Mode == engine.ModeRefund
 	limit, window := p[limit], p[window]
 
 	count, start, stop := int64(0), now, now+window
@@ -21,6 +21,13 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 		if now >= stop {
 			count, start, stop = 0, now, now+window
 		}
+	}
+
+	refunded := false
+	if refund {
+		refunded = count > 0
+		count = max(count-n, 0)
+		n, peek = 1, true
 	}
 
 	var allowed int64
@@ -40,6 +47,10 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 	var st engine.State
 	if allowed == 1 && !peek {
 		st.Set(params.TTL(reset, c.ClientClock), count, start, stop)
+	} else if refunded && count == 0 {
+		st.Write, st.Del = true, true
+	} else if refunded {
+		st.Set(params.TTL(stop-now, c.ClientClock), count, start, stop)
 	}
 	return engine.Reply{allowed, limit - count, retry, reset}, st
 }

@@ -21,6 +21,13 @@
 // than the new configuration allows), and a fraction of a microsecond is
 // rounded up when Rate changed. State the limiter did not write is refused
 // with core.ErrCorruptState.
+//
+// # Refunds
+//
+// Refund(key, n) moves the theoretical arrival time back by n emission
+// intervals, never before now. Refunded right after the request it undoes,
+// it restores the state exactly; time that has passed since cannot be
+// given back.
 package gcra
 
 import (

@@ -38,6 +38,15 @@ local function gcra(key, now, client_clock, n, mode, p)
     if tat >= t then x = (tat - t) * rate + frac end
   end
 
+  -- A refund takes n emission intervals off the arrival time (never before
+  -- t), then reports as a Peek would.
+  local refunded = false
+  if mode == 3 then
+    refunded = x > 0
+    x = math.max(x - n * period, 0)
+    n, mode = 1, 1
+  end
+
   local avail = math.floor((cap - x) / period)
   local m = n
   if mode == 2 and avail < n then m = avail end
@@ -51,7 +60,7 @@ local function gcra(key, now, client_clock, n, mode, p)
   if allowed == 1 and mode ~= 1 then x = x + m * period end
   local reset = behind + math.floor((x + rate - 1) / rate)
   local write
-  if allowed == 1 and mode ~= 1 then
+  if (allowed == 1 and mode ~= 1) or refunded then
     write = function() write_state(key, {t + math.floor(x / rate), x % rate, rate, t}, reset, client_clock) end
     avail = math.floor((cap - x) / period)
   end

@@ -32,6 +32,13 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 		}
 	}
 
+	refunded := false
+	if mode == engine.ModeRefund {
+		refunded = x > 0
+		x = max(x-n*period, 0)
+		n, mode = 1, engine.ModePeek
+	}
+
 	avail := (limit - x) / period
 	m := n
 	if mode == engine.ModeAtMost && avail < n {
@@ -54,7 +61,7 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 	}
 	reset := behind + params.CeilDiv(x, rate)
 	var st engine.State
-	if write {
+	if write || refunded {
 		st.Set(params.TTL(reset, c.ClientClock), t+x/rate, x%rate, rate, t)
 		avail = (limit - x) / period
 	}

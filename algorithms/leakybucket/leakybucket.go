@@ -22,6 +22,12 @@
 // changed), at most a full bucket, and is empty from the moment it would
 // have been under the configuration that wrote it. State the limiter did
 // not write is refused with core.ErrCorruptState.
+//
+// # Refunds
+//
+// Refund(key, n) drains n units from the bucket at once, never below
+// empty. Refunded right after the request it undoes, it restores the level
+// exactly; what has already leaked cannot be refunded again.
 package leakybucket
 
 import (

@@ -17,7 +17,7 @@
 -- so it never outlives the TTL it was written with.
 local function leakybucket(key, now, client_clock, n, mode, p)
   local capacity, rate, per = p.capacity, p.leak_rate, p.per_us
-  local peek = mode == 1
+  local peek, refund = mode == 1, mode == 3
 
   local full = capacity * per
   local level, t, fresh = 0, now, nil
@@ -44,6 +44,15 @@ local function leakybucket(key, now, client_clock, n, mode, p)
     end
   end
 
+  -- A refund drains n units at once (never below empty), then reports as
+  -- a Peek would.
+  local refunded = false
+  if refund then
+    refunded = level > 0
+    level = math.max(level - n * per, 0)
+    n, peek = 1, true
+  end
+
   local add = n * per
   local allowed = 0
   if level + add <= full then
@@ -59,7 +68,7 @@ local function leakybucket(key, now, client_clock, n, mode, p)
     retry, reset = math.min(retry, fresh - now), math.min(reset, fresh - now)
   end
   local write
-  if writes then
+  if writes or refunded then
     write = function() write_state(key, {level, t, per, now + reset}, reset, client_clock) end
   end
   return allowed, math.floor((full - level) / per), retry, reset, write

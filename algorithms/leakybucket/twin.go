@@ -9,7 +9,7 @@ import (
 // step is leakybucket.lua in Go. The stored value is
 // {level scaled by per_us, last_leak_us, per_us, fresh_at_us}.
 func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engine.State) {
-	now, n, peek := c.Now, c.N, c.Mode == engine.ModePeek
+	now, n, peek, refund := c.Now, c.N, c.Mode == engine.ModePeek, c.Mode == engine.ModeRefund
 	capacity, rate, per := p[capacity], p[leakRate], p[per]
 
 	full := capacity * per
@@ -34,6 +34,13 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 		}
 	}
 
+	refunded := false
+	if refund {
+		refunded = level > 0
+		level = max(level-n*per, 0)
+		n, peek = 1, true
+	}
+
 	add := n * per
 	var allowed int64
 	if level+add <= full {
@@ -53,7 +60,7 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 		retry, reset = min(retry, fresh-now), min(reset, fresh-now)
 	}
 	var st engine.State
-	if write {
+	if write || refunded {
 		st.Set(params.TTL(reset, c.ClientClock), level, t, per, now+reset)
 	}
 	return engine.Reply{allowed, (full - level) / per, retry, reset}, st

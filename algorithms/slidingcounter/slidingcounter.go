@@ -34,6 +34,13 @@
 // window that holds the old current window's start. Either way the state
 // stops counting when it would have under the configuration that wrote it.
 // State the limiter did not write is refused with core.ErrCorruptState.
+//
+// # Refunds
+//
+// Refund(key, n) takes n off the current window's count, then off the
+// previous window's, never below zero. Refunded right after the request it
+// undoes, it restores the state exactly; cost counted two windows ago or
+// earlier no longer weighs anything and cannot be refunded.
 package slidingcounter
 
 import (

@@ -21,7 +21,7 @@
 -- it was written with.
 local function slidingcounter(key, now, client_clock, n, mode, p)
   local limit, W = p.limit, p.window_us
-  local peek = mode == 1
+  local peek, refund = mode == 1, mode == 3
 
   local wn = math.floor(now / W)
   local prev, curr, fresh = 0, 0, nil
@@ -51,6 +51,17 @@ local function slidingcounter(key, now, client_clock, n, mode, p)
   local start = wn * W
   local e = now - start
   if e < 0 then e = 0 end
+
+  -- A refund takes n back from the current window, then from the previous
+  -- one (never below zero), then reports as a Peek would.
+  local refunded = false
+  if refund then
+    refunded = prev + curr > 0
+    local back = math.min(n, curr)
+    curr = curr - back
+    prev = math.max(prev - (n - back), 0)
+    n, peek = 1, true
+  end
 
   local K = limit - n + 1
   local allowed = 0
@@ -92,7 +103,7 @@ local function slidingcounter(key, now, client_clock, n, mode, p)
     retry, reset = math.min(retry, fresh - now), math.min(reset, fresh - now)
   end
   local write
-  if writes then
+  if writes or refunded then
     write = function() write_state(key, {wn, prev, curr, W, now + reset}, reset, client_clock) end
   end
 

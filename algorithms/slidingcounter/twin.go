@@ -9,7 +9,7 @@ import (
 // step is slidingcounter.lua in Go. The stored value is
 // {window_number, previous, current, window_us, fresh_at_us}.
 func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engine.State) {
-	now, n, peek := c.Now, c.N, c.Mode == engine.ModePeek
+	now, n, peek, refund := c.Now, c.N, c.Mode == engine.ModePeek, c.Mode == engine.ModeRefund
 	limit, W := p[limit], p[window]
 
 	wn := now / W
@@ -34,6 +34,15 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 	}
 	start := wn * W
 	e := max(now-start, 0)
+
+	refunded := false
+	if refund {
+		refunded = prev+curr > 0
+		back := min(n, curr)
+		curr -= back
+		prev = max(prev-(n-back), 0)
+		n, peek = 1, true
+	}
 
 	K := limit - n + 1
 	var allowed int64
@@ -76,7 +85,7 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 		retry, reset = min(retry, fresh-now), min(reset, fresh-now)
 	}
 	var st engine.State
-	if write {
+	if write || refunded {
 		st.Set(params.TTL(reset, c.ClientClock), wn, prev, curr, W, now+reset)
 	}
 

@@ -23,6 +23,12 @@
 // outlives the Window it was logged under, and entries that had already
 // left the window at the last write are gone. State the limiter did not
 // write is refused with core.ErrCorruptState.
+//
+// # Refunds
+//
+// Refund(key, n) removes the n newest entries of the live window (fewer
+// when fewer are live). An entry that has left the window cannot be
+// refunded, and the newest entries go first whichever request logged them.
 package slidinglog
 
 import (

@@ -29,7 +29,7 @@ end
 
 local function slidinglog(key, now, client_clock, n, mode, p)
   local limit, window = p.limit, p.window_us
-  local peek = mode == 1
+  local peek, refund = mode == 1, mode == 3
   local fmt = string.format
 
   -- The newest entry and the expiry mark are the two greatest scores.
@@ -57,11 +57,34 @@ local function slidinglog(key, now, client_clock, n, mode, p)
   if newest and newest > t - window then
     count = redis.call('ZCOUNT', key, after_cutoff, '(' .. fmt('%d', fresh))
   end
+  -- A refund removes the n newest live entries (fewer if there are fewer:
+  -- an entry that has left the window cannot be refunded), then reports as
+  -- a Peek would.
+  local refund_write
+  if refund then
+    local k = math.min(n, count)
+    n, peek = 1, true
+    if k > 0 then
+      count = count - k
+      if count == 0 then
+        refund_write = function() redis.call('DEL', key) end
+      else
+        local e = redis.call('ZRANGEBYSCORE', key, after_cutoff, '+inf', 'WITHSCORES', 'LIMIT', count - 1, 1)
+        newest = slidinglog_score(e[2])
+        local gone = redis.call('ZRANGEBYSCORE', key, after_cutoff, '(' .. fmt('%d', fresh), 'LIMIT', count, k)
+        refund_write = function()
+          redis.call('ZREMRANGEBYSCORE', key, '-inf', cutoff)
+          redis.call('ZREM', key, unpack(gone))
+        end
+      end
+    end
+  end
+
   local allowed = 0
   if count + n <= limit then allowed = 1 end
 
   local retry, reset = 0, 0
-  local write
+  local write = refund_write
   if allowed == 1 and not peek then
     count = count + n
     reset = t + window - now

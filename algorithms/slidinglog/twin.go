@@ -13,7 +13,7 @@ import (
 // cost, oldest first, followed by the time the log expires (the "~" member
 // of the Lua sorted set).
 func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engine.State) {
-	now, n, peek := c.Now, c.N, c.Mode == engine.ModePeek
+	now, n, peek, refund := c.Now, c.N, c.Mode == engine.ModePeek, c.Mode == engine.ModeRefund
 	limit, window := p[limit], p[window]
 
 	stored, ok := tx.Get(key)
@@ -41,12 +41,28 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 	live := log[first:]
 	count := int64(len(live))
 
+	var st engine.State
+	if refund {
+		k := min(n, count)
+		n, peek = 1, true
+		if k > 0 {
+			count -= k
+			live = live[:count]
+			if count == 0 {
+				st.Write, st.Del = true, true
+			} else {
+				next := make([]int64, count, count+1)
+				copy(next, live)
+				st = engine.State{Write: true, TTL: params.TTL(fresh-now, c.ClientClock), List: append(next, fresh)}
+			}
+		}
+	}
+
 	var allowed int64
 	if count+n <= limit {
 		allowed = 1
 	}
 	var retry, reset int64
-	var st engine.State
 	if allowed == 1 && !peek {
 		// The new log, built once in a slice of its own (live belongs to
 		// tx): the live entries, n entries at t, then the expiry mark.

@@ -29,6 +29,13 @@
 // bucket from the moment it would have been full under the configuration
 // that wrote it, so it never outlives the TTL it was written with. State
 // the bucket did not write is refused with core.ErrCorruptState.
+//
+// # Refunds
+//
+// Refund(key, n) puts n tokens back, never above Capacity, keeping the
+// refill phase. Refunded right after the request it undoes, it restores
+// the bucket exactly; later, refill may already have filled what the
+// request took, and the bucket cannot hold more than Capacity.
 package tokenbucket
 
 import (

@@ -15,7 +15,7 @@
 -- fresh_at_us on, so it never outlives the TTL it was written with.
 local function tokenbucket(key, now, client_clock, n, mode, p)
   local cap, rate, interval = p.capacity, p.refill_rate, p.refill_interval_us
-  local peek = mode == 1
+  local peek, refund = mode == 1, mode == 3
 
   local tokens, last, fresh = cap, now, nil
   local state = read_state(key, 3)
@@ -44,6 +44,13 @@ local function tokenbucket(key, now, client_clock, n, mode, p)
     tokens = cap
     last = now
   end
+  -- A refund puts n tokens back (never above Capacity), then reports as a
+  -- Peek would.
+  if refund then
+    tokens = math.min(tokens + n, cap)
+    if tokens >= cap then last = now end
+    n, peek = 1, true
+  end
 
   local allowed = 0
   if tokens >= n then
@@ -61,7 +68,7 @@ local function tokenbucket(key, now, client_clock, n, mode, p)
     if fresh and (allowed == 0 or peek) and reset > fresh - now then reset = fresh - now end
   end
   local write
-  if allowed == 1 and not peek then
+  if (allowed == 1 and not peek) or (refund and fresh) then
     write = function() write_state(key, {tokens, last, now + reset}, reset, client_clock) end
   end
   return allowed, tokens, retry, reset, write

@@ -9,7 +9,7 @@ import (
 // step is tokenbucket.lua in Go: same arguments, same reply, same steps.
 // The stored value is {tokens, last_refill_us, fresh_at_us}.
 func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engine.State) {
-	now, n, peek := c.Now, c.N, c.Mode == engine.ModePeek
+	now, n, peek, refund := c.Now, c.N, c.Mode == engine.ModePeek, c.Mode == engine.ModeRefund
 	capacity, rate, interval := p[capacity], p[refillRate], p[refillInterval]
 
 	tokens, last, fresh := capacity, now, int64(-1)
@@ -37,6 +37,13 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 		tokens = capacity
 		last = now
 	}
+	if refund {
+		tokens = min(tokens+n, capacity)
+		if tokens >= capacity {
+			last = now
+		}
+		n, peek = 1, true
+	}
 
 	var allowed int64
 	if tokens >= n {
@@ -59,7 +66,7 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 		}
 	}
 	var st engine.State
-	if allowed == 1 && !peek {
+	if (allowed == 1 && !peek) || (refund && fresh >= 0) {
 		st.Set(params.TTL(reset, c.ClientClock), tokens, last, now+reset)
 	}
 	return engine.Reply{allowed, tokens, retry, reset}, st

@@ -17,11 +17,13 @@ import (
 //
 //	one decision   KEYS = {key}; ARGV = now, n, mode, params...
 //	batch          KEYS = keys;  ARGV = now, params..., then n, mode per key
-//	multi-limit    KEYS = one key per limit; ARGV = now, n, mode, then each
-//	               limit's params in turn
+//	policy         KEYS = one key per limit, then the penalty key if any;
+//	               ARGV = now, n, mode, then for each limit: shadow (0 or
+//	               1), penalty_us (0 for none) and its params
 //
 // Every reply holds four integers per decision: allowed, remaining,
-// retry_after_us, reset_after_us.
+// retry_after_us, reset_after_us; a policy's reply ends with two more, the
+// penalty block's (see PolicyScript).
 
 func header(s *Spec) string {
 	return prelude + "\n" + strings.TrimSpace(s.Lua) + "\n\n"
@@ -55,46 +57,6 @@ return out
 `, s.Name, paramNames(s), luaParams(s, 2, ""), k)
 }
 
-// MultiScript composes the script that decides one request on several
-// limits at once: allowed only if every limit allows, and then counted by
-// every limit; when any denies, nothing is written anywhere.
-func MultiScript(specs []*Spec) *core.Script {
-	var b strings.Builder
-	b.WriteString(prelude + "\n")
-	names := make([]string, len(specs))
-	seen := map[string]bool{}
-	for i, s := range specs {
-		names[i] = s.Name
-		if !seen[s.Name] {
-			seen[s.Name] = true
-			b.WriteString(strings.TrimSpace(s.Lua) + "\n\n")
-		}
-	}
-	name := "multi:" + strings.Join(names, "+")
-	fmt.Fprintf(&b, `-- %s: one request on %d limits; counted by all of them, or by none.
--- KEYS[i] is limit i's key; ARGV = now_us, n, mode, then each limit's parameters.
-local now, client_clock = clock(tonumber(ARGV[1]))
-local n, mode = tonumber(ARGV[2]), tonumber(ARGV[3])
-local out, writes, all = {}, {}, true
-local allowed, remaining, retry, reset
-`, name, len(specs))
-	at := 4
-	for i, s := range specs {
-		fmt.Fprintf(&b, "allowed, remaining, retry, reset, writes[%d] = %s(KEYS[%d], now, client_clock, n, mode, %s)\n", i+1, s.Name, i+1, luaParams(s, at, ""))
-		fmt.Fprintf(&b, "out[%d], out[%d], out[%d], out[%d] = allowed, remaining, retry, reset\n", 4*i+1, 4*i+2, 4*i+3, 4*i+4)
-		b.WriteString("if allowed ~= 1 then all = false end\n")
-		at += len(s.Params)
-	}
-	fmt.Fprintf(&b, `if all then
-  for i = 1, %d do
-    if writes[i] then writes[i]() end
-  end
-end
-return out
-`, len(specs))
-	return core.NewScript(name, b.String(), multiTwin(specs), false)
-}
-
 func paramNames(s *Spec) string {
 	names := make([]string, len(s.Params))
 	for i, p := range s.Params {
@@ -115,6 +77,8 @@ func call(tx core.Tx, now int64) Call {
 func commit(tx core.Tx, key string, st *State) {
 	switch {
 	case !st.Write:
+	case st.Del:
+		tx.Del(key)
 	case st.List != nil:
 		copy(tx.Put(key, len(st.List), st.TTL), st.List)
 	default:
@@ -142,31 +106,6 @@ func batchTwin(s *Spec) core.TwinFunc {
 			r, st := s.Step(tx, key, c, p)
 			commit(tx, key, &st)
 			reply = append(reply, r[:]...)
-		}
-		return reply, nil
-	}
-}
-
-func multiTwin(specs []*Spec) core.TwinFunc {
-	return func(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
-		c := call(tx, args[0])
-		c.N, c.Mode = args[1], args[2]
-		states := make([]State, len(specs))
-		all := true
-		at := 3
-		for i, s := range specs {
-			r, st := s.Step(tx, keys[i], c, args[at:at+len(s.Params)])
-			at += len(s.Params)
-			states[i] = st
-			reply = append(reply, r[:]...)
-			if r[0] != 1 {
-				all = false
-			}
-		}
-		if all {
-			for i := range specs {
-				commit(tx, keys[i], &states[i])
-			}
 		}
 		return reply, nil
 	}

@@ -14,6 +14,10 @@ const (
 	ModeAllow  = 0 // decide for n and count it when allowed
 	ModePeek   = 1 // decide for n, never write
 	ModeAtMost = 2 // allow as many of n as fit (GCRA)
+	// ModeRefund gives n back: the step takes n off what the key has
+	// counted (never below nothing), writes that, and replies as a Peek
+	// would. What a refund can undo is each algorithm's to document.
+	ModeRefund = 3
 )
 
 // Kind says how a parameter is checked and converted at New.
@@ -53,7 +57,9 @@ type Reply = [4]int64
 // call allowed).
 type State struct {
 	Write bool
-	TTL   time.Duration
+	// Del deletes the key instead (with Write).
+	Del bool
+	TTL time.Duration
 	// Vals[:N] is the value, or List when it is not nil (a state longer
 	// than Vals, such as the sliding log).
 	N    int

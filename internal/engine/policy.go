@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/params"
+)
+
+// PolicyScript composes the script that decides one request on several
+// limits of one user key at once (ratekit.Policy):
+//
+//   - The request is allowed when every enforced limit allows it and the
+//     key is not blocked; then every limit that allowed it counts it. When
+//     any enforced limit denies, nothing is counted anywhere.
+//   - A shadow limit decides and counts like the others, but its denial
+//     never denies the request (ARGV shadow = 1).
+//   - A penalty (ARGV penalty_us > 0): when that limit denies an allowed-
+//     mode request, the key is blocked for penalty_us; the block is the
+//     penalty key (KEYS after the limits' keys), written with the denial in
+//     the same script. While it holds, every request is denied and its
+//     limits only report (as a Peek).
+//   - ModeRefund refunds every limit (each step writes what it gives back),
+//     blocked or not; ModePeek writes nothing.
+//
+// The reply holds the four integers of each limit's decision, in order,
+// then the block's: {blocked_until_us - now, 1} when the key is blocked,
+// {0, 0} when not, and params.CorruptReply's first two integers (-1, 0)
+// when the penalty key holds anything else.
+func PolicyScript(specs []*Spec) *core.Script {
+	var b strings.Builder
+	b.WriteString(prelude + "\n")
+	names := make([]string, len(specs))
+	seen := map[string]bool{}
+	for i, s := range specs {
+		names[i] = s.Name
+		if !seen[s.Name] {
+			seen[s.Name] = true
+			b.WriteString(strings.TrimSpace(s.Lua) + "\n\n")
+		}
+	}
+	name := "policy:" + strings.Join(names, "+")
+	fmt.Fprintf(&b, `-- %[1]s: one request on %[2]d limits; counted by all of them, or by none.
+-- KEYS[i] is limit i's key, KEYS[%[3]d] the penalty key if any; ARGV = now_us,
+-- n, mode, then for each limit: shadow, penalty_us, its parameters.
+local now, client_clock = clock(tonumber(ARGV[1]))
+local n, mode = tonumber(ARGV[2]), tonumber(ARGV[3])
+local block = KEYS[%[3]d]
+local until_us = 0
+if block then
+  local b = read_state(block, 1)
+  if b == false then
+    local out = {}
+    for i = 1, %[4]d do out[i] = 0 end
+    out[%[4]d + 1], out[%[4]d + 2] = -1, 0
+    return out
+  end
+  if b and b[1] > now then until_us = b[1] end
+end
+local blocked = until_us > 0
+local step_mode = mode
+if blocked and mode == 0 then step_mode = 1 end
+local out, writes, all, penalty = {}, {}, not blocked, 0
+local allowed, remaining, retry, reset, shadow, pen
+`, name, len(specs), len(specs)+1, 4*len(specs))
+	at := 4
+	for i, s := range specs {
+		fmt.Fprintf(&b, "shadow, pen = tonumber(ARGV[%d]), tonumber(ARGV[%d])\n", at, at+1)
+		fmt.Fprintf(&b, "allowed, remaining, retry, reset, writes[%d] = %s(KEYS[%d], now, client_clock, n, step_mode, %s)\n", i+1, s.Name, i+1, luaParams(s, at+2, ""))
+		fmt.Fprintf(&b, "out[%d], out[%d], out[%d], out[%d] = allowed, remaining, retry, reset\n", 4*i+1, 4*i+2, 4*i+3, 4*i+4)
+		b.WriteString("if allowed ~= 1 and shadow == 0 then\n  all = false\n  if pen > penalty then penalty = pen end\nend\n")
+		at += 2 + len(s.Params)
+	}
+	fmt.Fprintf(&b, `if mode == 3 or (mode == 0 and all) then
+  for i = 1, %[1]d do
+    if writes[i] then writes[i]() end
+  end
+elseif mode == 0 and not blocked and penalty > 0 and block then
+  until_us = now + penalty
+  write_state(block, {until_us}, penalty, client_clock)
+end
+if until_us > 0 then
+  out[%[2]d + 1], out[%[2]d + 2] = until_us - now, 1
+else
+  out[%[2]d + 1], out[%[2]d + 2] = 0, 0
+end
+return out
+`, len(specs), 4*len(specs))
+	return core.NewScript(name, b.String(), policyTwin(specs), false)
+}
+
+// policyTwin is PolicyScript's Lua in Go.
+func policyTwin(specs []*Spec) core.TwinFunc {
+	return func(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
+		c := call(tx, args[0])
+		n, mode := args[1], args[2]
+		var block string
+		var until int64
+		if len(keys) > len(specs) {
+			block = keys[len(specs)]
+			if v, ok := tx.Get(block); ok {
+				if !params.State(v, 1) {
+					for range 4 * len(specs) {
+						reply = append(reply, 0)
+					}
+					return append(reply, -1, 0), nil
+				}
+				if v[0] > c.Now {
+					until = v[0]
+				}
+			}
+		}
+		blocked := until > 0
+		c.N, c.Mode = n, mode
+		if blocked && mode == ModeAllow {
+			c.Mode = ModePeek
+		}
+		states := make([]State, len(specs))
+		all := !blocked
+		var penalty int64
+		at := 3
+		for i, s := range specs {
+			shadow, pen := args[at], args[at+1]
+			r, st := s.Step(tx, keys[i], c, args[at+2:at+2+len(s.Params)])
+			at += 2 + len(s.Params)
+			states[i] = st
+			reply = append(reply, r[:]...)
+			if r[0] != 1 && shadow == 0 {
+				all = false
+				penalty = max(penalty, pen)
+			}
+		}
+		switch {
+		case mode == ModeRefund || (mode == ModeAllow && all):
+			for i := range specs {
+				commit(tx, keys[i], &states[i])
+			}
+		case mode == ModeAllow && !blocked && penalty > 0 && block != "":
+			until = c.Now + penalty
+			tx.Put(block, 1, params.TTL(penalty, c.ClientClock))[0] = until
+		}
+		if until > 0 {
+			return append(reply, until-c.Now, 1), nil
+		}
+		return append(reply, 0, 0), nil
+	}
+}
