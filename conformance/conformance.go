@@ -39,9 +39,9 @@ type Harness struct {
 // Run runs the suite for every algorithm, each as a subtest: the state
 // machine (whose batches use the batch script wherever requests share a
 // cluster slot), then the refusal of corrupt state; then a state machine
-// of multi-limit decisions (ratekit.Multi) over random algorithms; and
-// last the concurrency limiter's state machine (see concurrency.go) and
-// its refusal of corrupt state.
+// of policies (ratekit.Policy) of random limits, tiers, shadow limits,
+// penalties and refunds; and last the concurrency limiter's state machine
+// (see concurrency.go) and its refusal of corrupt state.
 func Run(t *testing.T, h Harness) {
 	t.Helper()
 	if h.Runner == nil {
@@ -58,8 +58,8 @@ func Run(t *testing.T, h Harness) {
 			rapid.Check(t, func(rt *rapid.T) { checkCorrupt(rt, h, a) })
 		})
 	}
-	t.Run("multi", func(t *testing.T) {
-		rapid.Check(t, func(rt *rapid.T) { runMulti(rt, h) })
+	t.Run("policy", func(t *testing.T) {
+		rapid.Check(t, func(rt *rapid.T) { runPolicy(rt, h) })
 	})
 	t.Run("concurrency", func(t *testing.T) {
 		rapid.Check(t, func(rt *rapid.T) { runConcurrency(rt, h) })

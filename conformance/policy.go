@@ -1,0 +1,316 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/ratekit/ratekit"
+	"github.com/ratekit/ratekit/algorithms/gcra"
+	"github.com/ratekit/ratekit/core"
+)
+
+// base returns the ratekit.Limiter behind an algorithm's limiter.
+func base(t *rapid.T, l core.Limiter) *ratekit.Limiter {
+	switch l := l.(type) {
+	case *ratekit.Limiter:
+		return l
+	case *gcra.Limiter:
+		return l.Limiter
+	}
+	t.Fatalf("%T is not a ratekit limiter", l)
+	return nil
+}
+
+// A policyLimit is one drawn limit of a policy: its algorithm, one
+// configuration per tier, and how it enforces.
+type policyLimit struct {
+	name    string
+	tiers   [2]variant
+	shadow  bool
+	penalty time.Duration
+}
+
+// runPolicy drives random policies of one to four limits of random
+// algorithms, in two tiers of one shape, on the store under test and on
+// the reference: the same decisions on both; nothing counted anywhere when
+// the policy denies; a penalty blocks exactly when an enforced limit with
+// one denies, for its time; shadow limits never deny; refunds; keys moving
+// between tiers; and every limit's bound on what it counted.
+func runPolicy(t *rapid.T, h Harness) {
+	size := rapid.IntRange(1, 4).Draw(t, "limits")
+	shadowAll := rapid.IntRange(0, 9).Draw(t, "shadow policy") == 0
+	limits := make([]policyLimit, size)
+	for i := range limits {
+		a := rapid.SampledFrom(drawable).Draw(t, "algorithm")
+		l := &limits[i]
+		l.name = fmt.Sprintf("%s-%d", a.name, i)
+		l.tiers = [2]variant{a.draw(t, nil), a.draw(t, nil)}
+		l.shadow = shadowAll || rapid.IntRange(0, 3).Draw(t, "shadow") == 0
+		if rapid.Bool().Draw(t, "penalty") {
+			l.penalty = time.Duration(rapid.Int64Range(1, 3*int64(l.tiers[0].period/time.Microsecond)).Draw(t, "penalty µs")) * time.Microsecond
+		}
+		t.Logf("limit %s: tiers %s | %s; shadow %v, penalty %v", l.name, l.tiers[0].desc, l.tiers[1].desc, l.shadow, l.penalty)
+	}
+	clock, ref, limClock := reference(t, h)
+	defer ref.Close()
+	prefix := newPrefix()
+	build := func(r core.ScriptRunner, tier int) (*ratekit.Policy, []*ratekit.Limiter) {
+		ls := make([]*ratekit.Limiter, size)
+		cfg := ratekit.PolicyConfig{Shadow: shadowAll, PenaltyPrefix: prefix + "penalty:"}
+		for i, l := range limits {
+			lim, err := l.tiers[tier].build(r, fmt.Sprintf("%s%d", prefix, i), limClock)
+			if err != nil {
+				t.Fatalf("%s: %v", l.tiers[tier].desc, err)
+			}
+			ls[i] = base(t, lim)
+			cfg.Limits = append(cfg.Limits, ratekit.Limit{Name: l.name, Limiter: ls[i], Shadow: l.shadow, Penalty: l.penalty})
+		}
+		p, err := ratekit.NewPolicy(cfg)
+		if err != nil {
+			t.Fatalf("NewPolicy: %v", err)
+		}
+		return p, ls
+	}
+	var want, got [2]*ratekit.Policy
+	var wantLs, gotLs [2][]*ratekit.Limiter
+	for tier := range 2 {
+		want[tier], wantLs[tier] = build(ref, tier)
+		got[tier], gotLs[tier] = build(h.Runner, tier)
+	}
+	if _, err := ratekit.NewTiers(map[string]*ratekit.Policy{"0": want[0], "1": want[1]}); err != nil {
+		t.Fatalf("NewTiers: %v", err)
+	}
+	maxCost := want[0].MaxCost()
+	if c := want[1].MaxCost(); c < maxCost {
+		maxCost = c
+	}
+
+	ctx := context.Background()
+	tierOf := map[string]int{}
+	// Per limit and key, as in runMachine: the requests the limit counted
+	// since its bounds last applied, the key's time, and the time until
+	// which state from another tier or a refund may shape decisions.
+	history := make([]map[string][]event, size)
+	high := make([]map[string]int64, size)
+	tainted := make([]map[string]int64, size)
+	for i := range history {
+		history[i], high[i], tainted[i] = map[string][]event{}, map[string]int64{}, map[string]int64{}
+	}
+	wait := func(i int) int64 {
+		return int64(max(limits[i].tiers[0].wait, limits[i].tiers[1].wait) / time.Microsecond)
+	}
+	taint := func(key string) {
+		for i := range limits {
+			high[i][key] = max(high[i][key], now(clock))
+			tainted[i][key] = max(tainted[i][key], high[i][key]+wait(i))
+			delete(history[i], key)
+		}
+	}
+	// blocked is the model of the penalty blocks: the time each key's
+	// block ends.
+	blocked := map[string]int64{}
+	keyGen := rapid.SampledFrom(keys)
+	sync := func() {
+		if h.SetTime != nil {
+			h.SetTime(clock.Now())
+		}
+	}
+	compareAll := func(t *rapid.T, what string, dw ratekit.PolicyDecision, ew error, dg ratekit.PolicyDecision, eg error) {
+		if ew != nil || eg != nil {
+			if kind(ew) == nil || kind(ew) != kind(eg) {
+				t.Fatalf("%s: reference error %v, store error %v", what, ew, eg)
+			}
+			return
+		}
+		if len(dw.Limits) != size {
+			t.Fatalf("%s: %d decisions for %d limits", what, len(dw.Limits), size)
+		}
+		if !reflect.DeepEqual(dw, dg) {
+			t.Fatalf("%s:\n  reference %+v\n  store     %+v", what, dw, dg)
+		}
+	}
+	// check holds a decision to the policy's rules, given whether the key
+	// was blocked before it.
+	check := func(t *rapid.T, what, key string, d ratekit.PolicyDecision, wasBlocked bool, mode string) {
+		var denied, shadowDenied []string
+		var penalty time.Duration
+		var retry time.Duration
+		for i, ld := range d.Limits {
+			l := limits[i]
+			if ld.Name != l.name || ld.Shadow != l.shadow {
+				t.Fatalf("%s: limit %d reported as %q (shadow %v)", what, i, ld.Name, ld.Shadow)
+			}
+			if ld.Allowed {
+				continue
+			}
+			if l.shadow {
+				shadowDenied = append(shadowDenied, l.name)
+				continue
+			}
+			denied = append(denied, l.name)
+			penalty = max(penalty, l.penalty)
+			retry = max(retry, ld.RetryAfter)
+		}
+		if !slices.Equal(d.Denied, denied) || !slices.Equal(d.ShadowDenied, shadowDenied) {
+			t.Fatalf("%s: Denied %v, ShadowDenied %v; the limits say %v and %v", what, d.Denied, d.ShadowDenied, denied, shadowDenied)
+		}
+		if shadowAll && !wasBlocked && !d.Allowed {
+			t.Fatalf("%s: a shadow policy denied: %+v", what, d)
+		}
+		nowBlocked := wasBlocked
+		if mode == "allow" && !wasBlocked && penalty > 0 {
+			blocked[key] = now(clock) + int64(penalty/time.Microsecond)
+			nowBlocked = true
+		}
+		if d.Blocked != nowBlocked {
+			t.Fatalf("%s: Blocked %v, want %v (block until %d)", what, d.Blocked, nowBlocked, blocked[key])
+		}
+		if d.Allowed != (!nowBlocked && len(denied) == 0) {
+			t.Fatalf("%s: Allowed %v with Denied %v, blocked %v", what, d.Allowed, denied, nowBlocked)
+		}
+		if nowBlocked {
+			retry = max(retry, time.Duration(blocked[key]-now(clock))*time.Microsecond)
+		}
+		if !d.Allowed && d.RetryAfter != retry || d.Allowed && d.RetryAfter != 0 {
+			t.Fatalf("%s: RetryAfter %v, want %v", what, d.RetryAfter, retry)
+		}
+	}
+	peekLimits := func(t *rapid.T, p *ratekit.Policy, key string) []ratekit.LimitDecision {
+		d, err := p.Peek(ctx, key)
+		if err != nil {
+			t.Fatalf("Peek(%q): %v", key, err)
+		}
+		return d.Limits
+	}
+	actions := map[string]func(*rapid.T){
+		"advance": func(t *rapid.T) {
+			p := int64(limits[0].tiers[0].period / time.Microsecond)
+			clock.Advance(time.Duration(rapid.Int64Range(0, 2*p).Draw(t, "step")) * time.Microsecond)
+		},
+		"allow": func(t *rapid.T) {
+			key := keyGen.Draw(t, "key")
+			n := rapid.OneOf(rapid.Just(int64(1)), rapid.Int64Range(1, maxCost), rapid.Int64Range(0, maxCost+1)).Draw(t, "n")
+			tier := tierOf[key]
+			sync()
+			what := fmt.Sprintf("Policy(tier %d).AllowN(%q, %d) at %d", tier, key, n, now(clock))
+			wasBlocked := now(clock) < blocked[key]
+			before := peekLimits(t, want[tier], key)
+			dw, ew := want[tier].AllowN(ctx, key, n)
+			dg, eg := got[tier].AllowN(ctx, key, n)
+			compareAll(t, what, dw, ew, dg, eg)
+			if ew != nil {
+				return
+			}
+			check(t, what, key, dw, wasBlocked, "allow")
+			if !dw.Allowed {
+				// Denied: counted by none, on both stores.
+				for name, p := range map[string]*ratekit.Policy{"reference": want[tier], "store": got[tier]} {
+					if after := peekLimits(t, p, key); !reflect.DeepEqual(after, before) {
+						t.Fatalf("%s: denied, but the limits changed on the %s:\n  before %+v\n  after  %+v", what, name, before, after)
+					}
+				}
+				return
+			}
+			for i, ld := range dw.Limits {
+				if !ld.Allowed {
+					continue // a shadow limit that would have denied counts nothing
+				}
+				v := limits[i].tiers[tier]
+				at := max(now(clock), high[i][key])
+				high[i][key] = at
+				if at < tainted[i][key] {
+					tainted[i][key] = max(tainted[i][key], at+wait(i))
+					continue
+				}
+				history[i][key] = append(history[i][key], event{at: at, cost: n})
+				if err := v.bound(history[i][key]); err != nil {
+					t.Fatalf("%s: limit %s (%s), key %q: bound violated: %v", what, limits[i].name, v.desc, key, err)
+				}
+			}
+		},
+		"peek": func(t *rapid.T) {
+			key := keyGen.Draw(t, "key")
+			tier := tierOf[key]
+			sync()
+			what := fmt.Sprintf("Policy(tier %d).Peek(%q) at %d", tier, key, now(clock))
+			dw, ew := want[tier].Peek(ctx, key)
+			dg, eg := got[tier].Peek(ctx, key)
+			compareAll(t, what, dw, ew, dg, eg)
+			if ew == nil {
+				check(t, what, key, dw, now(clock) < blocked[key], "peek")
+			}
+		},
+		"refund": func(t *rapid.T) {
+			key := keyGen.Draw(t, "key")
+			n := rapid.Int64Range(0, maxCost+1).Draw(t, "n")
+			tier := tierOf[key]
+			sync()
+			what := fmt.Sprintf("Policy(tier %d).Refund(%q, %d) at %d", tier, key, n, now(clock))
+			dw, ew := want[tier].Refund(ctx, key, n)
+			dg, eg := got[tier].Refund(ctx, key, n)
+			compareAll(t, what, dw, ew, dg, eg)
+			if ew == nil {
+				check(t, what, key, dw, now(clock) < blocked[key], "refund")
+				taint(key)
+			}
+		},
+		// One limit decides alone, as another route of the application
+		// would: the policy's decisions must follow its state.
+		"single": func(t *rapid.T) {
+			i := rapid.IntRange(0, size-1).Draw(t, "limit")
+			key := keyGen.Draw(t, "key")
+			tier := tierOf[key]
+			sync()
+			dw, ew := wantLs[tier][i].AllowN(ctx, key, 1)
+			dg, eg := gotLs[tier][i].AllowN(ctx, key, 1)
+			compare(t, fmt.Sprintf("limit %s alone: AllowN(%q, 1) at %d", limits[i].name, key, now(clock)), dw, ew, dg, eg)
+			if ew == nil && dw.Allowed {
+				at := max(now(clock), high[i][key])
+				high[i][key] = at
+				if at < tainted[i][key] {
+					tainted[i][key] = max(tainted[i][key], at+wait(i))
+					return
+				}
+				history[i][key] = append(history[i][key], event{at: at, cost: 1})
+				if err := limits[i].tiers[tier].bound(history[i][key]); err != nil {
+					t.Fatalf("limit %s, key %q: bound violated: %v", limits[i].name, key, err)
+				}
+			}
+		},
+		// The key moves to the other tier, keeping its state.
+		"tier": func(t *rapid.T) {
+			key := keyGen.Draw(t, "key")
+			tierOf[key] = 1 - tierOf[key]
+			taint(key)
+		},
+		"reset": func(t *rapid.T) {
+			key := keyGen.Draw(t, "key")
+			tier := tierOf[key]
+			sync()
+			ew := want[tier].Reset(ctx, key)
+			eg := got[tier].Reset(ctx, key)
+			compare(t, fmt.Sprintf("Policy.Reset(%q)", key), core.Decision{}, ew, core.Decision{}, eg)
+			for i := range limits {
+				delete(history[i], key)
+				delete(high[i], key)
+				delete(tainted[i], key)
+			}
+			delete(blocked, key)
+		},
+	}
+	if h.SetTime == nil || !h.ForwardOnlyTTL {
+		actions["back"] = func(t *rapid.T) {
+			p := int64(limits[0].tiers[0].period / time.Microsecond)
+			clock.Advance(-time.Duration(rapid.Int64Range(1, 2*p).Draw(t, "back")) * time.Microsecond)
+		}
+	}
+	t.Repeat(actions)
+}
+
+// now is clock's time in Unix µs.
+func now(clock interface{ Now() time.Time }) int64 { return clock.Now().UnixMicro() }

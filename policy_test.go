@@ -1,0 +1,201 @@
+package ratekit_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratekit/ratekit"
+	"github.com/ratekit/ratekit/algorithms/fixedwindow"
+	"github.com/ratekit/ratekit/algorithms/tokenbucket"
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/fakeclock"
+	"github.com/ratekit/ratekit/store/memory"
+)
+
+func newStore(t *testing.T, opts ...memory.Option) *memory.Store {
+	t.Helper()
+	s, err := memory.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func bucket(t *testing.T, s core.ScriptRunner, prefix string, capacity int64) *ratekit.Limiter {
+	t.Helper()
+	l, err := tokenbucket.New(s, tokenbucket.Config{Capacity: capacity, RefillRate: 1, RefillInterval: time.Second, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// Every bad policy is an error wrapping core.ErrInvalidConfig, naming
+// what is wrong; none panics.
+func TestNewPolicyRefuses(t *testing.T) {
+	s, other := newStore(t), newStore(t)
+	a, b := bucket(t, s, "a:", 5), bucket(t, s, "b:", 5)
+	clocked, err := tokenbucket.New(s, tokenbucket.Config{Capacity: 1, RefillRate: 1, RefillInterval: time.Second, Prefix: "c:", Clock: fakeclock.New(time.Now())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	many := make([]ratekit.Limit, ratekit.MaxPolicyLimits+1)
+	for i := range many {
+		many[i] = ratekit.Limit{Name: "l" + string(rune('a'+i)), Limiter: bucket(t, s, "m"+string(rune('a'+i))+":", 1)}
+	}
+	for _, c := range []struct {
+		name string
+		cfg  ratekit.PolicyConfig
+		want string
+	}{
+		{"no limits", ratekit.PolicyConfig{}, "1 to 16 limits"},
+		{"too many", ratekit.PolicyConfig{Limits: many}, "1 to 16 limits"},
+		{"no name", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Limiter: a}}}, "Name"},
+		{"upper case", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "Day", Limiter: a}}}, "not allowed"},
+		{"digit first", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "1s", Limiter: a}}}, "not allowed"},
+		{"header injection", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "a;q=1", Limiter: a}}}, "not allowed"},
+		{"long name", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: strings.Repeat("a", 65), Limiter: a}}}, "Name"},
+		{"same name", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: a}, {Name: "x", Limiter: b}}}, "two limits"},
+		{"nil limiter", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x"}}}, "no Limiter"},
+		{"zero limiter", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: &ratekit.Limiter{}}}}, "no Limiter"},
+		{"same prefix", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: a}, {Name: "y", Limiter: a}}}, "prefix"},
+		{"two stores", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: a}, {Name: "y", Limiter: bucket(t, other, "y:", 1)}}}, "another store"},
+		{"clock and none", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: a}, {Name: "y", Limiter: clocked}}}, "Clock"},
+		{"negative penalty", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: a, Penalty: -time.Second}}}, "Penalty"},
+		{"sub-µs penalty", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: a, Penalty: time.Nanosecond}}}, "Penalty"},
+		{"huge penalty", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: a, Penalty: 1 << 62}}}, "Penalty"},
+		{"braced penalty prefix", ratekit.PolicyConfig{PenaltyPrefix: "p{", Limits: []ratekit.Limit{{Name: "x", Limiter: a, Penalty: time.Second}}}, "{"},
+		{"penalty prefix is a limit's", ratekit.PolicyConfig{PenaltyPrefix: "a:", Limits: []ratekit.Limit{{Name: "x", Limiter: a, Penalty: time.Second}}}, "PenaltyPrefix"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := ratekit.NewPolicy(c.cfg)
+			if !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("NewPolicy: %v, %v; want an ErrInvalidConfig saying %q", p, err, c.want)
+			}
+		})
+	}
+}
+
+// Bad calls are errors: keys and costs as for a Limiter, the cost at most
+// the smallest limit's.
+func TestPolicyRefusesBadCalls(t *testing.T) {
+	s := newStore(t)
+	p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: []ratekit.Limit{
+		{Name: "big", Limiter: bucket(t, s, "a:", 10)},
+		{Name: "small", Limiter: bucket(t, s, "b:", 3)},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if p.MaxCost() != 3 {
+		t.Fatalf("MaxCost %d, want 3", p.MaxCost())
+	}
+	for _, n := range []int64{0, -1, 4} {
+		if _, err := p.AllowN(ctx, "k", n); !errors.Is(err, core.ErrInvalidCost) {
+			t.Errorf("AllowN(k, %d): %v, want ErrInvalidCost", n, err)
+		}
+		if _, err := p.Refund(ctx, "k", n); !errors.Is(err, core.ErrInvalidCost) {
+			t.Errorf("Refund(k, %d): %v, want ErrInvalidCost", n, err)
+		}
+	}
+	if _, err := p.Allow(ctx, ""); !errors.Is(err, core.ErrInvalidKey) {
+		t.Errorf("Allow(\"\"): %v, want ErrInvalidKey", err)
+	}
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := p.Allow(done, "k"); !errors.Is(err, core.ErrStore) || !errors.Is(err, context.Canceled) {
+		t.Errorf("Allow with an ended context: %v", err)
+	}
+}
+
+// A penalty key that holds anything else is refused as corrupt state,
+// naming the key; and Reset clears the block.
+func TestPolicyPenaltyKey(t *testing.T) {
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := newStore(t, memory.WithClock(clock))
+	lim, _ := fixedwindow.New(s, fixedwindow.Config{Limit: 1, Window: time.Second, Clock: clock})
+	p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "w", Limiter: lim, Penalty: time.Hour}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	p.Allow(ctx, "k")
+	d, _ := p.Allow(ctx, "k")
+	if d.Allowed || !d.Blocked || d.RetryAfter != time.Hour {
+		t.Fatalf("second request: %+v; want blocked for an hour", d)
+	}
+	clock.Advance(time.Minute)
+	if d, _ := p.Allow(ctx, "k"); d.Allowed || !d.Blocked || d.RetryAfter != 59*time.Minute {
+		t.Fatalf("a minute later: %+v; want blocked for 59 more minutes", d)
+	}
+	if d, _ := p.Refund(ctx, "k", 1); !d.Blocked {
+		t.Fatalf("after a refund: %+v; a refund does not lift the block", d)
+	}
+	if err := p.Reset(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := p.Allow(ctx, "k"); !d.Allowed || d.Blocked {
+		t.Fatalf("after Reset: %+v; want allowed", d)
+	}
+	// A foreign value at the penalty key.
+	put := core.NewScript("put", "", func(tx core.Tx, keys []string, _ []int64, reply []int64) ([]int64, error) {
+		tx.Put(keys[0], 2, time.Hour)
+		return reply, nil
+	}, false)
+	if _, err := s.RunScript(ctx, put, []string{ratekit.DefaultPenaltyPrefix + "{k}"}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Allow(ctx, "k"); !errors.Is(err, core.ErrCorruptState) || !strings.Contains(err.Error(), "penalty") {
+		t.Fatalf("a foreign penalty key: %v, want ErrCorruptState", err)
+	}
+}
+
+// Tiers of another shape are refused, naming the difference.
+func TestNewTiersRefuses(t *testing.T) {
+	s := newStore(t)
+	pol := func(limits ...ratekit.Limit) *ratekit.Policy {
+		p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: limits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a := pol(ratekit.Limit{Name: "x", Limiter: bucket(t, s, "a:", 5)})
+	fw, _ := fixedwindow.New(s, fixedwindow.Config{Limit: 5, Window: time.Second, Prefix: "a:"})
+	for _, c := range []struct {
+		name string
+		b    *ratekit.Policy
+		want string
+	}{
+		{"nil", nil, "nil Policy"},
+		{"more limits", pol(ratekit.Limit{Name: "x", Limiter: bucket(t, s, "a:", 5)}, ratekit.Limit{Name: "y", Limiter: bucket(t, s, "b:", 5)}), "limits"},
+		{"another name", pol(ratekit.Limit{Name: "z", Limiter: bucket(t, s, "a:", 5)}), "is \"z\""},
+		{"another algorithm", pol(ratekit.Limit{Name: "x", Limiter: fw}), "fixedwindow"},
+		{"another prefix", pol(ratekit.Limit{Name: "x", Limiter: bucket(t, s, "q:", 5)}), "prefix"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tiers, err := ratekit.NewTiers(map[string]*ratekit.Policy{"a": a, "b": c.b})
+			if !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("NewTiers: %v, %v; want an ErrInvalidConfig saying %q", tiers, err, c.want)
+			}
+		})
+	}
+	if _, err := ratekit.NewTiers(nil); !errors.Is(err, core.ErrInvalidConfig) {
+		t.Errorf("NewTiers(nil): %v", err)
+	}
+	tiers, err := ratekit.NewTiers(map[string]*ratekit.Policy{"a": a, "b": pol(ratekit.Limit{Name: "x", Limiter: bucket(t, s, "a:", 50)})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tiers.Policy("gold"); !errors.Is(err, ratekit.ErrUnknownTier) {
+		t.Errorf("Policy(gold): %v, want ErrUnknownTier", err)
+	}
+	if got := strings.Join(tiers.Names(), ","); got != "a,b" {
+		t.Errorf("Names: %s", got)
+	}
+}
