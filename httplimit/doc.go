@@ -15,6 +15,17 @@
 // with Retry-After in whole seconds, rounded up and never 0, and a short
 // body: plain text, or JSON when the request accepts application/json.
 //
+// With Config.Policy (or PolicyFor, to pick a tier per request) every
+// request is decided against all the limits of a ratekit.Policy at once:
+// counted by all of them or by none. Each limit is one item of both
+// headers, shadow limits included (they never deny; the middleware logs
+// the requests they would have denied at slog.LevelInfo, paced like
+// errors); a 429 names the limits that denied, or the penalty block; and
+// Config.Counts refunds the requests that should not count, by response
+// status (for example, count only responses with status >= 400).
+// Config.Policies instead applies independent limiters one after another,
+// each counting the request before the next decides.
+//
 // Requests are keyed by client IP by default ([ClientIP]). The client IP is
 // the connection's remote address. Behind proxies, name them in
 // ClientIP.TrustedProxies and name the one header they set in

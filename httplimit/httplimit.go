@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/core"
 )
 
@@ -52,9 +53,26 @@ func (f KeyFunc) Key(r *http.Request) (string, error) { return f(r) }
 
 // Config configures the middleware.
 type Config struct {
+	// Policy decides every request against all of its limits at once, in
+	// one call: counted by all of them or by none. Each limit is one item
+	// of RateLimit-Policy and RateLimit, shadow limits included; a 429
+	// names the limits that denied. Exactly one of Policy, PolicyFor and
+	// Policies is set.
+	Policy *ratekit.Policy
+	// PolicyFor picks each request's policy (its tier), as Policy.
+	PolicyFor PolicyFunc
+	// Counts, with Policy or PolicyFor, decides after the handler whether
+	// a request counts, by its response status: one that does not is
+	// refunded (ratekit.Policy.Refund). For example, to count only errors:
+	//
+	//	Counts: func(status int) bool { return status >= 400 },
+	//
+	// A handler that panics before answering counts. nil counts every
+	// request.
+	Counts func(status int) bool
 	// Policies are applied in order; a request must pass all of them. A
 	// denial stops the chain: the policies before it have counted the
-	// request. At least one is required.
+	// request (use Policy to decide several limits at once).
 	Policies []Policy
 	// Key returns the request's key; nil means ClientIP{} (the remote
 	// address, no proxy trusted, IPv6 grouped by /64). New checks the
@@ -112,8 +130,17 @@ func New(cfg Config) (func(http.Handler) http.Handler, error) {
 
 // newMiddleware is New with the clock that paces log lines.
 func newMiddleware(cfg Config, now func() time.Time) (func(http.Handler) http.Handler, error) {
-	if len(cfg.Policies) == 0 {
-		return nil, fmt.Errorf("%w: httplimit: Policies is empty", core.ErrInvalidConfig)
+	set := 0
+	for _, ok := range []bool{cfg.Policy != nil, cfg.PolicyFor != nil, len(cfg.Policies) > 0} {
+		if ok {
+			set++
+		}
+	}
+	if set != 1 {
+		return nil, fmt.Errorf("%w: httplimit: set exactly one of Policy, PolicyFor and Policies (%d are set)", core.ErrInvalidConfig, set)
+	}
+	if cfg.Counts != nil && len(cfg.Policies) > 0 {
+		return nil, fmt.Errorf("%w: httplimit: Counts needs Policy or PolicyFor (a ratekit.Policy refunds)", core.ErrInvalidConfig)
 	}
 	cfg.Policies = slices.Clone(cfg.Policies)
 	names := map[string]bool{}
@@ -201,10 +228,9 @@ const logEvery = 10 * time.Second
 type middleware struct {
 	cfg Config
 	now func() time.Time
-	// nextLog is when, in Unix nanoseconds, the next error line may be
-	// logged; suppressed counts the error lines left out since the last.
-	nextLog    atomic.Int64
-	suppressed atomic.Int64
+	// errors paces the lines logged for the server's failures, shadow
+	// those for shadow limits that would have denied.
+	errors, shadow pacer
 }
 
 func (m *middleware) wrap(next http.Handler) http.Handler {
@@ -218,6 +244,10 @@ func (m *middleware) wrap(next http.Handler) http.Handler {
 				return
 			}
 		}
+		if m.cfg.Policy != nil || m.cfg.PolicyFor != nil {
+			m.servePolicy(w, r, next, n)
+			return
+		}
 		var policies, states []string
 		var last core.Decision
 		for i, p := range m.cfg.Policies {
@@ -225,35 +255,13 @@ func (m *middleware) wrap(next http.Handler) http.Handler {
 			if p.Key != nil {
 				keyer = p.Key
 			}
-			key, err := keyer.Key(r)
-			if err != nil {
-				if errors.Is(err, core.ErrInvalidConfig) {
-					m.report(r, slog.LevelError, "httplimit: Keyer misconfigured, request answered 500", fmt.Errorf("httplimit: policy %q: key: %w", p.Name, err))
-					http.Error(w, "rate limiter misconfigured", http.StatusInternalServerError)
-					return
-				}
-				m.report(r, slog.LevelDebug, "httplimit: bad request", fmt.Errorf("httplimit: policy %q: key: %w", p.Name, err))
-				http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
+			key, ok := m.key(w, r, keyer, p.Name)
+			if !ok {
 				return
 			}
 			d, err := p.Limiter.AllowN(r.Context(), key, n)
 			if err != nil {
-				if errors.Is(err, core.ErrInvalidCost) || errors.Is(err, core.ErrInvalidKey) {
-					m.report(r, slog.LevelDebug, "httplimit: bad request", fmt.Errorf("httplimit: policy %q: %w", p.Name, err))
-					http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
-					return
-				}
-				err = fmt.Errorf("httplimit: policy %q: %w", p.Name, err)
-				switch {
-				case r.Context().Err() != nil:
-					m.report(r, slog.LevelDebug, "httplimit: limiter call cut short, the client went away", err)
-				case m.cfg.FailClosed:
-					m.report(r, slog.LevelError, "httplimit: limiter failed, request answered 503 (FailClosed)", err)
-				default:
-					m.report(r, slog.LevelError, "httplimit: limiter failed, request served without this policy (fail open)", err)
-				}
-				if m.cfg.FailClosed {
-					http.Error(w, "rate limiter unavailable", http.StatusServiceUnavailable)
+				if m.failed(w, r, err, p.Name) {
 					return
 				}
 				continue // fail open: this policy says nothing
@@ -281,6 +289,49 @@ func (m *middleware) wrap(next http.Handler) http.Handler {
 	})
 }
 
+// key returns r's key by keyer, or answers r (400 for the client's error,
+// 500 for a misconfigured Keyer) and returns false. name names the policy
+// in errors.
+func (m *middleware) key(w http.ResponseWriter, r *http.Request, keyer Keyer, name string) (string, bool) {
+	key, err := keyer.Key(r)
+	if err == nil {
+		return key, true
+	}
+	if errors.Is(err, core.ErrInvalidConfig) {
+		m.report(r, slog.LevelError, "httplimit: Keyer misconfigured, request answered 500", fmt.Errorf("httplimit: policy %q: key: %w", name, err))
+		http.Error(w, "rate limiter misconfigured", http.StatusInternalServerError)
+		return "", false
+	}
+	m.report(r, slog.LevelDebug, "httplimit: bad request", fmt.Errorf("httplimit: policy %q: key: %w", name, err))
+	http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
+	return "", false
+}
+
+// failed reports a limiter's error and answers r when it must: 400 for a
+// key or cost the limiter refuses, 503 with FailClosed. It returns false
+// when the request is to be served regardless (fail open).
+func (m *middleware) failed(w http.ResponseWriter, r *http.Request, err error, name string) bool {
+	if errors.Is(err, core.ErrInvalidCost) || errors.Is(err, core.ErrInvalidKey) {
+		m.report(r, slog.LevelDebug, "httplimit: bad request", fmt.Errorf("httplimit: policy %q: %w", name, err))
+		http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
+		return true
+	}
+	err = fmt.Errorf("httplimit: policy %q: %w", name, err)
+	switch {
+	case r.Context().Err() != nil:
+		m.report(r, slog.LevelDebug, "httplimit: limiter call cut short, the client went away", err)
+	case m.cfg.FailClosed:
+		m.report(r, slog.LevelError, "httplimit: limiter failed, request answered 503 (FailClosed)", err)
+	default:
+		m.report(r, slog.LevelError, "httplimit: limiter failed, request served without this policy (fail open)", err)
+	}
+	if m.cfg.FailClosed {
+		http.Error(w, "rate limiter unavailable", http.StatusServiceUnavailable)
+		return true
+	}
+	return false
+}
+
 // report hands err to OnError or, without one, logs msg and err at level:
 // at slog.LevelError, at most one line every logEvery.
 func (m *middleware) report(r *http.Request, level slog.Level, msg string, err error) {
@@ -288,25 +339,43 @@ func (m *middleware) report(r *http.Request, level slog.Level, msg string, err e
 		m.cfg.OnError(r, err)
 		return
 	}
-	logger := m.cfg.Logger
-	if logger == nil {
-		logger = slog.Default()
-	}
-	ctx := r.Context()
-	if !logger.Enabled(ctx, level) {
+	if level < slog.LevelError {
+		if logger := m.logger(); logger.Enabled(r.Context(), level) {
+			logger.LogAttrs(r.Context(), level, msg, slog.Any("error", err))
+		}
 		return
 	}
-	if level < slog.LevelError {
-		logger.LogAttrs(ctx, level, msg, slog.Any("error", err))
+	m.errors.log(m, r, level, msg, slog.Any("error", err))
+}
+
+func (m *middleware) logger() *slog.Logger {
+	if m.cfg.Logger == nil {
+		return slog.Default()
+	}
+	return m.cfg.Logger
+}
+
+// A pacer logs at most one line every logEvery, each line counting in its
+// "suppressed" attribute the lines left out since the one before.
+type pacer struct {
+	// next is when, in Unix nanoseconds, the next line may be logged;
+	// suppressed counts the lines left out since the last.
+	next       atomic.Int64
+	suppressed atomic.Int64
+}
+
+func (p *pacer) log(m *middleware, r *http.Request, level slog.Level, msg string, attrs ...slog.Attr) {
+	logger := m.logger()
+	if !logger.Enabled(r.Context(), level) {
 		return
 	}
 	now := m.now().UnixNano()
-	next := m.nextLog.Load()
-	if now < next || !m.nextLog.CompareAndSwap(next, now+int64(logEvery)) {
-		m.suppressed.Add(1)
+	next := p.next.Load()
+	if now < next || !p.next.CompareAndSwap(next, now+int64(logEvery)) {
+		p.suppressed.Add(1)
 		return
 	}
-	logger.LogAttrs(ctx, level, msg, slog.Any("error", err), slog.Int64("suppressed", m.suppressed.Swap(0)))
+	logger.LogAttrs(r.Context(), level, msg, append(attrs, slog.Int64("suppressed", p.suppressed.Swap(0)))...)
 }
 
 func (m *middleware) setHeaders(w http.ResponseWriter, policies, states []string) {

@@ -23,6 +23,8 @@ import (
 //     limits only report (as a Peek).
 //   - ModeRefund refunds every limit (each step writes what it gives back),
 //     blocked or not; ModePeek writes nothing.
+//   - When a request is denied, the limits that would have allowed it
+//     report their Remaining and reset as a Peek would: it counted nothing.
 //
 // The reply holds the four integers of each limit's decision, in order,
 // then the block's: {blocked_until_us - now, 1} when the key is blocked,
@@ -72,6 +74,15 @@ local allowed, remaining, retry, reset, shadow, pen
 		b.WriteString("if allowed ~= 1 and shadow == 0 then\n  all = false\n  if pen > penalty then penalty = pen end\nend\n")
 		at += 2 + len(s.Params)
 	}
+	// A denied request counted nothing: the limits that allowed it report
+	// their state as a Peek would, not as if they had counted it.
+	b.WriteString("if mode == 0 and not all and not blocked then\n")
+	at = 4
+	for i, s := range specs {
+		fmt.Fprintf(&b, "  if out[%d] == 1 then\n    allowed, remaining, retry, reset = %s(KEYS[%d], now, client_clock, n, 1, %s)\n    out[%d], out[%d] = remaining, reset\n  end\n", 4*i+1, s.Name, i+1, luaParams(s, at+2, ""), 4*i+2, 4*i+4)
+		at += 2 + len(s.Params)
+	}
+	b.WriteString("end\n")
 	fmt.Fprintf(&b, `if mode == 3 or (mode == 0 and all) then
   for i = 1, %[1]d do
     if writes[i] then writes[i]() end
@@ -117,6 +128,7 @@ func policyTwin(specs []*Spec) core.TwinFunc {
 			c.Mode = ModePeek
 		}
 		states := make([]State, len(specs))
+		base := len(reply)
 		all := !blocked
 		var penalty int64
 		at := 3
@@ -129,6 +141,17 @@ func policyTwin(specs []*Spec) core.TwinFunc {
 			if r[0] != 1 && shadow == 0 {
 				all = false
 				penalty = max(penalty, pen)
+			}
+		}
+		if mode == ModeAllow && !all && !blocked {
+			at, peek := 3, c
+			peek.Mode = ModePeek
+			for i, s := range specs {
+				if d := reply[base+4*i:]; d[0] == 1 {
+					r, _ := s.Step(tx, keys[i], peek, args[at+2:at+2+len(s.Params)])
+					d[1], d[3] = r[1], r[3]
+				}
+				at += 2 + len(s.Params)
 			}
 		}
 		switch {

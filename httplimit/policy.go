@@ -1,0 +1,148 @@
+package httplimit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/ratekit/ratekit"
+)
+
+// PolicyFunc picks the ratekit.Policy of a request: its tier (free or
+// paid, an override for one customer). An error answers 500 Internal
+// Server Error and is logged as the server's failure.
+type PolicyFunc func(r *http.Request) (*ratekit.Policy, error)
+
+type policyCtxKey struct{}
+
+// PolicyDecisionFromContext returns the policy decision stored in ctx by
+// a middleware with Config.Policy or Config.PolicyFor: for a denied
+// request (in Config.Denied) or an allowed one (in the next handler).
+func PolicyDecisionFromContext(ctx context.Context) (ratekit.PolicyDecision, bool) {
+	d, ok := ctx.Value(policyCtxKey{}).(ratekit.PolicyDecision)
+	return d, ok
+}
+
+// servePolicy decides r against its policy, all limits in one call, and
+// serves it or denies it.
+func (m *middleware) servePolicy(w http.ResponseWriter, r *http.Request, next http.Handler, n int64) {
+	p := m.cfg.Policy
+	if m.cfg.PolicyFor != nil {
+		var err error
+		if p, err = m.cfg.PolicyFor(r); err != nil || p == nil {
+			if err == nil {
+				err = errors.New("PolicyFor returned a nil Policy")
+			}
+			m.report(r, slog.LevelError, "httplimit: PolicyFor failed, request answered 500", fmt.Errorf("httplimit: PolicyFor: %w", err))
+			http.Error(w, "rate limiter misconfigured", http.StatusInternalServerError)
+			return
+		}
+	}
+	key, ok := m.key(w, r, m.cfg.Key, "policy")
+	if !ok {
+		return
+	}
+	d, err := p.AllowN(r.Context(), key, n)
+	if err != nil {
+		if m.failed(w, r, err, "policy") {
+			return
+		}
+		next.ServeHTTP(w, r) // fail open
+		return
+	}
+	if len(d.ShadowDenied) > 0 && d.Allowed {
+		m.shadow.log(m, r, slog.LevelInfo, "httplimit: shadow limits would have denied the request", slog.Any("limits", d.ShadowDenied))
+	}
+	policies := make([]string, len(d.Limits))
+	states := make([]string, len(d.Limits))
+	for i, l := range d.Limits {
+		policies[i] = sfString(l.Name) + ";q=" + strconv.FormatInt(l.Limit, 10)
+		states[i] = sfString(l.Name) + ";r=" + strconv.FormatInt(max(l.Remaining, 0), 10) + ";t=" + strconv.FormatInt(ceilSeconds(l.ResetAfter), 10)
+	}
+	if m.cfg.LegacyHeaders && len(d.Limits) > 0 {
+		h, l := w.Header(), d.Limits[0]
+		h.Set("X-RateLimit-Limit", strconv.FormatInt(l.Limit, 10))
+		h.Set("X-RateLimit-Remaining", strconv.FormatInt(l.Remaining, 10))
+		h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilSeconds(l.ResetAfter), 10))
+	}
+	m.setHeaders(w, policies, states)
+	r = r.WithContext(context.WithValue(r.Context(), policyCtxKey{}, d))
+	if !d.Allowed {
+		m.denyPolicy(w, r, d)
+		return
+	}
+	if m.cfg.Counts == nil {
+		next.ServeHTTP(w, r)
+		return
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	defer func() {
+		// A handler that panics has not answered: its request counts.
+		if sw.status != 0 && !m.cfg.Counts(sw.status) {
+			if _, err := p.Refund(context.WithoutCancel(r.Context()), key, n); err != nil {
+				m.report(r, slog.LevelError, "httplimit: refund failed, the request stays counted", fmt.Errorf("httplimit: refund: %w", err))
+			}
+		}
+	}()
+	next.ServeHTTP(sw, r)
+	if sw.status == 0 {
+		sw.status = http.StatusOK
+	}
+}
+
+// denyPolicy answers a request the policy denied: 429 with Retry-After,
+// naming the limits that denied it (or the penalty block).
+func (m *middleware) denyPolicy(w http.ResponseWriter, r *http.Request, d ratekit.PolicyDecision) {
+	retry := max(ceilSeconds(d.RetryAfter), 1)
+	w.Header().Set("Retry-After", strconv.FormatInt(retry, 10))
+	if m.cfg.Denied != nil {
+		m.cfg.Denied.ServeHTTP(w, r)
+		return
+	}
+	denied := d.Denied
+	if denied == nil {
+		denied = []string{}
+	}
+	if acceptsJSON(r) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": "rate limit exceeded", "retry_after": retry, "limits": denied, "blocked": d.Blocked})
+		return
+	}
+	why := "limit " + strings.Join(d.Denied, ", ")
+	if d.Blocked {
+		why = "blocked after exceeding a limit"
+		if len(d.Denied) > 0 {
+			why += " (" + strings.Join(d.Denied, ", ") + ")"
+		}
+	}
+	http.Error(w, "rate limit exceeded ("+why+"), retry in "+strconv.FormatInt(retry, 10)+"s", http.StatusTooManyRequests)
+}
+
+// statusWriter records the status a handler answers with.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the writer underneath.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,55 @@
+package httplimit_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/ratekit/ratekit"
+	"github.com/ratekit/ratekit/algorithms/fixedwindow"
+	"github.com/ratekit/ratekit/algorithms/tokenbucket"
+	"github.com/ratekit/ratekit/httplimit"
+	"github.com/ratekit/ratekit/store/memory"
+)
+
+// A policy of two limits over HTTP: a burst and a daily quota, decided at
+// once. Both are named in the headers; the 429 says which one denied, and
+// the burst counted nothing for the denied request. Only responses with
+// status >= 400 count toward them: the 200s are refunded.
+func ExampleConfig_policy() {
+	store, _ := memory.New()
+	defer store.Close()
+	burst, _ := tokenbucket.New(store, tokenbucket.Config{Capacity: 10, RefillRate: 1, RefillInterval: time.Second, Prefix: "api:burst:"})
+	daily, _ := fixedwindow.New(store, fixedwindow.Config{Limit: 2, Window: 24 * time.Hour, Prefix: "api:daily:"})
+	policy, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: []ratekit.Limit{
+		{Name: "burst", Limiter: burst},
+		{Name: "daily", Limiter: daily},
+	}})
+	if err != nil {
+		panic(err)
+	}
+	limit, err := httplimit.New(httplimit.Config{
+		Policy: policy,
+		Counts: func(status int) bool { return status >= 400 },
+	})
+	if err != nil {
+		panic(err)
+	}
+	status := http.StatusOK
+	handler := limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(status) }))
+
+	for i, s := range []int{200, 404, 500, 200} {
+		status = s
+		req := httptest.NewRequest("GET", "/", nil)
+		req.RemoteAddr = "198.51.100.7:4567"
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		fmt.Println(i, rec.Code, rec.Header().Get("RateLimit"))
+	}
+	// Output:
+	// 0 200 "burst";r=9;t=1, "daily";r=1;t=86400
+	// 1 404 "burst";r=9;t=1, "daily";r=1;t=86400
+	// 2 500 "burst";r=8;t=2, "daily";r=0;t=86400
+	// 3 429 "burst";r=8;t=2, "daily";r=0;t=86400
+}

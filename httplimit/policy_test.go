@@ -1,0 +1,180 @@
+package httplimit_test
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratekit/ratekit"
+	"github.com/ratekit/ratekit/algorithms/fixedwindow"
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/httplimit"
+)
+
+func policy(t *testing.T, cfg ratekit.PolicyConfig) *ratekit.Policy {
+	t.Helper()
+	p, err := ratekit.NewPolicy(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A policy's limits are decided at once: every limit is an item of both
+// headers, a 429 names the limit that denied, and the limits that allowed
+// the denied request counted nothing.
+func TestPolicyHeadersAndDenial(t *testing.T) {
+	s, clock := memStore(t)
+	burst := bucket(t, s, clock, 5)
+	daily, _ := fixedwindow.New(s, fixedwindow.Config{Limit: 2, Window: 24 * time.Hour, Clock: clock, Prefix: "http:daily:"})
+	p := policy(t, ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "burst", Limiter: burst}, {Name: "daily", Limiter: daily}}})
+	h := mw(t, httplimit.Config{Policy: p})(ok)
+	for i, want := range []string{`"burst";r=4;t=10, "daily";r=1;t=86400`, `"burst";r=3;t=20, "daily";r=0;t=86400`} {
+		res := get(t, h, "10.0.0.1:1", nil)
+		if res.StatusCode != 200 || res.Header.Get("RateLimit") != want || res.Header.Get("RateLimit-Policy") != `"burst";q=5, "daily";q=2` {
+			t.Fatalf("request %d: %d, RateLimit %q, RateLimit-Policy %q", i, res.StatusCode, res.Header.Get("RateLimit"), res.Header.Get("RateLimit-Policy"))
+		}
+	}
+	res := get(t, h, "10.0.0.1:1", map[string]string{"Accept": "application/json"})
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 429 || !strings.Contains(string(body), `"limits":["daily"]`) || res.Header.Get("Retry-After") != "86400" {
+		t.Fatalf("third request: %d %s, Retry-After %q", res.StatusCode, body, res.Header.Get("Retry-After"))
+	}
+	if d, _ := burst.Peek(t.Context(), "ip4:10.0.0.1"); d.Remaining != 3 {
+		t.Fatalf("the burst limit counted the denied request: %d left, want 3", d.Remaining)
+	}
+	res = get(t, h, "10.0.0.1:1", nil)
+	body, _ = io.ReadAll(res.Body)
+	if res.StatusCode != 429 || !strings.Contains(string(body), "limit daily") {
+		t.Fatalf("plain-text denial: %d %s", res.StatusCode, body)
+	}
+}
+
+// A shadow policy that would deny still answers 200 with the headers, and
+// says what it would have done in PolicyDecisionFromContext.
+func TestShadowPolicyNeverDenies(t *testing.T) {
+	s, clock := memStore(t)
+	p := policy(t, ratekit.PolicyConfig{Shadow: true, Limits: []ratekit.Limit{{Name: "new-limit", Limiter: bucket(t, s, clock, 1)}}})
+	var seen []ratekit.PolicyDecision
+	h := mw(t, httplimit.Config{Policy: p})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d, _ := httplimit.PolicyDecisionFromContext(r.Context())
+		seen = append(seen, d)
+	}))
+	for i := 0; i < 3; i++ {
+		res := get(t, h, "10.0.0.1:1", nil)
+		if res.StatusCode != 200 || res.Header.Get("RateLimit") != `"new-limit";r=0;t=10` {
+			t.Fatalf("request %d: %d, RateLimit %q", i, res.StatusCode, res.Header.Get("RateLimit"))
+		}
+	}
+	if len(seen) != 3 || len(seen[0].ShadowDenied) != 0 || strings.Join(seen[2].ShadowDenied, ",") != "new-limit" || !seen[2].Allowed {
+		t.Fatalf("decisions: %+v", seen)
+	}
+}
+
+// Counts refunds the requests that do not count: here only responses with
+// status >= 400 count, so successes never use up the limit.
+func TestCountsRefundsByStatus(t *testing.T) {
+	s, clock := memStore(t)
+	failures, _ := fixedwindow.New(s, fixedwindow.Config{Limit: 2, Window: time.Hour, Clock: clock, Prefix: "http:fail:"})
+	p := policy(t, ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "failures", Limiter: failures}}})
+	status := 200
+	h := mw(t, httplimit.Config{Policy: p, Counts: func(code int) bool { return code >= 400 }})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(status)
+	}))
+	for i := 0; i < 5; i++ {
+		if res := get(t, h, "10.0.0.1:1", nil); res.StatusCode != 200 {
+			t.Fatalf("success %d answered %d", i, res.StatusCode)
+		}
+	}
+	status = 401
+	for i := 0; i < 2; i++ {
+		if res := get(t, h, "10.0.0.1:1", nil); res.StatusCode != 401 {
+			t.Fatalf("failure %d answered %d", i, res.StatusCode)
+		}
+	}
+	if res := get(t, h, "10.0.0.1:1", nil); res.StatusCode != 429 {
+		t.Fatalf("after two failures: %d, want 429", res.StatusCode)
+	}
+	// A handler that writes a body without a status line answered 200.
+	implicit := mw(t, httplimit.Config{Policy: p, Counts: func(code int) bool { return code >= 400 }})(ok)
+	if d, _ := failures.Peek(t.Context(), "ip4:10.0.0.2"); d.Remaining != 2 {
+		t.Fatalf("fresh key: %+v", d)
+	}
+	get(t, implicit, "10.0.0.2:1", nil)
+	if d, _ := failures.Peek(t.Context(), "ip4:10.0.0.2"); d.Remaining != 2 {
+		t.Fatalf("an implicit 200 was counted: %+v", d)
+	}
+}
+
+// PolicyFor picks each request's tier; an error from it answers 500.
+func TestPolicyFor(t *testing.T) {
+	s, clock := memStore(t)
+	prefix := "http:tier:"
+	tier := func(limit int64) *ratekit.Policy {
+		l, _ := fixedwindow.New(s, fixedwindow.Config{Limit: limit, Window: time.Hour, Clock: clock, Prefix: prefix})
+		return policy(t, ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "hourly", Limiter: l}}})
+	}
+	tiers, err := ratekit.NewTiers(map[string]*ratekit.Policy{"free": tier(1), "paid": tier(100)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mw(t, httplimit.Config{PolicyFor: func(r *http.Request) (*ratekit.Policy, error) {
+		return tiers.Policy(r.Header.Get("X-Plan"))
+	}})(ok)
+	free, paid := map[string]string{"X-Plan": "free"}, map[string]string{"X-Plan": "paid"}
+	if res := get(t, h, "10.0.0.1:1", free); res.StatusCode != 200 {
+		t.Fatalf("free 1: %d", res.StatusCode)
+	}
+	if res := get(t, h, "10.0.0.1:1", free); res.StatusCode != 429 {
+		t.Fatalf("free 2: %d", res.StatusCode)
+	}
+	if res := get(t, h, "10.0.0.1:1", paid); res.StatusCode != 200 || res.Header.Get("RateLimit") != `"hourly";r=98;t=3600` {
+		t.Fatalf("paid: %d %q", res.StatusCode, res.Header.Get("RateLimit"))
+	}
+	if res := get(t, h, "10.0.0.1:1", map[string]string{"X-Plan": "gold"}); res.StatusCode != 500 {
+		t.Fatalf("unknown tier: %d", res.StatusCode)
+	}
+}
+
+// Policy, PolicyFor and Policies exclude each other, and Counts needs a
+// policy.
+func TestPolicyConfigErrors(t *testing.T) {
+	s, clock := memStore(t)
+	p := policy(t, ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: bucket(t, s, clock, 1)}}})
+	pf := func(*http.Request) (*ratekit.Policy, error) { return p, nil }
+	for name, cfg := range map[string]httplimit.Config{
+		"none":                {},
+		"policy and for":      {Policy: p, PolicyFor: pf},
+		"policy and policies": {Policy: p, Policies: []httplimit.Policy{{Limiter: bucket(t, s, clock, 1)}}},
+		"counts, policies":    {Policies: []httplimit.Policy{{Limiter: bucket(t, s, clock, 1)}}, Counts: func(int) bool { return true }},
+	} {
+		if _, err := httplimit.New(cfg); !errors.Is(err, core.ErrInvalidConfig) {
+			t.Errorf("%s: %v, want ErrInvalidConfig", name, err)
+		}
+	}
+}
+
+// A penalty block answers 429 saying so, with the block's Retry-After.
+func TestPolicyPenalty(t *testing.T) {
+	s, clock := memStore(t)
+	p := policy(t, ratekit.PolicyConfig{PenaltyPrefix: "http:penalty:", Limits: []ratekit.Limit{{Name: "rate", Limiter: bucket(t, s, clock, 1), Penalty: 5 * time.Minute}}})
+	h := mw(t, httplimit.Config{Policy: p})(ok)
+	get(t, h, "10.0.0.1:1", nil)
+	res := get(t, h, "10.0.0.1:1", nil)
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 429 || res.Header.Get("Retry-After") != "300" || !strings.Contains(string(body), "blocked") {
+		t.Fatalf("exceeded: %d %q %s", res.StatusCode, res.Header.Get("Retry-After"), body)
+	}
+	clock.Advance(time.Minute)
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/", nil)
+	req.RemoteAddr = "10.0.0.1:1"
+	h.ServeHTTP(rec, req)
+	if rec.Code != 429 || rec.Header().Get("Retry-After") != "240" {
+		t.Fatalf("a minute later: %d %q", rec.Code, rec.Header().Get("Retry-After"))
+	}
+}
