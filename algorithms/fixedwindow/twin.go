@@ -48,7 +48,7 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 	if allowed == 1 && !peek {
 		st.Set(params.TTL(reset, c.ClientClock), count, start, stop)
 	} else if refunded && count == 0 {
-		st.Write, st.Del = true, true
+		st.Write, st.List = true, []int64{} // deletes the key
 	} else if refunded {
 		st.Set(params.TTL(stop-now, c.ClientClock), count, start, stop)
 	}

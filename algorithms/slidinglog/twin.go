@@ -49,7 +49,7 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 			count -= k
 			live = live[:count]
 			if count == 0 {
-				st.Write, st.Del = true, true
+				st.Write, st.List = true, []int64{} // deletes the key
 			} else {
 				next := make([]int64, count, count+1)
 				copy(next, live)

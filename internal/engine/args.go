@@ -49,11 +49,7 @@ return {allowed, remaining, retry, reset}
 		c := call(tx, args[0])
 		c.N, c.Mode = args[1], args[2]
 		r, st := s.Step(tx, keys[0], c, args[3:])
-		if st.Write && st.List != nil && len(st.List) == 0 {
-			tx.Del(keys[0])
-		} else {
-			commit(tx, keys[0], &st)
-		}
+		commit(tx, keys[0], &st)
 		return append(reply, r[:]...), nil
 	}
 	return core.NewScript(name, lua, twin, false)

@@ -77,7 +77,7 @@ func call(tx core.Tx, now int64) Call {
 func commit(tx core.Tx, key string, st *State) {
 	switch {
 	case !st.Write:
-	case st.Del:
+	case st.List != nil && len(st.List) == 0:
 		tx.Del(key)
 	case st.List != nil:
 		copy(tx.Put(key, len(st.List), st.TTL), st.List)

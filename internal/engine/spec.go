@@ -57,11 +57,10 @@ type Reply = [4]int64
 // call allowed).
 type State struct {
 	Write bool
-	// Del deletes the key instead (with Write).
-	Del bool
-	TTL time.Duration
+	TTL   time.Duration
 	// Vals[:N] is the value, or List when it is not nil (a state longer
-	// than Vals, such as the sliding log).
+	// than Vals, such as the sliding log); an empty, non-nil List deletes
+	// the key.
 	N    int
 	Vals [6]int64
 	List []int64
