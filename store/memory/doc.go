@@ -12,10 +12,12 @@
 // it keeps, so limiters lend it keys in reused memory (CopiesKeysOf) and a
 // decision on a known key allocates nothing.
 //
-// Keys are sharded (1024 shards) by their Redis Cluster hash tag, so a
-// multi-key script (whose keys share one tag) locks one shard, and the
-// sweep, which locks one shard at a time, holds up a caller for one
-// shard's scan at most. Every key has a time to live, measured on the
+// Keys are sharded (1024 shards) by a hash of the whole key, each shard an
+// open-addressing table whose entries hold small values and short keys
+// inline, so a decision on a known key touches one lock, one slot and one
+// entry. A script whose keys fall in several shards locks them all, in
+// order; the sweep, which locks one shard at a time, holds up a caller for
+// one shard's scan at most. Every key has a time to live, measured on the
 // store's clock: an expired key reads as absent at once, its entry is
 // reused if the key is written again, and the background sweep, which Close
 // stops, drops the rest.

@@ -4,16 +4,17 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/keyspace"
 	"github.com/ratekit/ratekit/internal/slot"
 )
 
 const (
-	numShards = 1024
+	shardBits = 10
+	numShards = 1 << shardBits
 	// DefaultSweepInterval is how often the background sweep drops expired
 	// keys unless WithSweepInterval says otherwise.
 	DefaultSweepInterval = 10 * time.Second
@@ -23,7 +24,13 @@ const (
 // value is not usable (Check says so, and limiters refuse it when they are
 // built): build one with New and stop it with Close.
 type Store struct {
-	clock      core.Clock
+	clock core.Clock
+	// mono: clock is the default, read as the wall clock at New plus the
+	// monotonic time since (start): half the cost of time.Now, and it
+	// never steps back.
+	mono       bool
+	start      time.Time
+	startUS    int64
 	seed       maphash.Seed
 	sweepEvery time.Duration
 	shards     [numShards]shard
@@ -35,27 +42,25 @@ type Store struct {
 
 type shard struct {
 	mu sync.Mutex
-	m  map[string]*entry
-	tx tx // reused under mu, so a call allocates no Tx
+	t  table // see table.go
+	tx tx    // reused under mu, so a call allocates no Tx
 	_  [64]byte
-}
-
-type entry struct {
-	vals     []int64
-	expireAt int64 // Unix µs on the store's clock
 }
 
 // Option configures a Store.
 type Option func(*Store) error
 
-// WithClock makes the store read time from c instead of time.Now: the clock
-// scripts see in server-time mode, and the clock TTLs run on.
+// WithClock makes the store read time from c: the clock scripts see in
+// server-time mode, and the clock TTLs run on. Without it the store reads
+// the system's wall clock once, at New, and from then on adds the
+// monotonic time elapsed (as time.Since does): its time never steps back
+// when the wall clock is set, and reading it costs half of time.Now.
 func WithClock(c core.Clock) Option {
 	return func(s *Store) error {
 		if c == nil {
 			return fmt.Errorf("%w: memory.WithClock: clock is nil", core.ErrInvalidConfig)
 		}
-		s.clock = c
+		s.clock, s.mono = c, false
 		return nil
 	}
 }
@@ -77,6 +82,7 @@ func WithSweepInterval(d time.Duration) Option {
 func New(opts ...Option) (*Store, error) {
 	s := &Store{
 		clock:      core.ClockFunc(time.Now),
+		mono:       true,
 		seed:       maphash.MakeSeed(),
 		sweepEvery: DefaultSweepInterval,
 		stop:       make(chan struct{}),
@@ -87,9 +93,11 @@ func New(opts ...Option) (*Store, error) {
 			return nil, err
 		}
 	}
+	s.start = time.Now()
+	s.startUS = s.start.UnixMicro()
 	for i := range s.shards {
-		s.shards[i].m = make(map[string]*entry)
 		s.shards[i].tx.sh = &s.shards[i]
+		s.shards[i].tx.seed = s.seed
 	}
 	if s.sweepEvery > 0 {
 		go s.sweepLoop(s.sweepEvery)
@@ -149,16 +157,23 @@ func (s *Store) Len() int {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		n += len(sh.m)
+		n += sh.t.n
 		sh.mu.Unlock()
 	}
 	return n
 }
 
-func (s *Store) now() int64 { return s.clock.Now().UnixMicro() }
+func (s *Store) now() int64 {
+	if s.mono {
+		return s.startUS + int64(time.Since(s.start)/time.Microsecond)
+	}
+	return s.clock.Now().UnixMicro()
+}
 
-func (s *Store) shardOf(key string) int {
-	return int(maphash.String(s.seed, keyspace.Tag(key)) % numShards)
+// shardOf returns the shard of key and the hash that finds it there.
+func (s *Store) shardOf(key string) (int, uint64) {
+	h := maphash.String(s.seed, key)
+	return int(h >> (64 - shardBits)), h
 }
 
 // RunScript runs sc's Go twin atomically: every shard holding one of keys is
@@ -186,16 +201,16 @@ func (s *Store) RunScript(ctx context.Context, sc *core.Script, keys []string, a
 		t.s, t.nowUS = s, s.now()
 		return s.runTwin(sc, twin, &t, keys, args, reply)
 	}
-	first := s.shardOf(keys[0])
+	first, h := s.shardOf(keys[0])
 	for _, k := range keys[1:] {
-		if s.shardOf(k) != first {
+		if i, _ := s.shardOf(k); i != first {
 			return s.runMulti(sc, twin, keys, args, reply)
 		}
 	}
 	sh := &s.shards[first]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	sh.tx.begin(s.now())
+	sh.tx.begin(s.now(), keys[0], h)
 	return s.runTwin(sc, twin, &sh.tx, keys, args, reply)
 }
 
@@ -217,18 +232,17 @@ func (s *Store) runTwin(sc *core.Script, twin core.TwinFunc, t errTx, keys []str
 	return reply, nil
 }
 
-// runMulti runs a script whose keys span shards (keys with different hash
-// tags in one cluster slot), locking them in index order.
+// runMulti runs a script whose keys span shards, locking them in index
+// order.
 func (s *Store) runMulti(sc *core.Script, twin core.TwinFunc, keys []string, args []int64, reply []int64) ([]int64, error) {
-	var locked [numShards]bool
-	for _, k := range keys {
-		locked[s.shardOf(k)] = true
+	idx := make([]int, len(keys))
+	for i, k := range keys {
+		idx[i], _ = s.shardOf(k)
 	}
-	for i := range locked {
-		if locked[i] {
-			s.shards[i].mu.Lock()
-			defer s.shards[i].mu.Unlock()
-		}
+	slices.Sort(idx)
+	for _, i := range slices.Compact(idx) {
+		s.shards[i].mu.Lock()
+		defer s.shards[i].mu.Unlock()
 	}
 	t := &multiTx{s: s, nowUS: s.now()}
 	return s.runTwin(sc, twin, t, keys, args, reply)
@@ -258,13 +272,7 @@ func (s *Store) Sweep() int {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		now := s.now()
-		for k, e := range sh.m {
-			if e.expireAt <= now {
-				delete(sh.m, k)
-				dropped++
-			}
-		}
+		dropped += sh.t.sweep(s.now())
 		sh.mu.Unlock()
 	}
 	return dropped

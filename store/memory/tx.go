@@ -2,7 +2,7 @@ package memory
 
 import (
 	"errors"
-	"strings"
+	"hash/maphash"
 	"time"
 
 	"github.com/ratekit/ratekit/core"
@@ -21,111 +21,146 @@ var errBadTTL = errors.New("Put with a non-positive TTL")
 // is held.
 type tx struct {
 	sh    *shard
+	seed  maphash.Seed
 	nowUS int64
 	err   error
-	// last is the entry the call's last Get found (live or expired) at
-	// lastKey, so that the usual Get-then-Put of one key looks it up once.
-	last    *entry
-	lastKey string
+	// The key the call's last Get looked up, its hash and its entry (nil
+	// when absent), so that the usual Get-then-Put of one key hashes and
+	// looks it up once.
+	lastKey  string
+	lastHash uint64
+	last     *entry
+	scratch  scratch
 }
 
-// begin readies t for a call at now.
-func (t *tx) begin(now int64) { t.nowUS, t.last, t.lastKey = now, nil, "" }
+// begin readies t for a call at now whose first key, key, has hash h:
+// the twin's first Get, of that key, then finds it already looked up.
+func (t *tx) begin(now int64, key string, h uint64) {
+	t.nowUS, t.lastKey, t.lastHash = now, key, h
+	t.last = t.sh.t.find(h, key)
+	t.scratch.reset()
+}
 
 func (t *tx) takeErr() error { err := t.err; t.err = nil; return err }
 
 func (t *tx) Now() int64 { return t.nowUS }
 
-func (t *tx) Get(key string) ([]int64, bool) {
-	e, ok := t.sh.m[key]
-	if !ok {
-		t.last = nil
-		return nil, false
+// lookup returns key's hash and entry, from the last Get when it was the
+// same key.
+func (t *tx) lookup(key string) (uint64, *entry) {
+	if t.lastKey == key && t.lastKey != "" {
+		return t.lastHash, t.last
 	}
-	t.last, t.lastKey = e, key
-	if e.expireAt <= t.nowUS {
+	h := maphash.String(t.seed, key)
+	e := t.sh.t.find(h, key)
+	t.lastKey, t.lastHash, t.last = key, h, e
+	return h, e
+}
+
+func (t *tx) Get(key string) ([]int64, bool) {
+	_, e := t.lookup(key)
+	if e == nil || e.expireAt <= t.nowUS {
 		return nil, false
 	}
 	return e.vals, true
 }
 
 func (t *tx) Put(key string, n int, ttl time.Duration) []int64 {
-	if t.last != nil && t.lastKey == key && ttl > 0 {
-		return fill(t.last, n, ttl, t.nowUS)
+	if ttl <= 0 {
+		// A twin bug, not a caller's: a key must never live forever.
+		t.err = errBadTTL
+		return make([]int64, n)
 	}
-	return put(t.sh, key, n, ttl, t.nowUS, &t.err)
+	h, e := t.lookup(key)
+	if e == nil {
+		e = t.sh.t.insert(h, key)
+		t.lastKey, t.last = e.key, e
+	}
+	return fill(e, n, ttl, t.nowUS)
 }
 
 func (t *tx) Del(key string) bool {
-	t.last = nil
-	return del(t.sh, key, t.nowUS)
+	h, _ := t.lookup(key)
+	t.lastKey, t.last = "", nil
+	return t.sh.t.remove(h, key, t.nowUS)
 }
+
+// Scratch returns n integers that stay the call's own until it ends (see
+// engine.Scratch): a step builds a long value there, such as a sliding
+// log, instead of allocating it.
+func (t *tx) Scratch(n int) []int64 { return t.scratch.take(n) }
 
 // multiTx is the core.Tx of a call whose keys span shards, all locked.
 type multiTx struct {
-	s     *Store
-	nowUS int64
-	err   error
+	s       *Store
+	nowUS   int64
+	err     error
+	scratch scratch
 }
 
 func (t *multiTx) takeErr() error { return t.err }
 
 func (t *multiTx) Now() int64 { return t.nowUS }
 
+func (t *multiTx) shard(key string) (*table, uint64) {
+	i, h := t.s.shardOf(key)
+	return &t.s.shards[i].t, h
+}
+
 func (t *multiTx) Get(key string) ([]int64, bool) {
-	return get(&t.s.shards[t.s.shardOf(key)], key, t.nowUS)
-}
-
-func (t *multiTx) Put(key string, n int, ttl time.Duration) []int64 {
-	return put(&t.s.shards[t.s.shardOf(key)], key, n, ttl, t.nowUS, &t.err)
-}
-
-func (t *multiTx) Del(key string) bool {
-	return del(&t.s.shards[t.s.shardOf(key)], key, t.nowUS)
-}
-
-// get returns key's live value. An expired entry reads as absent; it stays
-// in the map, to be reused by the next put of the same key (no allocation)
-// or dropped by the sweep.
-func get(sh *shard, key string, now int64) ([]int64, bool) {
-	e, ok := sh.m[key]
-	if !ok || e.expireAt <= now {
+	sh, h := t.shard(key)
+	e := sh.find(h, key)
+	if e == nil || e.expireAt <= t.nowUS {
 		return nil, false
 	}
 	return e.vals, true
 }
 
-func put(sh *shard, key string, n int, ttl time.Duration, now int64, errp *error) []int64 {
+func (t *multiTx) Put(key string, n int, ttl time.Duration) []int64 {
 	if ttl <= 0 {
-		// A twin bug, not a caller's: a key must never live forever.
-		*errp = errBadTTL
+		t.err = errBadTTL
 		return make([]int64, n)
 	}
-	e, ok := sh.m[key]
-	if !ok {
-		e = &entry{}
-		sh.m[strings.Clone(key)] = e // key may be the caller's reused buffer
+	sh, h := t.shard(key)
+	e := sh.find(h, key)
+	if e == nil {
+		e = sh.insert(h, key)
 	}
-	return fill(e, n, ttl, now)
+	return fill(e, n, ttl, t.nowUS)
 }
 
-// fill makes e a zeroed value of n integers expiring ttl after now, and
-// returns it to be written.
-func fill(e *entry, n int, ttl time.Duration, now int64) []int64 {
-	if cap(e.vals) < n {
-		e.vals = make([]int64, n)
-	}
-	e.vals = e.vals[:n]
-	clear(e.vals)
-	e.expireAt = now + int64(ttl/time.Microsecond)
-	return e.vals
+func (t *multiTx) Del(key string) bool {
+	sh, h := t.shard(key)
+	return sh.remove(h, key, t.nowUS)
 }
 
-func del(sh *shard, key string, now int64) bool {
-	e, ok := sh.m[key]
-	if !ok {
-		return false
+// Scratch is tx.Scratch.
+func (t *multiTx) Scratch(n int) []int64 { return t.scratch.take(n) }
+
+// scratch hands out integers for the length of one call, from one array
+// reused by the shard's calls. An array grown past keepScratch integers is
+// dropped when the call ends, so that a shard keeps no more than that.
+type scratch struct {
+	buf  []int64
+	used int
+}
+
+const keepScratch = 4096
+
+func (s *scratch) take(n int) []int64 {
+	if s.used+n > cap(s.buf) {
+		// Earlier slices keep the old array; the new one serves the rest
+		// of the call.
+		s.buf, s.used = make([]int64, max(n, 2*cap(s.buf), 64)), 0
 	}
-	delete(sh.m, key)
-	return e.expireAt > now
+	out := s.buf[s.used : s.used+n : s.used+n]
+	s.used += n
+	return out
+}
+
+func (s *scratch) reset() {
+	s.used = 0
+	if cap(s.buf) > keepScratch {
+		s.buf = nil
+	}
 }

@@ -1,0 +1,189 @@
+package memory
+
+import (
+	"strings"
+	"time"
+	"unsafe"
+)
+
+// A shard's keys live in an open-addressing table of its own: slots of
+// (hash of the whole key, entry), probed linearly from the hash, at most
+// half full. A decision hashes its key once (maphash), finds the slot
+// whose hash matches, and compares the key once, on that entry; the key's
+// bytes sit inside the entry when they fit, beside its value. A decision
+// on a known key then touches the shard, one slot and one entry: a map
+// with string keys cost about twice as many cache misses (its header, its
+// groups, the entry, the key's own array) and a third of a decision's time.
+
+// entry is one key's value and expiry.
+type entry struct {
+	h        uint64 // the hash of key
+	expireAt int64  // Unix µs on the store's clock
+	// vals is the value: inline[:n] when it fits there, so that reading a
+	// fixed-size state touches the entry alone, or an array of its own.
+	vals   []int64
+	key    string // kbuf[:len(key)] when it fits there
+	inline [inlineVals]int64
+	kbuf   [inlineKey]byte
+}
+
+const (
+	// inlineVals is the largest value kept inside its entry: every
+	// algorithm but the sliding log stores at most this many integers.
+	inlineVals = 6
+	// inlineKey is the longest key kept inside its entry (the entry is
+	// then 160 bytes, one allocation size class).
+	inlineKey = 56
+)
+
+type cell struct {
+	h uint64
+	e *entry // nil: empty
+}
+
+// table is a shard's keys. Its zero value is empty.
+type table struct {
+	slots []cell // a power of two long, or nil
+	n     int    // entries held
+}
+
+// find returns key's entry (live or expired), or nil.
+func (t *table) find(h uint64, key string) *entry {
+	if t.slots == nil {
+		return nil
+	}
+	mask := uint64(len(t.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.e == nil {
+			return nil
+		}
+		if s.h == h && s.e.key == key {
+			return s.e
+		}
+	}
+}
+
+// insert adds an entry for key, which find did not find, copying the key
+// (it may be the caller's reused buffer).
+func (t *table) insert(h uint64, key string) *entry {
+	if 2*(t.n+1) > len(t.slots) {
+		t.resize(max(8, 2*len(t.slots)))
+	}
+	e := &entry{h: h}
+	if len(key) <= inlineKey {
+		n := copy(e.kbuf[:], key)
+		e.key = unsafe.String(&e.kbuf[0], n)
+	} else {
+		e.key = strings.Clone(key)
+	}
+	t.place(e)
+	t.n++
+	return e
+}
+
+func (t *table) place(e *entry) {
+	mask := uint64(len(t.slots) - 1)
+	i := e.h & mask
+	for t.slots[i].e != nil {
+		i = (i + 1) & mask
+	}
+	t.slots[i] = cell{e.h, e}
+}
+
+// resize moves every entry to a table of size slots.
+func (t *table) resize(size int) {
+	old := t.slots
+	t.slots = make([]cell, size)
+	for _, s := range old {
+		if s.e != nil {
+			t.place(s.e)
+		}
+	}
+}
+
+// remove drops key's entry and reports whether it was live at now.
+func (t *table) remove(h uint64, key string, now int64) bool {
+	if t.slots == nil {
+		return false
+	}
+	mask := uint64(len(t.slots) - 1)
+	i := h & mask
+	for {
+		s := t.slots[i]
+		if s.e == nil {
+			return false
+		}
+		if s.h == h && s.e.key == key {
+			break
+		}
+		i = (i + 1) & mask
+	}
+	live := t.slots[i].e.expireAt > now
+	// Shift the entries after it back, so that no probe sequence has a hole
+	// (deletion without tombstones).
+	for j := (i + 1) & mask; t.slots[j].e != nil; j = (j + 1) & mask {
+		home := t.slots[j].h & mask
+		// Move j into the hole at i unless its home lies cyclically in
+		// (i, j].
+		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
+			t.slots[i] = t.slots[j]
+			i = j
+		}
+	}
+	t.slots[i] = cell{}
+	t.n--
+	return live
+}
+
+// sweep drops every entry expired at now and returns how many; the table
+// shrinks when it is mostly empty.
+func (t *table) sweep(now int64) int {
+	var live []*entry
+	for _, s := range t.slots {
+		if s.e != nil && s.e.expireAt > now {
+			live = append(live, s.e)
+		}
+	}
+	dropped := t.n - len(live)
+	if dropped == 0 {
+		return 0
+	}
+	size := len(t.slots)
+	for size > 8 && 8*len(live) < size {
+		size /= 2
+	}
+	if len(live) == 0 {
+		size = 0
+	}
+	t.slots, t.n = nil, len(live)
+	if size > 0 {
+		t.slots = make([]cell, size)
+		for _, e := range live {
+			t.place(e)
+		}
+	}
+	return dropped
+}
+
+// fill makes e a zeroed value of n integers expiring ttl after now, and
+// returns it to be written. A value too large for the entry keeps its array
+// when it has room, and otherwise grows it by half again, so that a sliding
+// log that grows by a few entries per decision does not allocate on each.
+func fill(e *entry, n int, ttl time.Duration, now int64) []int64 {
+	switch {
+	case n <= inlineVals:
+		e.vals = e.inline[:n]
+	case cap(e.vals) >= n && !e.isInline():
+		e.vals = e.vals[:n]
+	default:
+		e.vals = make([]int64, n, n+n/2)
+	}
+	clear(e.vals)
+	e.expireAt = now + int64(ttl/time.Microsecond)
+	return e.vals
+}
+
+func (e *entry) isInline() bool {
+	return cap(e.vals) > 0 && &e.vals[:1][0] == &e.inline[0]
+}

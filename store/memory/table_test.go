@@ -1,0 +1,93 @@
+package memory
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The table against a map, with hashes drawn from a few values so that
+// keys share hashes and home slots and probe sequences wrap around:
+// every key inserted is found until it is removed or swept, and no other.
+func TestTableAgainstMap(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for round := 0; round < 200; round++ {
+		var tb table
+		model := map[string]int64{} // key -> expireAt
+		hashOf := map[string]uint64{}
+		hashes := 1 + r.IntN(12)
+		for op := 0; op < 300; op++ {
+			k := "k" + strconv.Itoa(r.IntN(40))
+			if round%2 == 0 {
+				k += strings.Repeat("x", inlineKey) // stored outside the entry
+			}
+			h, ok := hashOf[k]
+			if !ok {
+				// Small hashes: every key's home is in the low slots,
+				// and many keys share a hash.
+				h = uint64(r.IntN(hashes)) * 7
+				hashOf[k] = h
+			}
+			now := int64(op)
+			switch r.IntN(4) {
+			case 0, 1:
+				e := tb.find(h, k)
+				if _, in := model[k]; in != (e != nil) {
+					t.Fatalf("round %d op %d: find(%q) = %v, in model %v", round, op, k, e, in)
+				}
+				if e == nil {
+					e = tb.insert(h, k)
+				}
+				fill(e, 1+r.IntN(10), 1000, now)
+				e.expireAt = now + int64(r.IntN(50))
+				model[k] = e.expireAt
+			case 2:
+				exp, in := model[k]
+				if live := tb.remove(h, k, now); live != (in && exp > now) {
+					t.Fatalf("round %d op %d: remove(%q) = %v, model %v %d", round, op, k, live, in, exp)
+				}
+				delete(model, k)
+			case 3:
+				want := 0
+				for k, exp := range model {
+					if exp <= now {
+						delete(model, k)
+						want++
+					}
+				}
+				if got := tb.sweep(now); got != want {
+					t.Fatalf("round %d op %d: sweep dropped %d, want %d", round, op, got, want)
+				}
+			}
+			if tb.n != len(model) {
+				t.Fatalf("round %d op %d: %d entries, model %d", round, op, tb.n, len(model))
+			}
+			for k := range hashOf {
+				e := tb.find(hashOf[k], k)
+				exp, in := model[k]
+				if in != (e != nil) || (e != nil && (e.key != k || e.expireAt != exp)) {
+					t.Fatalf("round %d op %d: find(%q) = %+v, model %v %d", round, op, k, e, in, exp)
+				}
+			}
+		}
+	}
+}
+
+// A value grows in place, and moves between the entry and an array of its
+// own as its size crosses inlineVals.
+func TestFill(t *testing.T) {
+	var e entry
+	for _, n := range []int{1, 6, 7, 8, 30, 3, 40, 6} {
+		v := fill(&e, n, 1000, 0)
+		if len(v) != n || e.isInline() != (n <= inlineVals) {
+			t.Fatalf("fill(%d): len %d, inline %v", n, len(v), e.isInline())
+		}
+		for i := range v {
+			if v[i] != 0 {
+				t.Fatalf("fill(%d): not zeroed", n)
+			}
+			v[i] = int64(i + 1)
+		}
+	}
+}
