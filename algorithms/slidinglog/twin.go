@@ -64,9 +64,10 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 	}
 	var retry, reset int64
 	if allowed == 1 && !peek {
-		// The new log, built once in a slice of its own (live belongs to
-		// tx): the live entries, n entries at t, then the expiry mark.
-		next := make([]int64, len(live), len(live)+int(n)+1)
+		// The new log, built once in memory of its own (live belongs to
+		// tx), lent by the store for the call: the live entries, n
+		// entries at t, then the expiry mark.
+		next := engine.Scratch(tx, len(live)+int(n)+1)[:len(live)]
 		copy(next, live)
 		for range n {
 			next = append(next, t)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratekit/ratekit/algorithms"
 	"github.com/ratekit/ratekit/algorithms/gcra"
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
@@ -28,6 +29,47 @@ func TestDecisionsDoNotAllocate(t *testing.T) {
 			if n := testing.AllocsPerRun(1000, func() { l.Allow(ctx, k) }); n != 0 {
 				t.Errorf("%s: Allow(%q) allocates %v times per call", name, k, n)
 			}
+		}
+	}
+}
+
+// Every algorithm's allowed decision on a known key allocates nothing: the
+// fixed-size states live inside the store's entries, and the sliding log
+// builds its next log in memory the store lends for the call
+// (engine.Scratch) and grows its stored log by half again when it must.
+func TestAllowedDecisionsDoNotAllocate(t *testing.T) {
+	if testing.CoverMode() != "" {
+		t.Skip("coverage instrumentation allocates")
+	}
+	s := newStore(t, memory.WithSweepInterval(0))
+	ctx := context.Background()
+	for _, a := range algorithms.All {
+		p := algorithms.Params{}
+		for _, prm := range a.Params {
+			p[prm.Name] = 1 << 20
+			if prm.Kind == algorithms.Duration {
+				p[prm.Name] = int64(time.Minute)
+			}
+		}
+		if a.Name == "slidinglog" {
+			p["limit"] = 10000
+		}
+		l, err := a.New(s, p, nil, "alloc:"+a.Name+":")
+		if err != nil {
+			t.Fatalf("%s: %v", a.Name, err)
+		}
+		for i := 0; i < 100; i++ {
+			l.Allow(ctx, "user:1")
+		}
+		n := testing.AllocsPerRun(1000, func() {
+			if d, err := l.Allow(ctx, "user:1"); err != nil || !d.Allowed {
+				t.Fatalf("%s: %+v, %v", a.Name, d, err)
+			}
+		})
+		// The sliding log's stored array grows by half again when full:
+		// about log2(1100/100) times over these 1000 decisions.
+		if limit := map[bool]float64{true: 0.01, false: 0}[a.Name == "slidinglog"]; n > limit {
+			t.Errorf("%s: an allowed Allow allocates %v times per call", a.Name, n)
 		}
 	}
 }
