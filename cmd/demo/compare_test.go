@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -223,4 +226,19 @@ func sum(xs []int) int {
 		n += x
 	}
 	return n
+}
+
+// TestCompareEnded: a request that ends mid-simulation gets an error
+// naming the algorithm, not a partial comparison.
+func TestCompareEnded(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	p, err := findPattern("steady")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := compare(ctx, p, algorithms)
+	if !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), algorithms[0].Name+": ") || c.Algorithms != nil {
+		t.Fatalf("compare with an ended context: %v, %d algorithms; want context.Canceled from %s and nothing", err, len(c.Algorithms), algorithms[0].Name)
+	}
 }

@@ -296,7 +296,8 @@ func (s *server) handler() http.Handler {
 		}
 		c, err := compare(r.Context(), p, algorithms)
 		if err != nil {
-			s.logError(r, err)
+			// Not a store of the user's: the simulation's own memory store.
+			s.log.LogAttrs(r.Context(), slog.LevelError, "demo: side-by-side simulation failed", slog.String("pattern", p.Name), slog.Any("error", err))
 			writeError(w, http.StatusInternalServerError, err)
 			return
 		}
