@@ -1,15 +1,12 @@
 package httplimit
 
 import (
-	"errors"
 	"fmt"
-	"iter"
 	"net/http"
 	"net/netip"
-	"slices"
-	"strings"
 
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/clientip"
 )
 
 // ProxyHeader names the request header in which trusted proxies report the
@@ -81,270 +78,32 @@ func (c ClientIP) Key(r *http.Request) (string, error) {
 // prepare checks c's settings and returns c ready to use; own makes it
 // keep its own copy of TrustedProxies.
 func (c ClientIP) prepare(own bool) (*clientIP, error) {
-	bits := c.IPv6Prefix
-	if bits == 0 {
-		bits = 64
+	r, err := clientip.New(c.TrustedProxies, string(c.Header), c.IPv6Prefix, own)
+	if err != nil {
+		return nil, err
 	}
-	if bits < 1 || bits > 128 {
-		return nil, fmt.Errorf("ClientIP.IPv6Prefix %d is not between 1 and 128", c.IPv6Prefix)
-	}
-	for i, p := range c.TrustedProxies {
-		if !p.IsValid() {
-			return nil, fmt.Errorf("ClientIP.TrustedProxies[%d] is not a valid prefix", i)
-		}
-		if p.Addr().Is4In6() {
-			return nil, fmt.Errorf("ClientIP.TrustedProxies[%d] %s is an IPv4-mapped IPv6 prefix, which matches no client: write it as IPv4", i, p)
-		}
-	}
-	var header ProxyHeader
-	switch http.CanonicalHeaderKey(string(c.Header)) {
-	case "":
-		if len(c.TrustedProxies) > 0 {
-			return nil, errors.New("ClientIP.Header is empty: name the header the TrustedProxies set (XForwardedFor, Forwarded or XRealIP)")
-		}
-	case "X-Forwarded-For":
-		header = XForwardedFor
-	case "Forwarded":
-		header = Forwarded
-	case "X-Real-Ip":
-		header = XRealIP
-	default:
-		return nil, fmt.Errorf("ClientIP.Header %q is not X-Forwarded-For, Forwarded or X-Real-IP", c.Header)
-	}
-	if header != "" && len(c.TrustedProxies) == 0 {
-		return nil, fmt.Errorf("ClientIP.Header is %s but TrustedProxies is empty: no proxy is trusted to set it", header)
-	}
-	trusted := c.TrustedProxies
-	if own {
-		trusted = slices.Clone(trusted)
-	}
-	return &clientIP{trusted: trusted, header: header, bits: bits}, nil
+	return &clientIP{r: r, header: headerNames[r.Kind()]}, nil
+}
+
+// headerNames are the headers a clientip.Kind reads.
+var headerNames = map[clientip.Kind]string{
+	clientip.XForwardedFor: string(XForwardedFor),
+	clientip.Forwarded:     string(Forwarded),
+	clientip.XRealIP:       string(XRealIP),
 }
 
 // clientIP is a ClientIP whose settings have been checked.
 type clientIP struct {
-	trusted []netip.Prefix
-	header  ProxyHeader // XForwardedFor, Forwarded, XRealIP or "" (none)
-	bits    int
+	r      *clientip.Resolver
+	header string // "" when none is read
 }
 
 func (c *clientIP) Key(r *http.Request) (string, error) {
-	addr, err := c.client(r)
-	if err != nil {
-		return "", err
+	var lines []string
+	if c.header != "" {
+		lines = r.Header.Values(c.header)
 	}
-	if addr.Is4() {
-		return "ip4:" + addr.String(), nil
-	}
-	p, err := addr.Prefix(c.bits)
-	if err != nil {
-		return "", err
-	}
-	return "ip6:" + p.String(), nil
-}
-
-func (c *clientIP) client(r *http.Request) (netip.Addr, error) {
-	remote, err := parseHost(r.RemoteAddr)
-	if err != nil {
-		return netip.Addr{}, fmt.Errorf("remote address %q: %w", r.RemoteAddr, err)
-	}
-	if !c.isTrusted(remote) {
-		return remote, nil
-	}
-	lines := r.Header.Values(string(c.header))
-	if c.header == XRealIP {
-		// One address, which the nearest proxy sets. Were there several
-		// lines, the last is the one a proxy added.
-		if len(lines) > 0 {
-			if a, err := parseHost(trimOWS(lines[len(lines)-1])); err == nil {
-				return a, nil
-			}
-		}
-		return remote, nil
-	}
-	client := remote
-	for elem := range elementsFromRight(lines) {
-		if elem == "" {
-			continue // an empty list element counts for nothing (RFC 9110, section 5.6.1)
-		}
-		var a netip.Addr
-		if c.header == Forwarded {
-			a, err = forwardedFor(elem)
-		} else {
-			a, err = parseHost(elem)
-		}
-		if err != nil {
-			break // a hop we cannot read: keep the last one we could
-		}
-		client = a
-		if !c.isTrusted(a) {
-			break
-		}
-	}
-	return client, nil
-}
-
-func (c *clientIP) isTrusted(a netip.Addr) bool {
-	for _, p := range c.trusted {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
-
-// elementsFromRight yields the comma-separated elements of a header's
-// lines, trimmed, the last element of the last line first.
-//
-// A comma inside a quoted string splits it too. For the headers read here
-// that is harmless: no address, port or obfuscated identifier contains a
-// comma, so such an element is garbage whichever way it is split; and a
-// client's unbalanced quote cannot swallow the elements proxies append
-// after it.
-func elementsFromRight(lines []string) iter.Seq[string] {
-	return func(yield func(string) bool) {
-		for i := len(lines) - 1; i >= 0; i-- {
-			line := lines[i]
-			for {
-				j := strings.LastIndexByte(line, ',')
-				if !yield(trimOWS(line[j+1:])) {
-					return
-				}
-				if j < 0 {
-					break
-				}
-				line = line[:j]
-			}
-		}
-	}
-}
-
-func trimOWS(s string) string { return strings.Trim(s, " \t") }
-
-var errObfuscated = errors.New("obfuscated or unknown node")
-
-// forwardedFor returns the address in the for= parameter of one element
-// of a Forwarded header (RFC 7239): an element without exactly one for=,
-// or whose node is not an IP address, is an error.
-func forwardedFor(elem string) (netip.Addr, error) {
-	var node string
-	found := false
-	for pair := range strings.SplitSeq(elem, ";") {
-		pair = trimOWS(pair)
-		if pair == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(pair, "=")
-		if !ok {
-			return netip.Addr{}, fmt.Errorf("forwarded pair %q has no '='", pair)
-		}
-		if strings.EqualFold(k, "for") {
-			if found {
-				return netip.Addr{}, errors.New("for= appears twice in one element")
-			}
-			node, found = v, true
-		}
-	}
-	if !found {
-		return netip.Addr{}, errors.New("element has no for=")
-	}
-	return parseNode(node)
-}
-
-// parseNode parses a Forwarded node (RFC 7239, section 6), quoted or not:
-// an IPv4 address or a bracketed IPv6 address, each with an optional port
-// or obfuscated port. "unknown" and obfuscated identifiers ("_hidden") are
-// errors: they name no address.
-func parseNode(v string) (netip.Addr, error) {
-	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
-		v = v[1 : len(v)-1]
-	}
-	if strings.ContainsAny(v, `"\`) {
-		return netip.Addr{}, fmt.Errorf("node %q is malformed", v)
-	}
-	if strings.EqualFold(v, "unknown") || strings.HasPrefix(v, "_") {
-		return netip.Addr{}, errObfuscated
-	}
-	var host, port string
-	var hasPort, v6 bool
-	if rest, ok := strings.CutPrefix(v, "["); ok {
-		var tail string
-		host, tail, ok = strings.Cut(rest, "]")
-		if !ok {
-			return netip.Addr{}, fmt.Errorf("node %q has no closing bracket", v)
-		}
-		if tail != "" {
-			if port, hasPort = strings.CutPrefix(tail, ":"); !hasPort {
-				return netip.Addr{}, fmt.Errorf("node %q: junk after the address", v)
-			}
-		}
-		v6 = true
-	} else {
-		host, port, hasPort = strings.Cut(v, ":")
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return netip.Addr{}, err
-	}
-	if a.Is6() != v6 {
-		return netip.Addr{}, fmt.Errorf("node %q: an IPv6 address must be in brackets, an IPv4 address must not", v)
-	}
-	if hasPort && !validNodePort(port) {
-		return netip.Addr{}, fmt.Errorf("node %q: bad port", v)
-	}
-	return a.WithZone("").Unmap(), nil
-}
-
-// validNodePort reports whether s is a node-port: 1 to 5 digits, or "_"
-// and at least one of ALPHA, DIGIT, ".", "_", "-".
-func validNodePort(s string) bool {
-	if s == "" {
-		return false
-	}
-	if s[0] == '_' {
-		if len(s) == 1 {
-			return false
-		}
-		for i := 1; i < len(s); i++ {
-			b := s[i]
-			if !('a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '.' || b == '_' || b == '-') {
-				return false
-			}
-		}
-		return true
-	}
-	if len(s) > 5 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// parseHost parses "1.2.3.4", "1.2.3.4:80", "::1", "[::1]" or "[::1]:80".
-func parseHost(s string) (netip.Addr, error) {
-	if s == "" {
-		return netip.Addr{}, errors.New("empty address")
-	}
-	var a netip.Addr
-	if ap, err := netip.ParseAddrPort(s); err == nil {
-		a = ap.Addr()
-	} else {
-		bracketed := len(s) >= 2 && s[0] == '[' && s[len(s)-1] == ']'
-		if bracketed {
-			s = s[1 : len(s)-1]
-		}
-		if a, err = netip.ParseAddr(s); err != nil {
-			return netip.Addr{}, err
-		}
-		if bracketed && !a.Is6() {
-			return netip.Addr{}, fmt.Errorf("%q: an IPv4 address in brackets", s)
-		}
-	}
-	return a.WithZone("").Unmap(), nil
+	return c.r.Key(r.RemoteAddr, lines)
 }
 
 // Header keys requests by the value of a request header, for example an
