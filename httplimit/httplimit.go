@@ -10,11 +10,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/logpace"
 )
 
 // Limiter is the one method the middleware needs; every ratekit limiter
@@ -223,7 +223,7 @@ func checkName(name string) error {
 
 // logEvery is the least time between two lines a middleware logs at
 // slog.LevelError.
-const logEvery = 10 * time.Second
+const logEvery = logpace.Every
 
 type middleware struct {
 	cfg Config
@@ -358,10 +358,7 @@ func (m *middleware) logger() *slog.Logger {
 // A pacer logs at most one line every logEvery, each line counting in its
 // "suppressed" attribute the lines left out since the one before.
 type pacer struct {
-	// next is when, in Unix nanoseconds, the next line may be logged;
-	// suppressed counts the lines left out since the last.
-	next       atomic.Int64
-	suppressed atomic.Int64
+	logpace.Pacer
 }
 
 func (p *pacer) log(m *middleware, r *http.Request, level slog.Level, msg string, attrs ...slog.Attr) {
@@ -369,13 +366,11 @@ func (p *pacer) log(m *middleware, r *http.Request, level slog.Level, msg string
 	if !logger.Enabled(r.Context(), level) {
 		return
 	}
-	now := m.now().UnixNano()
-	next := p.next.Load()
-	if now < next || !p.next.CompareAndSwap(next, now+int64(logEvery)) {
-		p.suppressed.Add(1)
+	ok, suppressed := p.Allow(m.now())
+	if !ok {
 		return
 	}
-	logger.LogAttrs(r.Context(), level, msg, append(attrs, slog.Int64("suppressed", p.suppressed.Swap(0)))...)
+	logger.LogAttrs(r.Context(), level, msg, append(attrs, slog.Int64("suppressed", suppressed))...)
 }
 
 func (m *middleware) setHeaders(w http.ResponseWriter, policies, states []string) {
