@@ -77,7 +77,7 @@ type Policy struct {
 	peek     *core.Script
 	penalty  string // the penalty key prefix, "" when no limit has a penalty
 	limit    int64  // the largest cost every limit accepts
-	args     []int64
+	nargs    int    // the script's arguments after now, n and mode
 	onShadow func(ctx context.Context, key string, d PolicyDecision)
 }
 
@@ -160,6 +160,7 @@ func NewPolicy(cfg PolicyConfig) (*Policy, error) {
 		p.names = append(p.names, l.Name)
 		specs[i] = e.Spec()
 		p.limit = min(p.limit, e.Limit())
+		p.nargs += 2 + len(e.Params())
 	}
 	if p.penalty != "" {
 		if cfg.PenaltyPrefix != "" {
@@ -171,14 +172,6 @@ func NewPolicy(cfg PolicyConfig) (*Policy, error) {
 		if prefixes[p.penalty] {
 			return nil, bad("PenaltyPrefix %q is a limit's prefix", p.penalty)
 		}
-	}
-	for _, l := range p.limits {
-		var shadow int64
-		if l.Shadow {
-			shadow = 1
-		}
-		p.args = append(p.args, shadow, int64(l.Penalty/time.Microsecond))
-		p.args = append(p.args, l.Limiter.e.Params()...)
 	}
 	p.script = engine.PolicyScript(specs)
 	p.peek = core.NewScript(p.script.Name(), p.script.Lua(), p.script.Twin(), true)
@@ -276,9 +269,16 @@ func (p *Policy) run(ctx context.Context, key string, n int64, mode int64) (Poli
 	if p.penalty != "" {
 		keys = append(keys, keyspace.Key(p.penalty, key, ""))
 	}
-	args := make([]int64, 0, 3+len(p.args))
+	args := make([]int64, 0, 3+p.nargs)
 	args = append(args, now, n, mode)
-	args = append(args, p.args...)
+	for i, l := range p.limits {
+		var shadow int64
+		if l.Shadow {
+			shadow = 1
+		}
+		args = append(args, shadow, int64(l.Penalty/time.Microsecond))
+		args = p.engines[i].AppendParams(args, now)
+	}
 	s := p.script
 	if mode == engine.ModePeek {
 		s = p.peek

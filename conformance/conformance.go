@@ -40,7 +40,8 @@ type Harness struct {
 // machine (whose batches use the batch script wherever requests share a
 // cluster slot), then the refusal of corrupt state; then a state machine
 // of policies (ratekit.Policy) of random limits, tiers, shadow limits,
-// penalties and refunds; and last the concurrency limiter's state machine
+// penalties and refunds; calendar windows (fixedwindow.NewCalendar) across
+// clock changes; and last the concurrency limiter's state machine
 // (see concurrency.go) and its refusal of corrupt state.
 func Run(t *testing.T, h Harness) {
 	t.Helper()
@@ -60,6 +61,9 @@ func Run(t *testing.T, h Harness) {
 	}
 	t.Run("policy", func(t *testing.T) {
 		rapid.Check(t, func(rt *rapid.T) { runPolicy(rt, h) })
+	})
+	t.Run("calendar", func(t *testing.T) {
+		rapid.Check(t, func(rt *rapid.T) { runCalendar(rt, h) })
 	})
 	t.Run("concurrency", func(t *testing.T) {
 		rapid.Check(t, func(rt *rapid.T) { runConcurrency(rt, h) })

@@ -11,6 +11,10 @@
 // Trade-off: a client can pass Limit requests at the end of one window and
 // Limit more at the start of the next, 2 x Limit within one Window.
 //
+// [NewCalendar] makes windows that are calendar periods instead: a day, a
+// week or a month in a time zone ("1,000 per day, reset at midnight
+// Europe/Paris"), daylight saving time included.
+//
 // # Time and configuration changes
 //
 // A clock behind the window's start keeps the window, and RetryAfter counts
@@ -43,13 +47,15 @@ var lua string
 const (
 	limit = iota
 	window
+	calendarStart // 0, or a calendar period's start (NewCalendar)
 )
 
 var spec = engine.NewSpec(engine.Spec{
 	Name: "fixedwindow",
 	Params: []engine.Param{
-		limit:  {Name: "limit", Field: "Limit", Kind: engine.Count},
-		window: {Name: "window_us", Field: "Window", Kind: engine.Micros},
+		limit:         {Name: "limit", Field: "Limit", Kind: engine.Count},
+		window:        {Name: "window_us", Field: "Window", Kind: engine.Micros},
+		calendarStart: {Name: "start_us", Field: "Calendar", Kind: engine.Scheduled},
 	},
 	Lua:  lua,
 	Step: step,
@@ -80,8 +86,9 @@ type Limiter = ratekit.Limiter
 // touches no store; an error wraps core.ErrInvalidConfig and names the field.
 func New(runner core.ScriptRunner, cfg Config) (*ratekit.Limiter, error) {
 	e, err := engine.New(runner, cfg.Clock, cfg.Prefix, DefaultPrefix, cfg.Limit, spec, []int64{
-		limit:  cfg.Limit,
-		window: int64(cfg.Window),
+		limit:         cfg.Limit,
+		window:        int64(cfg.Window),
+		calendarStart: 0,
 	})
 	if err != nil {
 		return nil, err

@@ -3,7 +3,7 @@
 --
 -- key      the window: a string "count:start_us:end_us", or absent. end_us
 --          is start_us + window_us of the configuration that wrote it.
--- p        limit, window_us
+-- p        limit, window_us, start_us (0, or the calendar period's start)
 -- returns  allowed, remaining, retry_after_us, reset_after_us, and the
 --          function that writes the new state (nil when nothing is written)
 --
@@ -20,13 +20,17 @@ local function fixedwindow(key, now, client_clock, n, mode, p)
   local limit, window = p.limit, p.window_us
   local peek, refund = mode == 1, mode == 3
 
-  local count, start, stop = 0, now, now + window
+  -- A new window opens now, or, on a calendar (start_us > 0), is the
+  -- calendar period [start_us, start_us + window_us) that holds now.
+  local open = now
+  if p.start_us > 0 then open = p.start_us end
+  local count, start, stop = 0, open, open + window
   local state = read_state(key, 3)
   if state == false then return -1, 0, 0, 0 end
   if state then
     count, start, stop = math.min(state[1], limit), state[2], math.min(state[2] + window, state[3])
     if now >= stop then
-      count, start, stop = 0, now, now + window
+      count, start, stop = 0, open, open + window
     end
   end
 

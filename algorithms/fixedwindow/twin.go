@@ -12,14 +12,18 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 	now, n, peek, refund := c.Now, c.N, c.Mode == engine.ModePeek, c.Mode == engine.ModeRefund
 	limit, window := p[limit], p[window]
 
-	count, start, stop := int64(0), now, now+window
+	open := now
+	if p[calendarStart] > 0 {
+		open = p[calendarStart]
+	}
+	count, start, stop := int64(0), open, open+window
 	if v, ok := tx.Get(key); ok {
 		if !params.State(v, 3) {
 			return params.CorruptReply, engine.State{}
 		}
 		count, start, stop = min(v[0], limit), v[1], min(v[1]+window, v[2])
 		if now >= stop {
-			count, start, stop = 0, now, now+window
+			count, start, stop = 0, open, open+window
 		}
 	}
 

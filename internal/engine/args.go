@@ -71,7 +71,7 @@ func (e *Engine) RunArgs(ctx context.Context, script *core.Script, key string, n
 	}
 	argv := make([]int64, 0, 3+len(e.params)+len(args))
 	argv = append(argv, now, n, mode)
-	argv = append(argv, e.params...)
+	argv = e.AppendParams(argv, now)
 	argv = append(argv, args...)
 	return e.runner.RunScript(ctx, script, []string{keyspace.Key(e.prefix, key, "")}, argv, nil)
 }

@@ -27,6 +27,8 @@ type Engine struct {
 	limit  int64
 	spec   *Spec
 	params []int64
+	// schedule, when set, sets parameters for each call's time.
+	schedule func(now int64, p []int64)
 	// borrowKeys: the runner copies any key it keeps (core.KeyCopier), so
 	// a decision can lend it a key built in a reused buffer.
 	borrowKeys bool
@@ -81,8 +83,34 @@ func (e *Engine) Clock() core.Clock { return e.clock }
 // Prefix is the key prefix in use.
 func (e *Engine) Prefix() string { return e.prefix }
 
-// Params returns the script parameters, in the order of Spec().Params.
+// Params returns the script parameters, in the order of Spec().Params,
+// as configured: a limiter with a schedule (SetSchedule) changes some of
+// them for each call (AppendParams).
 func (e *Engine) Params() []int64 { return e.params }
+
+// AppendParams appends to dst the script parameters of a call at now (µs):
+// Params, as the schedule, if any, sets them for that time.
+func (e *Engine) AppendParams(dst []int64, now int64) []int64 {
+	at := len(dst)
+	dst = append(dst, e.params...)
+	if e.schedule != nil {
+		e.schedule(now, dst[at:])
+	}
+	return dst
+}
+
+// SetSchedule makes the engine set some parameters for each call from its
+// time: schedule(now, p) overwrites entries of p, a copy of Params (a
+// calendar window sets its window's start and length). The engine must
+// have a Clock, so that every call's time is known before the call; New
+// and SetSchedule run before the engine is used.
+func (e *Engine) SetSchedule(schedule func(now int64, p []int64)) error {
+	if e.clock == nil {
+		return fmt.Errorf("%w: a limiter whose parameters follow the time needs a Clock", core.ErrInvalidConfig)
+	}
+	e.schedule = schedule
+	return nil
+}
 
 // Decide validates the call and decides key at cost n in mode (ModeAllow
 // or ModePeek).
@@ -112,7 +140,7 @@ func (e *Engine) Decide(ctx context.Context, key string, n int64, mode int64) (c
 		f.keys[0] = keyspace.Key(e.prefix, key, "")
 	}
 	args := append(f.args[:0], now, n, mode)
-	args = append(args, e.params...)
+	args = e.AppendParams(args, now)
 	var d core.Decision
 	reply, err := e.runner.RunScript(ctx, s, f.keys[:], args, f.reply[:0])
 	if err == nil {
@@ -149,7 +177,7 @@ func (e *Engine) Run(ctx context.Context, key string, n int64, mode int64) ([]in
 	}
 	args := make([]int64, 0, len(e.params)+3)
 	args = append(args, now, n, mode)
-	args = append(args, e.params...)
+	args = e.AppendParams(args, now)
 	return e.runner.RunScript(ctx, e.spec.allow, []string{keyspace.Key(e.prefix, key, "")}, args, nil)
 }
 
@@ -269,11 +297,11 @@ func (e *Engine) AllowMany(ctx context.Context, reqs []core.Request) []core.Resu
 		s := e.spec.allow
 		if len(g) == 1 {
 			args = append(args, now, reqs[g[0]].N, ModeAllow)
-			args = append(args, e.params...)
+			args = e.AppendParams(args, now)
 		} else {
 			s = e.spec.batch
 			args = append(args, now)
-			args = append(args, e.params...)
+			args = e.AppendParams(args, now)
 			for _, i := range g {
 				args = append(args, reqs[i].N, ModeAllow)
 			}
@@ -348,6 +376,6 @@ func (e *Engine) Call(key string, n int64) (core.ScriptCall, error) {
 	if err != nil {
 		return core.ScriptCall{}, err
 	}
-	args := append([]int64{now, n, ModeAllow}, e.params...)
+	args := e.AppendParams([]int64{now, n, ModeAllow}, now)
 	return core.ScriptCall{Script: e.spec.allow, Keys: []string{keyspace.Key(e.prefix, key, "")}, Args: args}, nil
 }

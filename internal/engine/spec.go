@@ -29,6 +29,9 @@ const (
 	// Micros is a time.Duration, passed as whole microseconds: positive, a
 	// whole number of microseconds, at most params.MaxSpan.
 	Micros
+	// Scheduled is set for each call by the engine's schedule
+	// (Engine.SetSchedule), and is 0 in a limiter without one.
+	Scheduled
 )
 
 // Param declares one parameter of an algorithm's step: its name in Lua
@@ -132,6 +135,10 @@ func (s *Spec) values(raw []int64) ([]int64, error) {
 				return nil, err
 			}
 			out[i] = us
+		case Scheduled:
+			if raw[i] != 0 {
+				return nil, fmt.Errorf("%w: %s: parameter %s is set for each call, not configured", core.ErrInvalidConfig, s.Name, p.Name)
+			}
 		}
 	}
 	return out, nil

@@ -1,0 +1,104 @@
+package fixedwindow_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+	_ "time/tzdata"
+
+	"github.com/ratekit/ratekit/algorithms/fixedwindow"
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/fakeclock"
+	"github.com/ratekit/ratekit/store/memory"
+)
+
+// 3 per day, reset at midnight in Paris, on the day the clocks go back
+// (25 hours long): the quota lasts until local midnight, not 24 hours.
+func ExampleNewCalendar() {
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		panic(err)
+	}
+	clock := fakeclock.New(time.Date(2026, 10, 25, 0, 30, 0, 0, paris)) // 02:00-03:00 happens twice today
+	store, _ := memory.New(memory.WithClock(clock))
+	defer store.Close()
+	daily, err := fixedwindow.NewCalendar(store, fixedwindow.CalendarConfig{Limit: 3, Period: fixedwindow.Day, Location: paris, Clock: clock})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	for i := 0; i < 4; i++ {
+		d, _ := daily.Allow(ctx, "tenant:7")
+		fmt.Println(d.Allowed, d.Remaining, d.RetryAfter)
+	}
+	clock.Advance(24 * time.Hour) // 23:30 the same day: still today
+	d, _ := daily.Allow(ctx, "tenant:7")
+	fmt.Println(d.Allowed, clock.Now().In(paris).Format("Jan 2 15:04"), "retry after", d.RetryAfter)
+	clock.Advance(30 * time.Minute) // midnight: a new day
+	d, _ = daily.Allow(ctx, "tenant:7")
+	fmt.Println(d.Allowed, d.Remaining)
+	// Output:
+	// true 2 0s
+	// true 1 0s
+	// true 0 0s
+	// false 0 24h30m0s
+	// false Oct 25 23:30 retry after 30m0s
+	// true 2
+}
+
+// Bad calendar configurations are errors naming the field.
+func TestNewCalendarRefuses(t *testing.T) {
+	s, err := memory.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, cfg := range []fixedwindow.CalendarConfig{
+		{Limit: 1},
+		{Limit: 1, Period: 4},
+		{Limit: 1, Period: -1},
+		{Limit: 0, Period: fixedwindow.Day},
+		{Limit: -5, Period: fixedwindow.Month},
+		{Limit: 1, Period: fixedwindow.Week, Prefix: "{x}"},
+	} {
+		if _, err := fixedwindow.NewCalendar(s, cfg); !errors.Is(err, core.ErrInvalidConfig) {
+			t.Errorf("NewCalendar(%+v): %v, want ErrInvalidConfig", cfg, err)
+		}
+	}
+	if _, err := fixedwindow.NewCalendar(nil, fixedwindow.CalendarConfig{Limit: 1, Period: fixedwindow.Day}); !errors.Is(err, core.ErrInvalidConfig) {
+		t.Errorf("a nil store: %v", err)
+	}
+}
+
+// Weeks start on Monday and months on the 1st, in the zone given; nil is
+// UTC; a month's quota runs to the next month's first midnight.
+func TestCalendarPeriods(t *testing.T) {
+	ny, _ := time.LoadLocation("America/New_York")
+	for _, c := range []struct {
+		period fixedwindow.Period
+		loc    *time.Location
+		at     time.Time
+		ends   time.Time
+	}{
+		{fixedwindow.Week, nil, time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC), time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)},
+		{fixedwindow.Week, ny, time.Date(2026, 12, 7, 3, 0, 0, 0, time.UTC), time.Date(2026, 12, 7, 0, 0, 0, 0, ny)},
+		{fixedwindow.Month, ny, time.Date(2026, 3, 1, 4, 0, 0, 0, time.UTC), time.Date(2026, 3, 1, 0, 0, 0, 0, ny)},
+		{fixedwindow.Month, ny, time.Date(2026, 3, 1, 5, 0, 0, 0, time.UTC), time.Date(2026, 4, 1, 0, 0, 0, 0, ny)},
+		{fixedwindow.Day, ny, time.Date(2026, 3, 8, 12, 0, 0, 0, time.UTC), time.Date(2026, 3, 9, 0, 0, 0, 0, ny)},
+	} {
+		clock := fakeclock.New(c.at)
+		s, _ := memory.New(memory.WithClock(clock))
+		l, err := fixedwindow.NewCalendar(s, fixedwindow.CalendarConfig{Limit: 1, Period: c.period, Location: c.loc, Clock: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Allow(context.Background(), "k")
+		d, err := l.Allow(context.Background(), "k")
+		if err != nil || d.Allowed || !c.at.Add(d.RetryAfter).Equal(c.ends) {
+			t.Errorf("%v in %v at %v: %+v, %v; want denied until %v", c.period, c.loc, c.at, d, err, c.ends)
+		}
+		s.Close()
+	}
+}
