@@ -188,6 +188,19 @@ func (r *results) markdown(o options) string {
 		}
 	}
 
+	w("\n## A policy of two limits, one script per decision\n\nA `ratekit.Policy` of the token bucket and a fixed window, neither denying, against the token bucket alone (decisions/s, medians).\n\n| store | goroutines | policy | single limit | ratio |\n|---|---|---|---|---|\n")
+	for _, st := range storeNames {
+		for _, g := range o.goroutines {
+			pk, sk := caseKey{"ratekit/" + st, "tokenbucket", "policy2", g}, caseKey{"ratekit/" + st, "tokenbucket", "open", g}
+			if !r.has(pk) || !r.has(sk) {
+				continue
+			}
+			pm, _, _ := r.ops(pk)
+			sm, _, _ := r.ops(sk)
+			w("| %s | %d | %s | %s | %.2fx |\n", st, g, human(pm), human(sm), r.ratio(pk, sk))
+		}
+	}
+
 	w("\n## AllowMany: batches of %d random keys from one goroutine, token bucket, nothing denied\n\n", batchSize)
 	w("One pipelined round trip per batch (call by call on the memory store). Latency is per batch; allocations per decision.\n\n| store | decisions/s | p50 batch | p99 batch | allocs/decision | of the script's -P16 ceiling |\n|---|---|---|---|---|---|\n")
 	for _, st := range storeNames {

@@ -166,6 +166,13 @@ func runAll(ctx context.Context, o options, addr string) (*results, error) {
 				jobs = append(jobs, job{caseKey{"ratekit/" + st, a.name, "open", g}, allowFunc(open), 1})
 			}
 			if a.name == "tokenbucket" {
+				pol, err := policyFunc(runner, prefix+"policy:")
+				if err != nil {
+					return nil, err
+				}
+				for _, g := range o.goroutines {
+					jobs = append(jobs, job{caseKey{"ratekit/" + st, a.name, "policy2", g}, pol, 1})
+				}
 				b, err := batchFunc(open, keys, batchSize)
 				if err != nil {
 					return nil, err

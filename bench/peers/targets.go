@@ -20,8 +20,11 @@ import (
 	"github.com/valkey-io/valkey-go"
 	"golang.org/x/time/rate"
 
+	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms"
+	"github.com/ratekit/ratekit/algorithms/fixedwindow"
 	"github.com/ratekit/ratekit/algorithms/slidinglog"
+	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
 	"github.com/ratekit/ratekit/store/memory"
@@ -146,6 +149,27 @@ func allowFunc(l core.Limiter) decideFunc {
 		d, err := l.Allow(ctx, key)
 		return d.Allowed, err
 	}
+}
+
+// policyFunc decides with a ratekit.Policy of two limits that never deny:
+// the open token bucket and a fixed window, in one script per decision.
+func policyFunc(runner core.ScriptRunner, prefix string) (decideFunc, error) {
+	tb, err := tokenbucket.New(runner, tokenbucket.Config{Capacity: 1 << 40, RefillRate: 1 << 40, RefillInterval: time.Second, Prefix: prefix + "tb:"})
+	if err != nil {
+		return nil, err
+	}
+	fw, err := fixedwindow.New(runner, fixedwindow.Config{Limit: 1 << 40, Window: time.Hour, Prefix: prefix + "fw:"})
+	if err != nil {
+		return nil, err
+	}
+	p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "second", Limiter: tb}, {Name: "hour", Limiter: fw}}})
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, key string) (bool, error) {
+		d, err := p.Allow(ctx, key)
+		return d.Allowed, err
+	}, nil
 }
 
 // batchSize is the number of requests in one AllowMany of the batch case.

@@ -32,6 +32,10 @@ func (r *results) targets(o options) string {
 			w("| %s token bucket >= 2.5x redis_rate | %.2fx | %s |\n", st, v, mark(v >= 2.5))
 		}
 	}
+	if pk := (caseKey{"ratekit/rueidis", "tokenbucket", "policy2", g}); r.has(pk) && r.has(tb("ratekit/rueidis")) {
+		v := r.ratio(pk, tb("ratekit/rueidis"))
+		w("| rueidis two-limit policy (token bucket + fixed window, one script) >= 0.8x a single limit | %.2fx | %s |\n", v, mark(v >= 0.8))
+	}
 	allocs := func(k caseKey) float64 {
 		return median(field(r.samples[k], func(s sample) float64 { return s.allocs }))
 	}
