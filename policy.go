@@ -228,7 +228,10 @@ func (p *Policy) Peek(ctx context.Context, key string) (PolicyDecision, error) {
 // for what a refund can undo), and the result is what Peek reports after
 // it. Use it to count by outcome: allow first, then refund what should not
 // have counted (a successful login, a response under 400, the tokens an
-// LLM call did not use). A refund does not lift a penalty block.
+// LLM call did not use). A refund does not lift a penalty block. Every
+// limit gives n back, including a shadow limit that would have denied the
+// request and so did not count it: its count is then lower than what it
+// counted, never below nothing.
 func (p *Policy) Refund(ctx context.Context, key string, n int64) (PolicyDecision, error) {
 	return p.run(ctx, key, n, engine.ModeRefund)
 }
