@@ -15,6 +15,7 @@ import (
 	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/logpace"
+	"github.com/ratekit/ratekit/internal/ratelimitfield"
 )
 
 // Limiter is the one method the middleware needs; every ratekit limiter
@@ -382,7 +383,7 @@ func (m *middleware) setHeaders(w http.ResponseWriter, policies, states []string
 }
 
 func (m *middleware) deny(w http.ResponseWriter, r *http.Request, d core.Decision) {
-	retry := max(ceilSeconds(d.RetryAfter), 1)
+	retry := ratelimitfield.RetryAfter(d.RetryAfter)
 	w.Header().Set("Retry-After", strconv.FormatInt(retry, 10))
 	if m.cfg.Denied != nil {
 		m.cfg.Denied.ServeHTTP(w, r)
@@ -408,26 +409,12 @@ func acceptsJSON(r *http.Request) bool {
 
 // policyItem is one RateLimit-Policy list item: "name";q=limit[;w=window].
 func policyItem(p Policy, d core.Decision) string {
-	s := sfString(p.Name) + ";q=" + strconv.FormatInt(d.Limit, 10)
-	if p.Window > 0 {
-		s += ";w=" + strconv.FormatInt(ceilSeconds(p.Window), 10)
-	}
-	return s
+	return ratelimitfield.Policy(p.Name, d.Limit, p.Window)
 }
 
 // stateItem is one RateLimit list item: "name";r=remaining;t=reset.
 func stateItem(p Policy, d core.Decision) string {
-	return sfString(p.Name) + ";r=" + strconv.FormatInt(max(d.Remaining, 0), 10) + ";t=" + strconv.FormatInt(ceilSeconds(d.ResetAfter), 10)
+	return ratelimitfield.State(p.Name, d.Remaining, d.ResetAfter)
 }
 
-// sfString quotes s as a Structured Field string (RFC 8941).
-func sfString(s string) string {
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
-}
-
-func ceilSeconds(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	return int64((d + time.Second - 1) / time.Second)
-}
+func ceilSeconds(d time.Duration) int64 { return ratelimitfield.CeilSeconds(d) }

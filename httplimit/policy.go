@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ratekit/ratekit"
+	"github.com/ratekit/ratekit/internal/ratelimitfield"
 )
 
 // PolicyFunc picks the ratekit.Policy of a request: its tier (free or
@@ -61,8 +62,8 @@ func (m *middleware) servePolicy(w http.ResponseWriter, r *http.Request, next ht
 	policies := make([]string, len(d.Limits))
 	states := make([]string, len(d.Limits))
 	for i, l := range d.Limits {
-		policies[i] = sfString(l.Name) + ";q=" + strconv.FormatInt(l.Limit, 10)
-		states[i] = sfString(l.Name) + ";r=" + strconv.FormatInt(max(l.Remaining, 0), 10) + ";t=" + strconv.FormatInt(ceilSeconds(l.ResetAfter), 10)
+		policies[i] = ratelimitfield.Policy(l.Name, l.Limit, 0)
+		states[i] = ratelimitfield.State(l.Name, l.Remaining, l.ResetAfter)
 	}
 	if m.cfg.LegacyHeaders && len(d.Limits) > 0 {
 		h, l := w.Header(), d.Limits[0]
@@ -98,7 +99,7 @@ func (m *middleware) servePolicy(w http.ResponseWriter, r *http.Request, next ht
 // denyPolicy answers a request the policy denied: 429 with Retry-After,
 // naming the limits that denied it (or the penalty block).
 func (m *middleware) denyPolicy(w http.ResponseWriter, r *http.Request, d ratekit.PolicyDecision) {
-	retry := max(ceilSeconds(d.RetryAfter), 1)
+	retry := ratelimitfield.RetryAfter(d.RetryAfter)
 	w.Header().Set("Retry-After", strconv.FormatInt(retry, 10))
 	if m.cfg.Denied != nil {
 		m.cfg.Denied.ServeHTTP(w, r)
