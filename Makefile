@@ -32,14 +32,17 @@ fmt-check:
 # Long runs: property checks on every store, seed parity, a million keys in
 # the memory store.
 soak:
-	RAPID_CHECKS=3000 RAPID_STEPS=200 $(GO) test -race -count=1 -timeout 90m -run 'Conformance|Seed|Cluster' ./...
+	@fail=0; for m in $(MODULES); do \
+		echo "go test $$m (soak)"; \
+		(cd $$m && RAPID_CHECKS=3000 RAPID_STEPS=200 $(GO) test -race -count=1 -timeout 90m -run 'Conformance|Seed|Cluster' ./...) || fail=1; \
+	done; exit $$fail
 	RATEKIT_MEMORY_KEYS=1000000 $(GO) test -count=1 -run ManyKeys -bench ManyKeys -benchtime 300000x ./store/memory/
 
 # Each fuzz target for FUZZTIME; make test replays the committed corpus.
 FUZZTIME ?= 30s
 fuzz:
 	for f in FuzzConfig FuzzKeyAndCost FuzzClientIP; do \
-		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./internal/testkit/faulttest/ || exit 1; \
+		(cd internal/testkit/faulttest && $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) .) || exit 1; \
 	done
 
 # The benchmark harness (its own module, bench/peers): every algorithm on
@@ -50,6 +53,7 @@ BENCHFLAGS ?=
 bench:
 	cd bench/peers && $(GO) run . -out .. $(BENCHFLAGS)
 
-# The per-store go test benchmarks (each starts its own redis-server).
+# The per-store go test benchmarks (each starts its own redis-server;
+# each Redis store is a module of its own).
 gobench:
-	$(GO) test -run '^$$' -bench . -benchmem ./store/...
+	for d in store/*/; do (cd $$d && $(GO) test -run '^$$' -bench . -benchmem .) || exit 1; done

@@ -3,18 +3,6 @@ module github.com/ratekit/ratekit
 go 1.26.8
 
 require (
-	github.com/alicebob/miniredis/v2 v2.40.0
-	github.com/gomodule/redigo v1.9.3
-	github.com/redis/go-redis/v9 v9.23.0
-	github.com/redis/rueidis v1.0.79
-	github.com/valkey-io/valkey-go v1.0.80
 	go.uber.org/goleak v1.3.0
 	pgregory.net/rapid v1.3.0
-)
-
-require (
-	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/yuin/gopher-lua v1.1.1 // indirect
-	go.uber.org/atomic v1.12.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
 )

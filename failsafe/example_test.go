@@ -5,24 +5,38 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
+	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/failsafe"
-	goredisstore "github.com/ratekit/ratekit/store/goredis"
 	"github.com/ratekit/ratekit/store/memory"
 )
 
+// unreachable stands for a Redis store whose server cannot be reached:
+// every call fails with core.ErrStore, as a Redis adapter's does.
+type unreachable struct{}
+
+func (unreachable) RunScript(context.Context, *core.Script, []string, []int64, []int64) ([]int64, error) {
+	return nil, fmt.Errorf("%w: dial tcp 127.0.0.1:6379: connection refused", core.ErrStore)
+}
+
 // A Redis-backed limiter that falls back to a local one while Redis is
-// unreachable (here: nothing listens on port 1).
+// unreachable. With go-redis, remote would be
+// tokenbucket.New(goredisstore.New(rdb), cfg).
 func ExampleNew() {
 	cfg := tokenbucket.Config{Capacity: 2, RefillRate: 1, RefillInterval: time.Minute}
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, ContextTimeoutEnabled: true})
-	defer rdb.Close()
-	remote, _ := tokenbucket.New(goredisstore.New(rdb), cfg)
-	mem, _ := memory.New()
+	remote, err := tokenbucket.New(unreachable{}, cfg)
+	if err != nil {
+		panic(err)
+	}
+	mem, err := memory.New()
+	if err != nil {
+		panic(err)
+	}
 	defer mem.Close()
-	local, _ := tokenbucket.New(mem, cfg)
+	local, err := tokenbucket.New(mem, cfg)
+	if err != nil {
+		panic(err)
+	}
 
 	lim, err := failsafe.New(failsafe.Config{
 		Store: remote, Policy: failsafe.FailLocal, Local: local,

@@ -17,15 +17,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/ratekit/ratekit/algorithms/fixedwindow"
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/fakeclock"
 	"github.com/ratekit/ratekit/httplimit"
-	"github.com/ratekit/ratekit/internal/testkit/redistest"
-	goredisstore "github.com/ratekit/ratekit/store/goredis"
 	"github.com/ratekit/ratekit/store/memory"
 )
 
@@ -781,33 +777,5 @@ func TestHeaderKey(t *testing.T) {
 	}
 	if get(t, h, "1.1.1.1:1", nil).StatusCode != 400 {
 		t.Fatal("missing header not refused")
-	}
-}
-
-// The same middleware over a real redis-server.
-func TestOverRealRedis(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
-	t.Cleanup(func() { rdb.Close() })
-	lim, err := fixedwindow.New(goredisstore.New(rdb), fixedwindow.Config{Limit: 2, Window: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(mw(t, httplimit.Config{Policies: []httplimit.Policy{{Name: "fw", Limiter: lim, Window: time.Minute}}})(ok))
-	defer ts.Close()
-	var codes []int
-	for i := 0; i < 3; i++ {
-		resp, err := http.Get(ts.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		codes = append(codes, resp.StatusCode)
-		if resp.Header.Get("RateLimit-Policy") != `"fw";q=2;w=60` {
-			t.Fatalf("RateLimit-Policy %q", resp.Header.Get("RateLimit-Policy"))
-		}
-	}
-	if fmt.Sprint(codes) != "[200 200 429]" {
-		t.Fatalf("codes %v", codes)
 	}
 }

@@ -2,12 +2,22 @@ module github.com/ratekit/ratekit/bench/peers
 
 go 1.26.8
 
-replace github.com/ratekit/ratekit => ../..
+replace (
+	github.com/ratekit/ratekit => ../..
+	github.com/ratekit/ratekit/store/goredis => ../../store/goredis
+	github.com/ratekit/ratekit/store/redigo => ../../store/redigo
+	github.com/ratekit/ratekit/store/rueidis => ../../store/rueidis
+	github.com/ratekit/ratekit/store/valkey => ../../store/valkey
+)
 
 require (
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/gomodule/redigo v1.9.3
 	github.com/ratekit/ratekit v0.0.0
+	github.com/ratekit/ratekit/store/goredis v0.0.0
+	github.com/ratekit/ratekit/store/redigo v0.0.0
+	github.com/ratekit/ratekit/store/rueidis v0.0.0
+	github.com/ratekit/ratekit/store/valkey v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.79
 	github.com/sethvargo/go-limiter v0.7.1

@@ -2,11 +2,17 @@ module github.com/ratekit/ratekit/cmd/demo
 
 go 1.26.8
 
-replace github.com/ratekit/ratekit => ../..
+replace (
+	github.com/ratekit/ratekit => ../..
+	github.com/ratekit/ratekit/store/goredis => ../../store/goredis
+	github.com/ratekit/ratekit/store/rueidis => ../../store/rueidis
+)
 
 require (
 	github.com/chromedp/chromedp v0.23.0
-	github.com/ratekit/ratekit v0.0.0-00010101000000-000000000000
+	github.com/ratekit/ratekit v0.0.0
+	github.com/ratekit/ratekit/store/goredis v0.0.0
+	github.com/ratekit/ratekit/store/rueidis v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.79
 )

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratekit/core"
@@ -63,7 +64,7 @@ func TestUnusable(t *testing.T) {
 }
 
 func TestMiniredis(t *testing.T) {
-	adaptertest.Miniredis(t, func(t *testing.T, addr string, plainRO bool) core.ScriptRunner {
+	adaptertest.Miniredis(t, miniredis.RunT(t).Addr(), func(t *testing.T, addr string, plainRO bool) core.ScriptRunner {
 		if plainRO {
 			return goredisstore.New(newClient(t, addr), goredisstore.WithoutReadOnlyCommands())
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/ratekit/ratekit/conformance"
@@ -75,7 +76,7 @@ func TestUnusable(t *testing.T) {
 }
 
 func TestMiniredis(t *testing.T) {
-	adaptertest.Miniredis(t, func(t *testing.T, addr string, plainRO bool) core.ScriptRunner {
+	adaptertest.Miniredis(t, miniredis.RunT(t).Addr(), func(t *testing.T, addr string, plainRO bool) core.ScriptRunner {
 		if plainRO {
 			return redigostore.New(pool(t, addr), redigostore.WithoutReadOnlyCommands())
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/ratekit/ratekit/conformance"
@@ -70,7 +71,7 @@ func TestUnusable(t *testing.T) {
 }
 
 func TestMiniredis(t *testing.T) {
-	adaptertest.Miniredis(t, func(t *testing.T, addr string, plainRO bool) core.ScriptRunner {
+	adaptertest.Miniredis(t, miniredis.RunT(t).Addr(), func(t *testing.T, addr string, plainRO bool) core.ScriptRunner {
 		if plainRO {
 			return valkeystore.New(client(t, addr), valkeystore.WithoutReadOnlyCommands())
 		}

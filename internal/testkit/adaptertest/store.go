@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/fakeclock"
@@ -301,13 +299,14 @@ func KeyLending(t *testing.T, runner core.ScriptRunner, lends bool) {
 // Miniredis checks a Redis adapter against miniredis, whose EVAL_RO
 // refuses TIME: built without WithoutReadOnlyCommands, a read-only script
 // in server-time mode (a limiter's Peek) fails with an error that names
-// the option; built with it, it works. newRunner builds the adapter for
-// addr, with the option when plainRO is set.
-func Miniredis(t *testing.T, newRunner func(t *testing.T, addr string, plainRO bool) core.ScriptRunner) {
-	m := miniredis.RunT(t)
+// the option; built with it, it works. addr is a miniredis server the
+// caller started (miniredis.RunT), so that only the store modules, whose
+// tests run on it anyway, require miniredis. newRunner builds the adapter
+// for addr, with the option when plainRO is set.
+func Miniredis(t *testing.T, addr string, newRunner func(t *testing.T, addr string, plainRO bool) core.ScriptRunner) {
 	ctx := context.Background()
 	for _, plainRO := range []bool{false, true} {
-		lim, err := tokenbucket.New(newRunner(t, m.Addr(), plainRO), tokenbucket.Config{Capacity: 2, RefillRate: 1, RefillInterval: time.Hour, Prefix: fmt.Sprintf("adaptertest:mini:%v:", plainRO)})
+		lim, err := tokenbucket.New(newRunner(t, addr, plainRO), tokenbucket.Config{Capacity: 2, RefillRate: 1, RefillInterval: time.Hour, Prefix: fmt.Sprintf("adaptertest:mini:%v:", plainRO)})
 		if err != nil {
 			t.Fatal(err)
 		}

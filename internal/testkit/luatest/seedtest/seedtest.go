@@ -1,5 +1,9 @@
 // Package seedtest runs the Redis rate limiter guide's scripts (the seed)
-// beside ratekit's algorithms and compares their decisions.
+// beside ratekit's algorithms and compares their decisions. Its tests do so
+// for each algorithm the guide has (<name>_test.go), replay the guide's
+// floating-point ties, and check the sliding log's script on a real Redis
+// when client clocks step back. It lives in the luatest module, since it
+// runs the scripts through go-redis and miniredis.
 //
 // The guide's time-based scripts call redis.call('TIME'). WithTime wraps a
 // script, unchanged, so that TIME answers a time passed as the last two

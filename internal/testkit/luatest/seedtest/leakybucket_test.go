@@ -1,4 +1,4 @@
-package leakybucket_test
+package seedtest_test
 
 import (
 	_ "embed"
@@ -11,20 +11,20 @@ import (
 
 	"github.com/ratekit/ratekit/algorithms/leakybucket"
 	"github.com/ratekit/ratekit/fakeclock"
-	"github.com/ratekit/ratekit/internal/testkit/seedtest"
+	"github.com/ratekit/ratekit/internal/testkit/luatest/seedtest"
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
 )
 
 //go:embed testdata/seed_leakybucket.lua
-var seedLua string
+var seedLeakyBucket string
 
-// TestSeedParity runs the guide's leaky bucket, verbatim but for the time
+// TestSeedLeakyBucket runs the guide's leaky bucket, verbatim but for the time
 // it reads, beside ours (Per = one second) on a real redis-server. The
 // guide's floating-point level may land on the other side of the capacity
 // than the exact one; seedtest.Compare accepts that only at a tie.
-func TestSeedParity(t *testing.T) {
+func TestSeedLeakyBucket(t *testing.T) {
 	rdb := seedtest.Client(t)
-	seed := redis.NewScript(seedtest.WithTime(seedLua))
+	seed := redis.NewScript(seedtest.WithTime(seedLeakyBucket))
 	run, ties := 0, 0
 	rapid.Check(t, func(t *rapid.T) {
 		run++

@@ -1,4 +1,4 @@
-package slidinglog_test
+package seedtest_test
 
 import (
 	_ "embed"
@@ -11,18 +11,18 @@ import (
 
 	"github.com/ratekit/ratekit/algorithms/slidinglog"
 	"github.com/ratekit/ratekit/fakeclock"
-	"github.com/ratekit/ratekit/internal/testkit/seedtest"
+	"github.com/ratekit/ratekit/internal/testkit/luatest/seedtest"
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
 )
 
 //go:embed testdata/seed_slidinglog.lua
-var seedLua string
+var seedSlidingLog string
 
-// TestSeedParity runs the guide's sliding window log, verbatim but for the
+// TestSeedSlidingLog runs the guide's sliding window log, verbatim but for the
 // time it reads, beside ours on a real redis-server.
-func TestSeedParity(t *testing.T) {
+func TestSeedSlidingLog(t *testing.T) {
 	rdb := seedtest.Client(t)
-	seed := redis.NewScript(seedtest.WithTime(seedLua))
+	seed := redis.NewScript(seedtest.WithTime(seedSlidingLog))
 	run, ties := 0, 0
 	rapid.Check(t, func(t *rapid.T) {
 		run++

@@ -1,4 +1,4 @@
-package tokenbucket_test
+package seedtest_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/fakeclock"
-	"github.com/ratekit/ratekit/internal/testkit/seedtest"
+	"github.com/ratekit/ratekit/internal/testkit/luatest/seedtest"
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
 )
 
@@ -79,15 +79,15 @@ func ours(t *testing.T, lim *tokenbucket.Limiter, clock *fakeclock.Clock, us int
 	return d.Allowed
 }
 
-// TestGuideFloatTie: a bucket drained at 1700000000 s refills exactly
+// TestSeedTokenBucketFloatTie: a bucket drained at 1700000000 s refills exactly
 // 0.1 s later. The guide computes 1700000000.1 - 1700000000 as
 // 0.09999990463256836 (1700000000.1 rounds down to a double), so
 // math.floor(0.9999990463256836) refills nothing and it denies; ratekit's
 // (1700000000100000 - 1700000000000000) / 100000 is exactly 1 and it
 // allows. One microsecond later the guide refills too.
-func TestGuideFloatTie(t *testing.T) {
+func TestSeedTokenBucketFloatTie(t *testing.T) {
 	rdb := seedtest.Client(t)
-	g := guideTB{t, rdb, redis.NewScript(seedLua), "guide:tie"}
+	g := guideTB{t, rdb, redis.NewScript(seedTokenBucket), "guide:tie"}
 	lim, clock := newTieLimiter(t, rdb, "ours:tie:")
 
 	for i := 0; i < 2; i++ {
@@ -104,7 +104,7 @@ func TestGuideFloatTie(t *testing.T) {
 	}
 }
 
-// TestGuideLastRefillDrift: each refill adds 0.1 to the guide's float
+// TestSeedTokenBucketLastRefillDrift: each refill adds 0.1 to the guide's float
 // last_refill, and the sum rounds to 0.1 s minus 0.4 steps of 2^-22 s:
 // 0.0954 µs early per refill. The string Redis stores reads back as the
 // same double, so the drift is the additions' alone. After 21 single
@@ -112,9 +112,9 @@ func TestGuideFloatTie(t *testing.T) {
 // exact 1700000002.1 that ratekit stores; the guide then refills 1 µs
 // early: it allows at 1700000002.199999 s, where ratekit, 1 µs before its
 // refill, denies (and it denies at 1700000002.199998 s).
-func TestGuideLastRefillDrift(t *testing.T) {
+func TestSeedTokenBucketLastRefillDrift(t *testing.T) {
 	rdb := seedtest.Client(t)
-	g := guideTB{t, rdb, redis.NewScript(seedLua), "guide:drift"}
+	g := guideTB{t, rdb, redis.NewScript(seedTokenBucket), "guide:drift"}
 	lim, clock := newTieLimiter(t, rdb, "ours:drift:")
 
 	for i := 0; i < 2; i++ {

@@ -1,4 +1,4 @@
-package tokenbucket_test
+package seedtest_test
 
 import (
 	"context"
@@ -18,15 +18,15 @@ import (
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
 )
 
-// seedLua is the token bucket script of the Redis rate limiter guide,
+// seedTokenBucket is the token bucket script of the Redis rate limiter guide,
 // copied verbatim (../shared/seed/redis-rate-limiter-guide.md).
 //
 //go:embed testdata/seed_tokenbucket.lua
-var seedLua string
+var seedTokenBucket string
 
-var seedRun atomic.Int64
+var tokenBucketRun atomic.Int64
 
-// TestSeedParity runs the guide's script and ours side by side on a real
+// TestSeedTokenBucket runs the guide's script and ours side by side on a real
 // redis-server, at the same random times, and requires the same decision
 // and the same remaining tokens every time.
 //
@@ -35,11 +35,11 @@ var seedRun atomic.Int64
 // it. At exactly those moments the test checks that the guide's bucket is
 // full too, and then deletes the guide's key, which the guide's own script
 // then initialises to the same full, fresh bucket. Nothing else is aligned.
-func TestSeedParity(t *testing.T) {
+func TestSeedTokenBucket(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
-	seed := redis.NewScript(seedLua)
+	seed := redis.NewScript(seedTokenBucket)
 	ctx := context.Background()
 
 	rapid.Check(t, func(t *rapid.T) {
@@ -49,7 +49,7 @@ func TestSeedParity(t *testing.T) {
 		ius := int64(interval / time.Microsecond)
 		start := rapid.Int64Range(1.6e15, 2e15).Draw(t, "start")
 		clock := fakeclock.New(time.UnixMicro(start))
-		run := seedRun.Add(1)
+		run := tokenBucketRun.Add(1)
 		seedKey := fmt.Sprintf("seed:%d", run)
 		lim, err := tokenbucket.New(goredisstore.New(rdb), tokenbucket.Config{
 			Capacity: capacity, RefillRate: rate, RefillInterval: interval,

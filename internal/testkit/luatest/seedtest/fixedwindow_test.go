@@ -1,4 +1,4 @@
-package fixedwindow_test
+package seedtest_test
 
 import (
 	_ "embed"
@@ -11,24 +11,24 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/ratekit/ratekit/algorithms/fixedwindow"
-	"github.com/ratekit/ratekit/internal/testkit/seedtest"
+	"github.com/ratekit/ratekit/internal/testkit/luatest/seedtest"
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
 )
 
 //go:embed testdata/seed_fixedwindow.lua
-var seedLua string
+var seedFixedWindow string
 
-// TestSeedParity runs the guide's fixed window, verbatim, beside ours. The
+// TestSeedFixedWindow runs the guide's fixed window, verbatim, beside ours. The
 // guide reads no clock: its window is the key's TTL. So both run on
 // miniredis, whose TTLs and TIME follow SetTime (ClockTTL), and ours reads
 // the server's TIME. No floating point is involved: every decision must
 // match.
-func TestSeedParity(t *testing.T) {
+func TestSeedFixedWindow(t *testing.T) {
 	m := miniredis.RunT(t)
 	m.ClockTTL(true)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
-	seed := redis.NewScript(seedLua)
+	seed := redis.NewScript(seedFixedWindow)
 	run := 0
 	rapid.Check(t, func(t *rapid.T) {
 		run++

@@ -1,4 +1,4 @@
-package slidingcounter_test
+package seedtest_test
 
 import (
 	"context"
@@ -12,20 +12,20 @@ import (
 
 	"github.com/ratekit/ratekit/algorithms/slidingcounter"
 	"github.com/ratekit/ratekit/fakeclock"
-	"github.com/ratekit/ratekit/internal/testkit/seedtest"
+	"github.com/ratekit/ratekit/internal/testkit/luatest/seedtest"
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
 )
 
 //go:embed testdata/seed_slidingcounter.lua
-var seedLua string
+var seedSlidingCounter string
 
-// TestSeedParity runs the guide's sliding window counter, verbatim but for
+// TestSeedSlidingCounter runs the guide's sliding window counter, verbatim but for
 // the time it reads, beside ours on a real redis-server. The guide's
 // floating-point estimate may land on the other side of the limit than the
 // exact one; seedtest.Compare accepts that only at a tie.
-func TestSeedParity(t *testing.T) {
+func TestSeedSlidingCounter(t *testing.T) {
 	rdb := seedtest.Client(t)
-	seed := redis.NewScript(seedtest.WithTime(seedLua))
+	seed := redis.NewScript(seedtest.WithTime(seedSlidingCounter))
 	run, ties := 0, 0
 	rapid.Check(t, func(t *rapid.T) {
 		run++
@@ -63,14 +63,14 @@ func TestSeedParity(t *testing.T) {
 	t.Logf("%d sequences, %d ended at a floating-point tie", run, ties)
 }
 
-// TestFloatTie replays, on a real redis-server, one tie the guide's
+// TestSeedSlidingCounterFloatTie replays, on a real redis-server, one tie the guide's
 // floating point gets wrong. Limit 5, 1 s windows: 5 requests in window
 // 99999, then 4 at 100000.7 s. At 100000.8 s the exact estimate is
 // 5*(1-0.8) + 4 = 5 = limit: ratekit denies. The guide computes
 // 4.99999999998 and allows. One microsecond later ratekit allows too.
-func TestFloatTie(t *testing.T) {
+func TestSeedSlidingCounterFloatTie(t *testing.T) {
 	rdb := seedtest.Client(t)
-	seed := redis.NewScript(seedtest.WithTime(seedLua))
+	seed := redis.NewScript(seedtest.WithTime(seedSlidingCounter))
 	clock := fakeclock.New(time.Time{})
 	lim, err := slidingcounter.New(goredisstore.New(rdb), slidingcounter.Config{Limit: 5, Window: time.Second, Clock: clock})
 	if err != nil {

@@ -1,4 +1,4 @@
-package slidinglog_test
+package seedtest_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/ratekit/ratekit/algorithms/slidinglog"
 	"github.com/ratekit/ratekit/fakeclock"
-	"github.com/ratekit/ratekit/internal/testkit/seedtest"
+	"github.com/ratekit/ratekit/internal/testkit/luatest/seedtest"
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
 	"github.com/ratekit/ratekit/store/memory"
 )
@@ -15,7 +15,7 @@ import (
 // Client clocks of several application servers disagree: a request can
 // come "from the past". The script and its twin must still agree, and
 // every unit of cost must stay a distinct member.
-func TestClockGoingBack(t *testing.T) {
+func TestSlidingLogClockGoingBack(t *testing.T) {
 	rdb := seedtest.Client(t)
 	clock := fakeclock.New(time.UnixMicro(1_700_000_000_000_000))
 	mem, _ := memory.New(memory.WithClock(clock))
