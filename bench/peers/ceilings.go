@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/csv"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -49,12 +51,14 @@ func ceilingScript(a algo) (lua string, args []string, err error) {
 	return c.Script.Lua(), args, nil
 }
 
-func measureCeilings(addr string, o options, res *results) error {
+func measureCeilings(ctx context.Context, t *target, o options, res *results, m *meter) error {
 	bin, err := exec.LookPath("redis-benchmark")
 	if err != nil {
 		return fmt.Errorf("redis-benchmark not found (it comes with redis-server): %w", err)
 	}
-	port := addr[strings.LastIndexByte(addr, ':')+1:]
+	conn, tag := t.benchmarkArgs()
+	loader := t.goredis(0) // SCRIPT LOAD reaches every master of a cluster
+	defer loader.Close()
 	type script struct {
 		name string
 		lua  string
@@ -77,7 +81,7 @@ func measureCeilings(addr string, o options, res *results) error {
 		scripts = append(scripts, script{a.name, lua, args})
 	}
 	for _, s := range scripts {
-		sha, err := command(addr, "SCRIPT", "LOAD", s.lua)
+		sha, err := loader.ScriptLoad(ctx, s.lua).Result()
 		if err != nil {
 			return fmt.Errorf("SCRIPT LOAD %s: %w", s.name, err)
 		}
@@ -87,10 +91,12 @@ func measureCeilings(addr string, o options, res *results) error {
 			if p == 1 {
 				n /= 4
 			}
-			args := []string{"-h", "127.0.0.1", "-p", port, "-n", strconv.Itoa(n), "-c", "50", "-P", strconv.Itoa(p), "-r", strconv.Itoa(numKeys), "--csv",
-				"EVALSHA", sha, "1", "ceil:" + strings.ReplaceAll(s.name, " ", "-") + ":{__rand_int__}"}
+			args := append(slices.Clone(conn), "-n", strconv.Itoa(n), "-c", "50", "-P", strconv.Itoa(p), "-r", strconv.Itoa(numKeys), "--csv",
+				"EVALSHA", sha, "1", t.prefix+"ceil:"+strings.ReplaceAll(s.name, " ", "-")+":"+tag)
 			args = append(args, s.args...)
+			before := m.sample()
 			out, err := exec.Command(bin, args...).Output()
+			res.ceilingLoad = append(res.ceilingLoad, between(before, m.sample()))
 			if err != nil {
 				return fmt.Errorf("redis-benchmark %s: %w", s.name, err)
 			}
@@ -110,8 +116,15 @@ func measureCeilings(addr string, o options, res *results) error {
 }
 
 // parseRPS reads the rps column of redis-benchmark --csv output.
+// In cluster mode it first prints the nodes, which are not CSV.
 func parseRPS(out string) (float64, error) {
-	recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, `"`) {
+			lines = append(lines, l)
+		}
+	}
+	recs, err := csv.NewReader(strings.NewReader(strings.Join(lines, "\n"))).ReadAll()
 	if err != nil {
 		return 0, err
 	}

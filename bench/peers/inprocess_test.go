@@ -34,7 +34,7 @@ func BenchmarkInProcess(b *testing.B) {
 		decide decideFunc
 	}
 	var cases []cs
-	st, closeFn, err := openStore("memory", "")
+	st, closeFn, err := openStore("memory", nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func BenchmarkInProcess(b *testing.B) {
 		cases = append(cases, cs{"ratekit-" + a.name, allowFunc(l)})
 	}
 	for _, p := range []string{"x/time/rate", "sethvargo"} {
-		d, closeFn, err := openPeer(p, "")
+		d, closeFn, err := openPeer(p, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

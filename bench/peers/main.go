@@ -15,10 +15,13 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 )
 
@@ -33,6 +36,10 @@ type options struct {
 	out         string
 	denyCache   bool
 	ceilingReqs int
+	waitQuiet   time.Duration
+	redisURL    string
+	cluster     string
+	prefix      string
 }
 
 func main() {
@@ -48,6 +55,10 @@ func main() {
 	flag.IntVar(&o.ceilingReqs, "ceiling-requests", 100000, "requests per redis-benchmark run")
 	flag.BoolVar(&o.denyCache, "deny-cache", true, "also measure the 90%-denied workload with the local deny cache")
 	flag.StringVar(&o.out, "out", "..", "directory for RESULTS.md and throughput.png")
+	flag.StringVar(&o.redisURL, "redis", "", "measure against this server (redis://[user:password@]host:port[/db]) instead of the harness's own; keys go under -prefix and are deleted at the end")
+	flag.StringVar(&o.cluster, "cluster", "", "measure against this Redis Cluster: comma-separated seed nodes (host:port or redis:// URLs)")
+	flag.StringVar(&o.prefix, "prefix", "", "with -redis or -cluster, the prefix of every key the harness writes (default ratekit-bench:<random>:)")
+	flag.DurationVar(&o.waitQuiet, "wait-quiet", 0, "before starting, wait up to this long for 5 s in which other processes use under 10% of the CPU")
 	flag.Parse()
 	var err error
 	if algos, err = ratekitAlgos(); err != nil {
@@ -64,18 +75,61 @@ func main() {
 	o.stores = set(stores)
 
 	start := time.Now()
-	srv, err := startRedis()
+	var cond conditions
+	cond.before = newMeter(0).waitQuiet(o.waitQuiet, log.Printf)
+	log.Printf("before the run: %v", cond.before)
+	t, err := newTarget(o.redisURL, o.cluster, o.prefix)
 	if err != nil {
 		log.Fatal(err)
 	}
+	srv := &redisServer{}
+	if t == nil {
+		if srv, err = startRedis(); err != nil {
+			log.Fatal(err)
+		}
+		t = ownTarget(srv)
+	}
 	defer srv.stop()
-	env := describe(srv)
+	env := describe(srv, t)
 	log.Printf("%s", env)
 
-	res, err := runAll(context.Background(), o, srv.addr)
+	// On the user's Redis, the harness's keys go whatever happens: at the
+	// end, on a failure, on Ctrl-C.
+	var cleanOnce sync.Once
+	clean := func() {
+		cleanOnce.Do(func() {
+			if n, err := t.cleanup(context.Background()); err != nil {
+				log.Printf("deleting the harness's keys under %q: %v", t.prefix, err)
+			} else if t.own == nil {
+				log.Printf("deleted the harness's %d keys under %q", n, t.prefix)
+			}
+			srv.stop()
+		})
+	}
+	die := func(err error) { clean(); log.Fatal(err) }
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() { <-sig; die(fmt.Errorf("interrupted")) }()
+
+	m := newMeter(srv.pid())
+	if err := t.measureRTT(context.Background()); err != nil {
+		die(err)
+	}
+	env.target = t.String()
+	log.Printf("measuring against %v", t)
+	runStart := m.sample()
+	res, err := runAll(context.Background(), o, t, m)
 	if err != nil {
-		srv.stop()
-		log.Fatal(err)
+		die(err)
+	}
+	cond.during = between(runStart, m.sample())
+	clean()
+	cond.after = newMeter(0).idle(3 * time.Second)
+	log.Printf("after the run: %v", cond.after)
+	cond.rounds, cond.ceilings = res.roundLoad, res.ceilingLoad
+	res.cond = cond
+	if cond.disturbed() {
+		log.Printf("WARNING: the machine was disturbed during this run (%s); RESULTS.md says so. Rerun on a quiet machine (-wait-quiet 10m waits for one) before committing it.", cond.worst())
 	}
 	res.env = env
 	res.elapsed = time.Since(start)
@@ -105,6 +159,7 @@ func want(m map[string]bool, k string) bool { return m == nil || m[k] }
 
 // environment describes the machine for the results file.
 type environment struct {
+	target        string
 	cores         int
 	cpu           string
 	redisVersion  string
@@ -114,10 +169,10 @@ type environment struct {
 }
 
 func (e environment) String() string {
-	return fmt.Sprintf("%d cores (%s), redis-server %s, %s, %s", e.cores, e.cpu, e.redisVersion, e.goVersion, e.date)
+	return fmt.Sprintf("%d cores (%s), redis-server %s, %s, %s. Redis: %s", e.cores, e.cpu, e.redisVersion, e.goVersion, e.date, e.target)
 }
 
-func describe(s *redisServer) environment {
+func describe(s *redisServer, t *target) environment {
 	e := environment{cores: runtime.NumCPU(), goVersion: runtime.Version(), date: time.Now().UTC().Format("2006-01-02 15:04 UTC")}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
@@ -128,5 +183,15 @@ func describe(s *redisServer) environment {
 		}
 	}
 	e.redisVersion = s.version
+	if t.own == nil {
+		c := t.goredis(0)
+		defer c.Close()
+		info, _ := c.Info(context.Background(), "server").Result()
+		for _, line := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+				e.redisVersion = v
+			}
+		}
+	}
 	return e
 }

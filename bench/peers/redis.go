@@ -62,13 +62,23 @@ func startRedis() (*redisServer, error) {
 	}
 }
 
+// pid is the server's process id, 0 when the harness started none.
+func (s *redisServer) pid() int {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 func (s *redisServer) stop() {
 	if s.cmd != nil && s.cmd.Process != nil {
 		s.cmd.Process.Kill()
 		s.cmd.Wait()
 		s.cmd = nil
 	}
-	os.RemoveAll(s.dir)
+	if s.dir != "" {
+		os.RemoveAll(s.dir)
+	}
 }
 
 // command sends one command and returns a bulk or simple reply as text.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 
@@ -122,6 +123,10 @@ type results struct {
 	ceilings map[string][]ceiling
 	env      environment
 	elapsed  time.Duration
+	// The CPU usage of each round (cases only) and of each
+	// redis-benchmark run, and the run's conditions (load.go).
+	roundLoad, ceilingLoad []usage
+	cond                   conditions
 }
 
 // job is one case ready to run: built once, measured every round.
@@ -131,7 +136,7 @@ type job struct {
 	per    int // decisions per call of decide
 }
 
-func runAll(ctx context.Context, o options, addr string) (*results, error) {
+func runAll(ctx context.Context, o options, t *target, m *meter) (*results, error) {
 	keys := make([]string, numKeys)
 	for i := range keys {
 		keys[i] = "user:" + strconv.Itoa(i)
@@ -148,7 +153,11 @@ func runAll(ctx context.Context, o options, addr string) (*results, error) {
 		if !want(o.stores, st) {
 			continue
 		}
-		runner, closeFn, err := openStore(st, addr)
+		runner, closeFn, err := openStore(st, t)
+		if errors.Is(err, errNoCluster) {
+			log.Printf("store %s: skipped, its client has no cluster mode", st)
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("store %s: %w", st, err)
 		}
@@ -157,7 +166,7 @@ func runAll(ctx context.Context, o options, addr string) (*results, error) {
 			if !want(o.algorithms, a.name) {
 				continue
 			}
-			prefix := fmt.Sprintf("bench:%s:%s:", st, a.name)
+			prefix := fmt.Sprintf("%sbench:%s:%s:", t.prefix, st, a.name)
 			open, err := a.open(runner, prefix+"open:")
 			if err != nil {
 				return nil, err
@@ -199,7 +208,7 @@ func runAll(ctx context.Context, o options, addr string) (*results, error) {
 	}
 	if o.peers {
 		for _, p := range peerNames {
-			decide, closeFn, err := openPeer(p, addr)
+			decide, closeFn, err := openPeer(p, t)
 			if err != nil {
 				return nil, fmt.Errorf("peer %s: %w", p, err)
 			}
@@ -215,6 +224,7 @@ func runAll(ctx context.Context, o options, addr string) (*results, error) {
 		// than every sample of one.
 		order := rand.Perm(len(jobs))
 		var ran []caseKey
+		roundStart := m.sample()
 		for i, j := range order {
 			jb := jobs[j]
 			s := measure(jb.decide, jb.key.g, jb.per, o.duration, keys)
@@ -228,8 +238,10 @@ func runAll(ctx context.Context, o options, addr string) (*results, error) {
 			}
 		}
 		res.rounds = append(res.rounds, ran)
+		res.roundLoad = append(res.roundLoad, between(roundStart, m.sample()))
+		log.Printf("round %d: %v", r+1, res.roundLoad[len(res.roundLoad)-1])
 		if o.ceilings {
-			if err := measureCeilings(addr, o, res); err != nil {
+			if err := measureCeilings(ctx, t, o, res, m); err != nil {
 				return nil, err
 			}
 		}

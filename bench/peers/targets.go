@@ -9,15 +9,12 @@ import (
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
-	"github.com/gomodule/redigo/redis"
 	goredis "github.com/redis/go-redis/v9"
-	"github.com/redis/rueidis"
 	"github.com/sethvargo/go-limiter/memorystore"
 	"github.com/throttled/throttled/v2"
 	throttledstore "github.com/throttled/throttled/v2/store/goredisstore.v9"
 	"github.com/ulule/limiter/v3"
 	ulule "github.com/ulule/limiter/v3/drivers/store/redis"
-	"github.com/valkey-io/valkey-go"
 	"golang.org/x/time/rate"
 
 	"github.com/ratekit/ratekit"
@@ -38,33 +35,45 @@ type decideFunc func(ctx context.Context, key string) (bool, error)
 
 var storeNames = []string{"memory", "goredis", "goredis-auto", "rueidis", "redigo", "valkey"}
 
-// openStore returns a ratekit store over a fresh client for addr.
-func openStore(name, addr string) (core.ScriptRunner, func(), error) {
+// openStore returns a ratekit store over a fresh client for t (nil: the
+// memory store needs none).
+func openStore(name string, t *target) (core.ScriptRunner, func(), error) {
 	switch name {
 	case "memory":
 		s, err := memory.New()
 		return s, func() { s.Close() }, err
 	case "goredis":
-		c := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1, PoolSize: 256})
+		c := t.goredis(-1)
 		return goredisstore.New(c), func() { c.Close() }, nil
 	case "goredis-auto":
-		c := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1, PoolSize: 256})
-		ap, err := c.AutoPipeline()
-		if err != nil {
-			return nil, nil, err
+		c := t.goredis(-1)
+		var ap *goredis.AutoPipeliner
+		var err error
+		switch c := c.(type) {
+		case *goredis.Client:
+			ap, err = c.AutoPipeline()
+		case *goredis.ClusterClient:
+			ap, err = c.AutoPipeline()
+		}
+		if err != nil || ap == nil {
+			c.Close()
+			return nil, nil, fmt.Errorf("AutoPipeline: %v", err)
 		}
 		return goredisstore.New(ap), func() { ap.Close(); c.Close() }, nil
 	case "rueidis":
-		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+		c, err := t.rueidis()
 		if err != nil {
 			return nil, nil, err
 		}
 		return rueidisstore.New(c), c.Close, nil
 	case "redigo":
-		p := &redis.Pool{MaxIdle: 256, MaxActive: 256, Wait: true, Dial: func() (redis.Conn, error) { return redis.Dial("tcp", addr) }}
+		p, err := t.redigo()
+		if err != nil {
+			return nil, nil, err
+		}
 		return redigostore.New(p), func() { p.Close() }, nil
 	case "valkey":
-		c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+		c, err := t.valkey()
 		if err != nil {
 			return nil, nil, err
 		}
@@ -224,15 +233,14 @@ func deny90(ctx context.Context, open, tight core.Limiter, keys []string) (decid
 var peerNames = []string{"redis_rate", "ulule", "throttled", "x/time/rate", "sethvargo"}
 
 // openPeer returns a peer library's decision for a token-bucket-like limit
-// so high nothing is denied.
-func openPeer(name, addr string) (decideFunc, func(), error) {
-	newClient := func() *goredis.Client {
-		return goredis.NewClient(&goredis.Options{Addr: addr, PoolSize: 256})
-	}
+// so high nothing is denied, its keys under t's prefix (t is nil for the
+// in-process peers).
+func openPeer(name string, t *target) (decideFunc, func(), error) {
+	newClient := func() goredis.UniversalClient { return t.goredis(3) }
 	switch name {
 	case "redis_rate":
 		c := newClient()
-		l := redis_rate.NewLimiter(c)
+		l := redis_rate.NewLimiter(prefixed{c, t.prefix})
 		lim := redis_rate.Limit{Rate: int(big), Burst: int(big), Period: time.Second}
 		return func(ctx context.Context, key string) (bool, error) {
 			r, err := l.Allow(ctx, key, lim)
@@ -243,7 +251,7 @@ func openPeer(name, addr string) (decideFunc, func(), error) {
 		}, func() { c.Close() }, nil
 	case "ulule":
 		c := newClient()
-		st, err := ulule.NewStoreWithOptions(c, limiter.StoreOptions{Prefix: "ulule", MaxRetry: 1})
+		st, err := ulule.NewStoreWithOptions(c, limiter.StoreOptions{Prefix: t.prefix + "ulule", MaxRetry: 1})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -254,7 +262,7 @@ func openPeer(name, addr string) (decideFunc, func(), error) {
 		}, func() { c.Close() }, nil
 	case "throttled":
 		c := newClient()
-		st, err := throttledstore.NewCtx(c, "throttled:")
+		st, err := throttledstore.NewCtx(c, t.prefix+"throttled:")
 		if err != nil {
 			return nil, nil, err
 		}

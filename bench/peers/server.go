@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/valkey-io/valkey-go"
+)
+
+// target is the Redis the harness measures: its own redis-server, or a
+// server or cluster the user names (-redis, -cluster). On the user's, the
+// harness writes only keys that start with prefix, deletes them when it is
+// done (UNLINK of what SCAN MATCH prefix* finds, never FLUSH), and leaves
+// nothing else changed but the scripts it loads.
+type target struct {
+	addrs    []string // host:port: the node, or the cluster's seed nodes
+	cluster  bool
+	username string
+	password string
+	db       int
+	prefix   string       // every key the harness writes starts with it
+	own      *redisServer // the harness's own server, nil for the user's
+	rtt      time.Duration
+}
+
+// newTarget returns the user's target from -redis (a redis:// URL) or
+// -cluster (comma-separated host:port or redis:// URLs), or nil when both
+// are empty.
+func newTarget(url, cluster, prefix string) (*target, error) {
+	if url != "" && cluster != "" {
+		return nil, fmt.Errorf("-redis and -cluster: give one")
+	}
+	if url == "" && cluster == "" {
+		return nil, nil
+	}
+	if prefix == "" {
+		var b [4]byte
+		rand.Read(b[:])
+		prefix = "ratekit-bench:" + hex.EncodeToString(b[:]) + ":"
+	}
+	if strings.ContainsAny(prefix, "{}*?[]") {
+		return nil, fmt.Errorf("-prefix %q: no braces or glob characters", prefix)
+	}
+	t := &target{prefix: prefix, cluster: cluster != ""}
+	list := []string{url}
+	if t.cluster {
+		list = strings.Split(cluster, ",")
+	}
+	for _, u := range list {
+		u = strings.TrimSpace(u)
+		if !strings.Contains(u, "://") {
+			u = "redis://" + u
+		}
+		o, err := goredis.ParseURL(u)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", u, err)
+		}
+		if o.TLSConfig != nil {
+			return nil, fmt.Errorf("%q: TLS (rediss://) is not supported by the harness", u)
+		}
+		if t.cluster && o.DB != 0 {
+			return nil, fmt.Errorf("%q: a cluster has no databases", u)
+		}
+		t.addrs = append(t.addrs, o.Addr)
+		t.username, t.password, t.db = o.Username, o.Password, o.DB
+	}
+	return t, nil
+}
+
+// ownTarget is the harness's own redis-server.
+func ownTarget(s *redisServer) *target {
+	return &target{addrs: []string{s.addr}, own: s}
+}
+
+func (t *target) String() string {
+	where := "the harness's own redis-server"
+	if t.own == nil {
+		kind := "server"
+		if t.cluster {
+			kind = "cluster"
+		}
+		where = fmt.Sprintf("the %s at %s (keys under %q)", kind, strings.Join(t.addrs, ","), t.prefix)
+	}
+	return fmt.Sprintf("%s, round trip %v (median PING)", where, t.rtt.Round(time.Microsecond))
+}
+
+// goredis returns a go-redis client: a *goredis.ClusterClient on a
+// cluster, a *goredis.Client otherwise.
+func (t *target) goredis(retries int) goredis.UniversalClient {
+	if t.cluster {
+		return goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: t.addrs, Username: t.username, Password: t.password, MaxRetries: retries, PoolSize: 256})
+	}
+	return goredis.NewClient(&goredis.Options{Addr: t.addrs[0], Username: t.username, Password: t.password, DB: t.db, MaxRetries: retries, PoolSize: 256})
+}
+
+func (t *target) rueidis() (rueidis.Client, error) {
+	return rueidis.NewClient(rueidis.ClientOption{InitAddress: t.addrs, Username: t.username, Password: t.password, SelectDB: t.db, DisableCache: true})
+}
+
+func (t *target) valkey() (valkey.Client, error) {
+	return valkey.NewClient(valkey.ClientOption{InitAddress: t.addrs, Username: t.username, Password: t.password, SelectDB: t.db, DisableCache: true})
+}
+
+func (t *target) redigo() (*redis.Pool, error) {
+	if t.cluster {
+		return nil, errNoCluster
+	}
+	dial := func() (redis.Conn, error) {
+		return redis.Dial("tcp", t.addrs[0], redis.DialUsername(t.username), redis.DialPassword(t.password), redis.DialDatabase(t.db))
+	}
+	return &redis.Pool{MaxIdle: 256, MaxActive: 256, Wait: true, Dial: dial}, nil
+}
+
+var errNoCluster = fmt.Errorf("no cluster client")
+
+// measureRTT sets t.rtt: the median of 200 PINGs from one connection.
+func (t *target) measureRTT(ctx context.Context) error {
+	c := t.goredis(0)
+	defer c.Close()
+	var d []time.Duration
+	for i := 0; i < 200; i++ {
+		start := time.Now()
+		if err := c.Ping(ctx).Err(); err != nil {
+			return fmt.Errorf("PING %s: %w", strings.Join(t.addrs, ","), err)
+		}
+		d = append(d, time.Since(start))
+	}
+	slices.Sort(d)
+	t.rtt = d[len(d)/2]
+	return nil
+}
+
+// cleanup deletes every key under the prefix on the user's target, node by
+// node on a cluster, and returns how many.
+func (t *target) cleanup(ctx context.Context) (int, error) {
+	if t.own != nil {
+		return 0, nil
+	}
+	c := t.goredis(0)
+	defer c.Close()
+	n := 0
+	node := func(ctx context.Context, c goredis.UniversalClient) error {
+		it := c.Scan(ctx, 0, t.prefix+"*", 1000).Iterator()
+		var batch []string
+		flush := func() error {
+			if len(batch) == 0 {
+				return nil
+			}
+			// One key per command: keys of different slots cannot share
+			// one on a cluster.
+			p := c.Pipeline()
+			for _, k := range batch {
+				p.Unlink(ctx, k)
+			}
+			_, err := p.Exec(ctx)
+			n += len(batch)
+			batch = batch[:0]
+			return err
+		}
+		for it.Next(ctx) {
+			if !strings.HasPrefix(it.Val(), t.prefix) {
+				continue // never: MATCH filters; checked all the same
+			}
+			batch = append(batch, it.Val())
+			if len(batch) == 1000 {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		if err := it.Err(); err != nil {
+			return err
+		}
+		return flush()
+	}
+	if cc, ok := c.(*goredis.ClusterClient); ok {
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, m *goredis.Client) error { return node(ctx, m) })
+		return n, err
+	}
+	return n, node(ctx, c)
+}
+
+// benchmarkArgs returns redis-benchmark's connection flags for the target,
+// and a key with a hash tag that puts it on any node ({tag} is
+// redis-benchmark's, in cluster mode).
+func (t *target) benchmarkArgs() (args []string, tag string) {
+	host, port, _ := net.SplitHostPort(t.addrs[0])
+	args = []string{"-h", host, "-p", port}
+	if t.password != "" {
+		args = append(args, "-a", t.password)
+	}
+	if t.username != "" {
+		args = append(args, "--user", t.username)
+	}
+	if t.db != 0 {
+		args = append(args, "--dbnum", fmt.Sprint(t.db))
+	}
+	if t.cluster {
+		return append(args, "--cluster"), "{tag}:__rand_int__"
+	}
+	return args, "{__rand_int__}"
+}
+
+// prefixed is a go-redis client for redis_rate whose scripts' keys get
+// the target's prefix: redis_rate writes "rate:" + key and has no prefix
+// of its own.
+type prefixed struct {
+	goredis.UniversalClient
+	prefix string
+}
+
+func (p prefixed) keys(keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = p.prefix + k
+	}
+	return out
+}
+
+func (p prefixed) Eval(ctx context.Context, script string, keys []string, args ...any) *goredis.Cmd {
+	return p.UniversalClient.Eval(ctx, script, p.keys(keys), args...)
+}
+
+func (p prefixed) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *goredis.Cmd {
+	return p.UniversalClient.EvalSha(ctx, sha, p.keys(keys), args...)
+}
+
+func (p prefixed) EvalRO(ctx context.Context, script string, keys []string, args ...any) *goredis.Cmd {
+	return p.UniversalClient.EvalRO(ctx, script, p.keys(keys), args...)
+}
+
+func (p prefixed) EvalShaRO(ctx context.Context, sha string, keys []string, args ...any) *goredis.Cmd {
+	return p.UniversalClient.EvalShaRO(ctx, sha, p.keys(keys), args...)
+}
+
+func (p prefixed) Del(ctx context.Context, keys ...string) *goredis.IntCmd {
+	return p.UniversalClient.Del(ctx, p.keys(keys)...)
+}
