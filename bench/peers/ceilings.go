@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -65,7 +66,7 @@ func measureCeilings(ctx context.Context, t *target, o options, res *results, m 
 		args []string
 	}
 	var scripts []script
-	seed, err := os.ReadFile(filepath.Join("..", "..", "algorithms", "tokenbucket", "testdata", "seed_tokenbucket.lua"))
+	seed, err := os.ReadFile(seedScript())
 	if err != nil {
 		return err
 	}
@@ -136,4 +137,12 @@ func parseRPS(out string) (float64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no rps in output")
+}
+
+// seedScript is the path of the guide's token bucket script in the
+// repository, found from this file's own path, so that the harness runs
+// from any directory.
+func seedScript() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "internal", "testkit", "luatest", "seedtest", "testdata", "seed_tokenbucket.lua")
 }
