@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -55,6 +56,9 @@ func (c *Concurrency) Unwrap() *concurrency.Limiter { return c.next }
 
 // Limit returns the wrapped limiter's Limit.
 func (c *Concurrency) Limit() int64 { return c.next.Limit() }
+
+// TTL returns the wrapped limiter's TTL.
+func (c *Concurrency) TTL() time.Duration { return c.next.TTL() }
 
 // Acquire is AcquireN(ctx, key, 1).
 func (c *Concurrency) Acquire(ctx context.Context, key string) (concurrency.Lease, core.Decision, error) {
