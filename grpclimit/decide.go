@@ -1,0 +1,367 @@
+package grpclimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/ratekit/ratekit"
+	"github.com/ratekit/ratekit/algorithms/concurrency"
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/ratelimitfield"
+)
+
+// The metadata keys of the rate-limit fields: the IETF draft's header
+// names (as httplimit sends them) in lower case, as gRPC metadata keys are.
+var (
+	mdPolicy     = strings.ToLower(ratelimitfield.PolicyName)
+	mdState      = strings.ToLower(ratelimitfield.StateName)
+	mdRetryAfter = strings.ToLower(ratelimitfield.RetryAfterName)
+)
+
+type ctxKey struct{}
+type policyCtxKey struct{}
+
+// DecisionFromContext returns, in a handler, the decision of the last
+// policy of Config.Policies applied to its call.
+func DecisionFromContext(ctx context.Context) (core.Decision, bool) {
+	d, ok := ctx.Value(ctxKey{}).(core.Decision)
+	return d, ok
+}
+
+// PolicyDecisionFromContext returns, in a handler, the decision of
+// Config.Policy or Config.PolicyFor on its call.
+func PolicyDecisionFromContext(ctx context.Context) (ratekit.PolicyDecision, bool) {
+	d, ok := ctx.Value(policyCtxKey{}).(ratekit.PolicyDecision)
+	return d, ok
+}
+
+// grant is an admitted call: its context, and what ends with it (a lease
+// to release, a refund to decide).
+type grant struct {
+	in   *Interceptors
+	ctx  context.Context
+	call Call
+	// policy, key and n refund the call when Counts says it does not count.
+	policy *ratekit.Policy
+	key    string
+	n      int64
+	// lease is held while the call runs; stop ends its extensions.
+	lease *concurrency.Lease
+	stop  func()
+}
+
+// admit decides a call to method: nil and the grant when it may run, or
+// the status error to answer it with. setHeader sends the rate-limit
+// fields.
+func (in *Interceptors) admit(ctx context.Context, method string, setHeader func(context.Context, metadata.MD) error) (*grant, error) {
+	c := Call{FullMethod: method}
+	if p, ok := peer.FromContext(ctx); ok {
+		c.Peer = p.Addr
+	}
+	c.Metadata, _ = metadata.FromIncomingContext(ctx)
+	g := &grant{in: in, ctx: ctx, call: c, n: 1}
+	if in.cfg.Cost != nil {
+		n, err := in.cfg.Cost(ctx, c)
+		if err != nil {
+			in.report(ctx, c, slog.LevelDebug, "grpclimit: bad request", fmt.Errorf("grpclimit: cost: %w", err))
+			return nil, status.Error(codes.InvalidArgument, "bad request: cost: "+err.Error())
+		}
+		g.n = n
+	}
+	var md metadata.MD
+	var err error
+	if in.cfg.Policy != nil || in.cfg.PolicyFor != nil {
+		md, err = in.admitPolicy(g)
+	} else {
+		md, err = in.admitPolicies(g)
+	}
+	if err == nil && in.cfg.Concurrency != nil {
+		err = in.acquire(g)
+	}
+	if len(md) > 0 {
+		// The fields go with the answer, a denial's included. Failing to
+		// send them changes no decision.
+		_ = setHeader(ctx, md)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// admitPolicy decides g against its ratekit.Policy.
+func (in *Interceptors) admitPolicy(g *grant) (metadata.MD, error) {
+	p := in.cfg.Policy
+	if in.cfg.PolicyFor != nil {
+		var err error
+		if p, err = in.cfg.PolicyFor(g.ctx, g.call); err != nil || p == nil {
+			if err == nil {
+				err = errors.New("PolicyFor returned a nil Policy")
+			}
+			in.report(g.ctx, g.call, slog.LevelError, "grpclimit: PolicyFor failed, call answered Internal", fmt.Errorf("grpclimit: PolicyFor: %w", err))
+			return nil, status.Error(codes.Internal, "rate limiter misconfigured")
+		}
+	}
+	key, err := in.key(g, in.cfg.Key, "policy")
+	if err != nil {
+		return nil, err
+	}
+	d, err := p.AllowN(g.ctx, key, g.n)
+	if err != nil {
+		return nil, in.failed(g, err, "policy")
+	}
+	if len(d.ShadowDenied) > 0 && d.Allowed {
+		in.log(g.ctx, &in.shadow, slog.LevelInfo, "grpclimit: shadow limits would have denied the call", slog.Any("limits", d.ShadowDenied))
+	}
+	md := metadata.MD{}
+	for _, l := range d.Limits {
+		md.Append(mdPolicy, ratelimitfield.Policy(l.Name, l.Limit, 0))
+		md.Append(mdState, ratelimitfield.State(l.Name, l.Remaining, l.ResetAfter))
+	}
+	g.ctx = context.WithValue(g.ctx, policyCtxKey{}, d)
+	if !d.Allowed {
+		why := "limit " + strings.Join(d.Denied, ", ")
+		if d.Blocked {
+			why = "blocked after exceeding a limit"
+			if len(d.Denied) > 0 {
+				why += " (" + strings.Join(d.Denied, ", ") + ")"
+			}
+		}
+		subjects := d.Denied
+		if d.Blocked {
+			subjects = append(subjects[:len(subjects):len(subjects)], "blocked")
+		}
+		return deny(md, d.RetryAfter, why, subjects)
+	}
+	g.policy, g.key = p, key
+	return md, nil
+}
+
+// admitPolicies decides g against Config.Policies, in order.
+func (in *Interceptors) admitPolicies(g *grant) (metadata.MD, error) {
+	md := metadata.MD{}
+	for _, p := range in.cfg.Policies {
+		keyer := in.cfg.Key
+		if p.Key != nil {
+			keyer = p.Key
+		}
+		key, err := in.key(g, keyer, p.Name)
+		if err != nil {
+			return md, err
+		}
+		d, err := p.Limiter.AllowN(g.ctx, key, g.n)
+		if err != nil {
+			if err := in.failed(g, err, p.Name); err != nil {
+				return md, err
+			}
+			continue // fail open: this policy says nothing
+		}
+		md.Append(mdPolicy, ratelimitfield.Policy(p.Name, d.Limit, p.Window))
+		md.Append(mdState, ratelimitfield.State(p.Name, d.Remaining, d.ResetAfter))
+		g.ctx = context.WithValue(g.ctx, ctxKey{}, d)
+		if !d.Allowed {
+			return deny(md, d.RetryAfter, "limit "+p.Name, []string{p.Name})
+		}
+	}
+	return md, nil
+}
+
+// deny returns the denial of a call: codes.ResourceExhausted, with the
+// wait as RetryInfo and the limits that denied as QuotaFailure
+// violations, and Retry-After in md.
+func deny(md metadata.MD, retry time.Duration, why string, limits []string) (metadata.MD, error) {
+	secs := ratelimitfield.RetryAfter(retry)
+	md.Set(mdRetryAfter, strconv.FormatInt(secs, 10))
+	st := status.New(codes.ResourceExhausted, "rate limit exceeded ("+why+"), retry in "+strconv.FormatInt(secs, 10)+"s")
+	qf := &errdetails.QuotaFailure{}
+	for _, l := range limits {
+		qf.Violations = append(qf.Violations, &errdetails.QuotaFailure_Violation{Subject: "ratekit:" + l, Description: "rate limit exceeded"})
+	}
+	if with, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(max(retry, 0))}, qf); err == nil {
+		st = with
+	}
+	return md, st.Err()
+}
+
+// acquire takes g's concurrency lease, or denies g.
+func (in *Interceptors) acquire(g *grant) error {
+	cc := in.cfg.Concurrency
+	keyer := in.cfg.Key
+	if cc.Key != nil {
+		keyer = cc.Key
+	}
+	key, err := in.key(g, keyer, cc.Name)
+	if err != nil {
+		g.refund()
+		return err
+	}
+	lease, d, err := cc.Limiter.AcquireN(g.ctx, key, g.n)
+	if err != nil {
+		if err := in.failed(g, err, cc.Name); err != nil {
+			g.refund()
+			return err
+		}
+		return nil // fail open: no lease
+	}
+	if !d.Allowed {
+		g.refund()
+		_, err := deny(metadata.MD{}, d.RetryAfter, "concurrency "+cc.Name, []string{cc.Name})
+		return err
+	}
+	g.lease = &lease
+	g.stop = in.keepAlive(g, lease)
+	return nil
+}
+
+// keepAlive extends lease every extendEvery(TTL) until the returned stop
+// is called.
+func (in *Interceptors) keepAlive(g *grant, lease concurrency.Lease) (stop func()) {
+	cc := in.cfg.Concurrency
+	every := in.extendEvery(cc.Limiter.TTL())
+	if every <= 0 {
+		return func() {}
+	}
+	var mu sync.Mutex // guards t and stopped
+	stopped := false
+	var t *time.Timer
+	mu.Lock()
+	defer mu.Unlock()
+	t = time.AfterFunc(every, func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(g.ctx), cc.ReleaseTimeout)
+		live, err := cc.Limiter.Extend(ctx, lease)
+		cancel()
+		if err != nil {
+			in.report(g.ctx, g.call, slog.LevelError, "grpclimit: extending a lease failed, it may expire while the call runs", fmt.Errorf("grpclimit: %s: extend: %w", cc.Name, err))
+		} else if !live {
+			in.report(g.ctx, g.call, slog.LevelDebug, "grpclimit: a lease expired while its call ran", fmt.Errorf("grpclimit: %s: the lease is no longer live", cc.Name))
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			t.Reset(every)
+		}
+	})
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
+	}
+}
+
+// end ends an admitted call that returned err (or panicked): its lease is
+// released, and with Counts a call that does not count is refunded.
+func (g *grant) end(panicked bool, err error) {
+	if g.lease != nil {
+		g.stop()
+		cc := g.in.cfg.Concurrency
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(g.ctx), cc.ReleaseTimeout)
+		if _, rerr := cc.Limiter.Release(ctx, *g.lease); rerr != nil {
+			g.in.report(g.ctx, g.call, slog.LevelError, "grpclimit: releasing a lease failed, it expires after its TTL", fmt.Errorf("grpclimit: %s: release: %w", cc.Name, rerr))
+		}
+		cancel()
+	}
+	if g.in.cfg.Counts != nil && !panicked && !g.in.cfg.Counts(status.Code(err)) {
+		g.refund()
+	}
+}
+
+// refund gives the call's cost back to its policy: it was counted, but is
+// not served or does not count.
+func (g *grant) refund() {
+	if g.policy == nil {
+		return
+	}
+	if _, err := g.policy.Refund(context.WithoutCancel(g.ctx), g.key, g.n); err != nil {
+		g.in.report(g.ctx, g.call, slog.LevelError, "grpclimit: refund failed, the call stays counted", fmt.Errorf("grpclimit: refund: %w", err))
+	}
+	g.policy = nil
+}
+
+// key returns g's key by keyer, or the status to answer it with
+// (InvalidArgument for the client's error, Internal for a misconfigured
+// Keyer). name names the policy in errors.
+func (in *Interceptors) key(g *grant, keyer Keyer, name string) (string, error) {
+	key, err := keyer.Key(g.ctx, g.call)
+	if err == nil {
+		return key, nil
+	}
+	if errors.Is(err, core.ErrInvalidConfig) {
+		in.report(g.ctx, g.call, slog.LevelError, "grpclimit: Keyer misconfigured, call answered Internal", fmt.Errorf("grpclimit: policy %q: key: %w", name, err))
+		return "", status.Error(codes.Internal, "rate limiter misconfigured")
+	}
+	in.report(g.ctx, g.call, slog.LevelDebug, "grpclimit: bad request", fmt.Errorf("grpclimit: policy %q: key: %w", name, err))
+	return "", status.Error(codes.InvalidArgument, "bad request: key: "+err.Error())
+}
+
+// failed reports a limiter's error and returns the status to answer the
+// call with, or nil when it is to be served regardless (fail open):
+// InvalidArgument for a key or cost the limiter refuses, the context's
+// own status when the client went away, Unavailable with FailClosed.
+func (in *Interceptors) failed(g *grant, err error, name string) error {
+	if errors.Is(err, core.ErrInvalidCost) || errors.Is(err, core.ErrInvalidKey) {
+		in.report(g.ctx, g.call, slog.LevelDebug, "grpclimit: bad request", fmt.Errorf("grpclimit: policy %q: %w", name, err))
+		return status.Error(codes.InvalidArgument, "bad request: "+err.Error())
+	}
+	err = fmt.Errorf("grpclimit: policy %q: %w", name, err)
+	if cerr := g.ctx.Err(); cerr != nil {
+		in.report(g.ctx, g.call, slog.LevelDebug, "grpclimit: limiter call cut short, the client went away", err)
+		return status.FromContextError(cerr).Err()
+	}
+	if in.cfg.FailClosed {
+		in.report(g.ctx, g.call, slog.LevelError, "grpclimit: limiter failed, call answered Unavailable (FailClosed)", err)
+		return status.Error(codes.Unavailable, "rate limiter unavailable")
+	}
+	in.report(g.ctx, g.call, slog.LevelError, "grpclimit: limiter failed, call served without this limit (fail open)", err)
+	return nil
+}
+
+// report hands err to OnError or, without one, logs msg and err at level:
+// at slog.LevelError, at most one line every 10 seconds.
+func (in *Interceptors) report(ctx context.Context, c Call, level slog.Level, msg string, err error) {
+	if in.cfg.OnError != nil {
+		in.cfg.OnError(ctx, c, err)
+		return
+	}
+	if level < slog.LevelError {
+		in.logger().LogAttrs(ctx, level, msg, slog.String("method", c.FullMethod), slog.Any("error", err))
+		return
+	}
+	in.log(ctx, &in.errors, level, msg, slog.String("method", c.FullMethod), slog.Any("error", err))
+}
+
+func (in *Interceptors) logger() *slog.Logger {
+	if in.cfg.Logger == nil {
+		return slog.Default()
+	}
+	return in.cfg.Logger
+}
+
+// log logs a line paced by p: at most one every 10 s, each counting the
+// lines left out since the one before.
+func (in *Interceptors) log(ctx context.Context, p interface {
+	Allow(time.Time) (bool, int64)
+}, level slog.Level, msg string, attrs ...slog.Attr) {
+	logger := in.logger()
+	if !logger.Enabled(ctx, level) {
+		return
+	}
+	ok, suppressed := p.Allow(in.now())
+	if !ok {
+		return
+	}
+	logger.LogAttrs(ctx, level, msg, append(attrs, slog.Int64("suppressed", suppressed))...)
+}

@@ -1,0 +1,26 @@
+package grpclimit
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc"
+)
+
+// SetExtendEvery makes in extend held leases every f(ttl) instead of
+// every ttl/2. Set it before the first call.
+func SetExtendEvery(in *Interceptors, f func(ttl time.Duration) time.Duration) { in.extendEvery = f }
+
+// SetNow makes in pace its log lines by now.
+func SetNow(in *Interceptors, now func() time.Time) { in.now = now }
+
+// UnaryClientInterceptorWithSleep is UnaryClientInterceptor waiting with
+// sleep instead of a timer.
+func UnaryClientInterceptorWithSleep(cfg RetryConfig, sleep func(ctx context.Context, d time.Duration) error) (grpc.UnaryClientInterceptor, error) {
+	r, err := newRetrier(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.sleep = sleep
+	return r.intercept, nil
+}

@@ -1,0 +1,282 @@
+package grpclimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/ratekit/ratekit"
+	"github.com/ratekit/ratekit/algorithms/concurrency"
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/logpace"
+)
+
+// Limiter is the one method the interceptors need of a rate limiter; every
+// ratekit limiter has it.
+type Limiter interface {
+	AllowN(ctx context.Context, key string, n int64) (core.Decision, error)
+}
+
+// Policy is one limiter the interceptors apply, named in the metadata.
+type Policy struct {
+	// Name is the policy's name in ratelimit-policy and ratelimit:
+	// printable ASCII, at most 64 bytes. Empty means "default".
+	Name string
+	// Limiter decides the calls.
+	Limiter Limiter
+	// Window, when set, is advertised as w= (whole seconds, rounded up).
+	Window time.Duration
+	// Key, when set, replaces Config.Key for this policy: for example
+	// Method{} for a limit shared by all clients of a method.
+	Key Keyer
+}
+
+// PolicyFunc picks the ratekit.Policy of a call: its tier. An error
+// answers codes.Internal and is logged as the server's failure.
+type PolicyFunc func(ctx context.Context, c Call) (*ratekit.Policy, error)
+
+// ConcurrencyLimiter is what the interceptors need of a concurrency
+// limiter: *concurrency.Limiter has it, and so has otelratekit's wrapper.
+type ConcurrencyLimiter interface {
+	AcquireN(ctx context.Context, key string, n int64) (concurrency.Lease, core.Decision, error)
+	Release(ctx context.Context, lease concurrency.Lease) (bool, error)
+	Extend(ctx context.Context, lease concurrency.Lease) (bool, error)
+	TTL() time.Duration
+}
+
+// Concurrency caps the calls in flight per key: each call holds a lease
+// while its handler runs (a stream, until it ends), extended every half
+// TTL while it is held, and released when the handler returns or panics,
+// even if the client went away. A full key is denied like a rate limit:
+// codes.ResourceExhausted, with the time until a lease expires as
+// RetryInfo.
+type Concurrency struct {
+	// Name names the limit in the denial's message: printable ASCII, at
+	// most 64 bytes. Empty means "concurrency".
+	Name string
+	// Limiter holds the leases.
+	Limiter ConcurrencyLimiter
+	// Key, when set, replaces Config.Key.
+	Key Keyer
+	// ReleaseTimeout bounds a release (and an extension): 0 means 5 s. A
+	// lease whose release failed expires by itself after its TTL.
+	ReleaseTimeout time.Duration
+}
+
+// Config configures the interceptors.
+type Config struct {
+	// Policy decides every call against all of its limits at once, in one
+	// call to the store: counted by all of them or by none. Each limit is
+	// one item of ratelimit-policy and ratelimit, shadow limits included;
+	// a denial names the limits that denied. At most one of Policy,
+	// PolicyFor and Policies is set.
+	Policy *ratekit.Policy
+	// PolicyFor picks each call's policy (its tier), as Policy.
+	PolicyFor PolicyFunc
+	// Policies are applied in order; a call must pass all of them. A
+	// denial stops the chain: the policies before it have counted the
+	// call (use Policy to decide several limits at once).
+	Policies []Policy
+	// Concurrency, when set, caps the calls in flight per key; it applies
+	// after the rate limits, to the calls they allow. At least one of
+	// Policy, PolicyFor, Policies and Concurrency is set.
+	Concurrency *Concurrency
+	// Key returns the call's key; nil means ClientIP{} (the peer address,
+	// no proxy trusted, IPv6 grouped by /64). New checks the settings of
+	// a ClientIP or Metadata given here or in a Policy or Concurrency.
+	Key Keyer
+	// Cost returns a call's cost; nil means 1. An error answers
+	// codes.InvalidArgument.
+	Cost func(ctx context.Context, c Call) (int64, error)
+	// Skip, when set, exempts the calls it returns true for: health
+	// checks, reflection.
+	Skip func(fullMethod string) bool
+	// Logger receives the errors the interceptors meet, unless OnError is
+	// set; nil means slog.Default(). The server's failures (a store that
+	// is down, a Keyer or PolicyFor misconfigured) are logged at
+	// slog.LevelError, at most one line every 10 seconds, each counting in
+	// its "suppressed" attribute the errors left out since the one before.
+	// The client's errors (a key or cost that cannot be read or that the
+	// limiter refuses) and calls cut short by the client are logged at
+	// slog.LevelDebug, every one. Shadow limits that would have denied are
+	// logged at slog.LevelInfo, paced as errors are.
+	Logger *slog.Logger
+	// OnError, when set, receives every error instead of the Logger, with
+	// its call: store errors (wrapping core.ErrStore when they come from a
+	// ratekit store), key and cost errors. It is called from the call's
+	// goroutine and must be safe for concurrent use.
+	OnError func(ctx context.Context, c Call, err error)
+	// FailClosed answers codes.Unavailable when the store fails; by
+	// default the call is served (fail open).
+	FailClosed bool
+	// Counts, with Policy or PolicyFor, decides after the handler whether
+	// a call counts, by the code it ended with: one that does not is
+	// refunded (ratekit.Policy.Refund). For example, to count only failed
+	// logins:
+	//
+	//	Counts: func(c codes.Code) bool { return c == codes.Unauthenticated },
+	//
+	// A handler that panics counts. nil counts every call.
+	Counts func(code codes.Code) bool
+}
+
+// Interceptors are the server interceptors New returns: install both, so
+// that unary and streaming calls are limited alike.
+type Interceptors struct {
+	cfg Config
+	now func() time.Time
+	// errors paces the lines logged for the server's failures, shadow
+	// those for shadow limits that would have denied.
+	errors, shadow logpace.Pacer
+	// extendEvery is how often a held lease is extended, given the TTL.
+	extendEvery func(ttl time.Duration) time.Duration
+}
+
+// New checks cfg and returns the interceptors, or an error wrapping
+// core.ErrInvalidConfig that names the bad field.
+func New(cfg Config) (*Interceptors, error) {
+	set := 0
+	for _, b := range []bool{cfg.Policy != nil, cfg.PolicyFor != nil, len(cfg.Policies) > 0} {
+		if b {
+			set++
+		}
+	}
+	if set > 1 {
+		return nil, fmt.Errorf("%w: grpclimit: more than one of Policy, PolicyFor and Policies is set", core.ErrInvalidConfig)
+	}
+	if cfg.Counts != nil && cfg.Policy == nil && cfg.PolicyFor == nil {
+		return nil, fmt.Errorf("%w: grpclimit: Counts needs Policy or PolicyFor, which can refund", core.ErrInvalidConfig)
+	}
+	if set == 0 && cfg.Concurrency == nil {
+		return nil, fmt.Errorf("%w: grpclimit: no limit: set Policy, PolicyFor, Policies or Concurrency", core.ErrInvalidConfig)
+	}
+	cfg.Policies = slices.Clone(cfg.Policies)
+	names := map[string]bool{}
+	for i := range cfg.Policies {
+		p := &cfg.Policies[i]
+		if p.Limiter == nil {
+			return nil, fmt.Errorf("%w: grpclimit: Policies[%d].Limiter is nil", core.ErrInvalidConfig, i)
+		}
+		if p.Key != nil {
+			k, err := checkKeyer(p.Key)
+			if err != nil {
+				return nil, fmt.Errorf("%w: grpclimit: Policies[%d].Key: %w", core.ErrInvalidConfig, i, err)
+			}
+			p.Key = k
+		}
+		if p.Name == "" {
+			p.Name = "default"
+		}
+		if err := checkName(p.Name); err != nil {
+			return nil, fmt.Errorf("%w: grpclimit: Policies[%d].Name: %w", core.ErrInvalidConfig, i, err)
+		}
+		if names[p.Name] {
+			return nil, fmt.Errorf("%w: grpclimit: Policies[%d].Name %q is used twice", core.ErrInvalidConfig, i, p.Name)
+		}
+		names[p.Name] = true
+		if p.Window < 0 {
+			return nil, fmt.Errorf("%w: grpclimit: Policies[%d].Window is negative", core.ErrInvalidConfig, i)
+		}
+	}
+	if c := cfg.Concurrency; c != nil {
+		cc := *c
+		if cc.Limiter == nil {
+			return nil, fmt.Errorf("%w: grpclimit: Concurrency.Limiter is nil", core.ErrInvalidConfig)
+		}
+		if cc.Name == "" {
+			cc.Name = "concurrency"
+		}
+		if err := checkName(cc.Name); err != nil {
+			return nil, fmt.Errorf("%w: grpclimit: Concurrency.Name: %w", core.ErrInvalidConfig, err)
+		}
+		if cc.Key != nil {
+			k, err := checkKeyer(cc.Key)
+			if err != nil {
+				return nil, fmt.Errorf("%w: grpclimit: Concurrency.Key: %w", core.ErrInvalidConfig, err)
+			}
+			cc.Key = k
+		}
+		if cc.ReleaseTimeout < 0 {
+			return nil, fmt.Errorf("%w: grpclimit: Concurrency.ReleaseTimeout is negative", core.ErrInvalidConfig)
+		}
+		if cc.ReleaseTimeout == 0 {
+			cc.ReleaseTimeout = 5 * time.Second
+		}
+		cfg.Concurrency = &cc
+	}
+	if cfg.Key == nil {
+		cfg.Key = ClientIP{}
+	}
+	k, err := checkKeyer(cfg.Key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: grpclimit: Key: %w", core.ErrInvalidConfig, err)
+	}
+	cfg.Key = k
+	return &Interceptors{cfg: cfg, now: time.Now, extendEvery: func(ttl time.Duration) time.Duration { return ttl / 2 }}, nil
+}
+
+func checkName(name string) error {
+	if len(name) > 64 {
+		return errors.New("longer than 64 bytes")
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] < 0x20 || name[i] > 0x7e {
+			return fmt.Errorf("byte %#x is not printable ASCII", name[i])
+		}
+	}
+	return nil
+}
+
+// Unary returns the unary server interceptor: each call is decided before
+// its handler runs.
+func (in *Interceptors) Unary() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+		if in.cfg.Skip != nil && in.cfg.Skip(info.FullMethod) {
+			return handler(ctx, req)
+		}
+		g, err := in.admit(ctx, info.FullMethod, grpc.SetHeader)
+		if err != nil {
+			return nil, err
+		}
+		panicked := true
+		defer func() { g.end(panicked, err) }()
+		resp, err = handler(g.ctx, req)
+		panicked = false
+		return resp, err
+	}
+}
+
+// Stream returns the stream server interceptor: each stream is decided
+// once, when it opens, as one call (and holds its concurrency lease until
+// it ends); the messages on it are not decided one by one.
+func (in *Interceptors) Stream() grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+		if in.cfg.Skip != nil && in.cfg.Skip(info.FullMethod) {
+			return handler(srv, ss)
+		}
+		g, err := in.admit(ss.Context(), info.FullMethod, func(_ context.Context, md metadata.MD) error { return ss.SetHeader(md) })
+		if err != nil {
+			return err
+		}
+		panicked := true
+		defer func() { g.end(panicked, err) }()
+		err = handler(srv, &stream{ServerStream: ss, ctx: g.ctx})
+		panicked = false
+		return err
+	}
+}
+
+// stream is a ServerStream whose context carries the decision.
+type stream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *stream) Context() context.Context { return s.ctx }

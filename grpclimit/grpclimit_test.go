@@ -1,0 +1,286 @@
+package grpclimit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/grpclimit"
+)
+
+// details returns a status error's RetryInfo delay and QuotaFailure
+// subjects.
+func details(t *testing.T, err error) (time.Duration, []string) {
+	t.Helper()
+	st, _ := status.FromError(err)
+	var retry time.Duration = -1
+	var subjects []string
+	for _, d := range st.Details() {
+		switch d := d.(type) {
+		case *errdetails.RetryInfo:
+			retry = d.GetRetryDelay().AsDuration()
+		case *errdetails.QuotaFailure:
+			for _, v := range d.GetViolations() {
+				subjects = append(subjects, v.GetSubject())
+			}
+		}
+	}
+	return retry, subjects
+}
+
+// TestUnary: calls pass until the limit, each with the rate-limit fields
+// in its header metadata; the next is ResourceExhausted with the exact
+// wait as RetryInfo, the limit as a QuotaFailure, and retry-after.
+func TestUnary(t *testing.T) {
+	lim, clock := bucket(t, 2)
+	in := newInterceptors(t, grpclimit.Config{Policies: []grpclimit.Policy{{Name: "api", Limiter: lim, Window: time.Minute}}})
+	conn := serve(t, in, &svc{})
+	ctx := context.Background()
+	for i, want := range []string{`"api";r=1;t=60`, `"api";r=0;t=120`} {
+		md, err := do(conn, ctx, "")
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if got := md.Get("ratelimit"); len(got) != 1 || got[0] != want {
+			t.Fatalf("call %d: ratelimit %q, want %q", i, got, want)
+		}
+		if got := md.Get("ratelimit-policy"); len(got) != 1 || got[0] != `"api";q=2;w=60` {
+			t.Fatalf("call %d: ratelimit-policy %q", i, got)
+		}
+	}
+	clock.Advance(15500 * time.Millisecond)
+	md, err := do(conn, ctx, "")
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("third call: %v, want ResourceExhausted", err)
+	}
+	retry, subjects := details(t, err)
+	if retry != 44500*time.Millisecond || len(subjects) != 1 || subjects[0] != "ratekit:api" {
+		t.Fatalf("details: RetryInfo %v, QuotaFailure %q; want 44.5s, [ratekit:api]", retry, subjects)
+	}
+	if got := md.Get("retry-after"); len(got) != 1 || got[0] != "45" {
+		t.Fatalf("retry-after %q, want 45", got)
+	}
+	if got := md.Get("ratelimit"); len(got) != 1 || got[0] != `"api";r=0;t=105` {
+		t.Fatalf("denial's ratelimit %q", got)
+	}
+}
+
+// TestStream: a stream is decided once, when it opens, with the fields
+// in its header metadata, and denied like a unary call.
+func TestStream(t *testing.T) {
+	lim, _ := bucket(t, 1)
+	in := newInterceptors(t, grpclimit.Config{Policies: []grpclimit.Policy{{Name: "api", Limiter: lim}}})
+	conn := serve(t, in, &svc{})
+	ctx := context.Background()
+	md, err := watch(conn, ctx, "")
+	if err != nil || len(md.Get("ratelimit")) != 1 {
+		t.Fatalf("first stream: %v, header %v", err, md)
+	}
+	md, err = watch(conn, ctx, "")
+	if status.Code(err) != codes.ResourceExhausted || len(md.Get("retry-after")) != 1 {
+		t.Fatalf("second stream: %v, header %v; want ResourceExhausted with retry-after", err, md)
+	}
+	if retry, _ := details(t, err); retry != time.Minute {
+		t.Fatalf("RetryInfo %v, want 1m", retry)
+	}
+}
+
+// TestClientIP: calls are keyed by peer address; behind a trusted proxy,
+// by the last untrusted hop of x-forwarded-for, and never by hops the
+// client writes itself or another key it sends.
+func TestClientIP(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		key     grpclimit.Keyer
+		md      []string // x-forwarded-for lines, x-real-ip
+		wantKey string
+	}{
+		{"peer", nil, []string{"x-forwarded-for", "1.2.3.4"}, "ip4:127.0.0.1"},
+		{"behind a trusted proxy", grpclimit.ClientIP{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, Header: grpclimit.XForwardedFor},
+			[]string{"x-forwarded-for", "6.6.6.6, 1.2.3.4", "x-real-ip", "7.7.7.7"}, "ip4:1.2.3.4"},
+		{"forwarded", &grpclimit.ClientIP{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, Header: grpclimit.Forwarded},
+			[]string{"forwarded", `for="[2001:db8::1]:8080"`}, "ip6:2001:db8::/64"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			lim, _ := bucket(t, 5)
+			in := newInterceptors(t, grpclimit.Config{Policies: []grpclimit.Policy{{Limiter: lim}}, Key: tt.key})
+			conn := serve(t, in, &svc{})
+			ctx := metadata.AppendToOutgoingContext(context.Background(), tt.md...)
+			if _, err := do(conn, ctx, ""); err != nil {
+				t.Fatal(err)
+			}
+			if d, err := lim.Peek(context.Background(), tt.wantKey); err != nil || d.Remaining != 4 {
+				t.Fatalf("the call was not counted at %s: %+v, %v", tt.wantKey, d, err)
+			}
+		})
+	}
+}
+
+// TestKeyers: metadata keys are bounded and single, Join quotes its parts,
+// Method keys by the method; a client's bad key is InvalidArgument.
+func TestKeyers(t *testing.T) {
+	lim, _ := bucket(t, 5)
+	in := newInterceptors(t, grpclimit.Config{
+		Policies: []grpclimit.Policy{{Limiter: lim}},
+		Key:      grpclimit.Join(grpclimit.Metadata{Name: "x-tenant", MaxLen: 8}, grpclimit.Method{}),
+	})
+	var mu sync.Mutex
+	var errs []error
+	in2 := newInterceptors(t, grpclimit.Config{
+		Policies: []grpclimit.Policy{{Limiter: lim}},
+		Key:      grpclimit.Metadata{Name: "x-tenant"},
+		OnError:  func(_ context.Context, _ grpclimit.Call, err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() },
+	})
+	conn := serve(t, in, &svc{})
+	conn2 := serve(t, in2, &svc{})
+	bg := context.Background()
+	if _, err := do(conn, metadata.AppendToOutgoingContext(bg, "x-tenant", "acme"), ""); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := lim.Peek(bg, `"md:acme" "m:/ratekit.test.Svc/Do"`); d.Remaining != 4 {
+		t.Fatalf("the joined key was not counted: %+v", d)
+	}
+	for name, md := range map[string][]string{
+		"missing":  nil,
+		"empty":    {"x-tenant", ""},
+		"too long": {"x-tenant", "123456789"},
+		"twice":    {"x-tenant", "a", "x-tenant", "b"},
+	} {
+		if _, err := do(conn, metadata.AppendToOutgoingContext(bg, md...), ""); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("%s: %v, want InvalidArgument", name, err)
+		}
+	}
+	long := strings.Repeat("x", grpclimit.DefaultMaxLen+1)
+	if _, err := do(conn2, metadata.AppendToOutgoingContext(bg, "x-tenant", long), ""); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("over DefaultMaxLen: %v", err)
+	}
+	if _, err := do(conn2, metadata.AppendToOutgoingContext(bg, "x-tenant", long[1:]), ""); err != nil {
+		t.Fatalf("at DefaultMaxLen: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "longer than 256") {
+		t.Fatalf("OnError got %v, want the one bad key", errs)
+	}
+}
+
+// failing is a limiter whose store is down.
+type failing struct{}
+
+func (failing) AllowN(context.Context, string, int64) (core.Decision, error) {
+	return core.Decision{}, fmt.Errorf("%w: connection refused", core.ErrStore)
+}
+
+// records is a slog.Handler that keeps every record.
+type records struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (r *records) Enabled(context.Context, slog.Level) bool { return true }
+func (r *records) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.recs = append(r.recs, rec.Clone())
+	return nil
+}
+func (r *records) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *records) WithGroup(string) slog.Handler      { return r }
+func (r *records) count(level slog.Level) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, rec := range r.recs {
+		if rec.Level == level {
+			n++
+		}
+	}
+	return n
+}
+
+// TestStoreFailure: a store that fails serves the call (fail open) or
+// answers Unavailable (FailClosed), and is logged at error level, at most
+// one line every 10 s.
+func TestStoreFailure(t *testing.T) {
+	for _, closed := range []bool{false, true} {
+		t.Run(fmt.Sprint("FailClosed=", closed), func(t *testing.T) {
+			log := &records{}
+			in := newInterceptors(t, grpclimit.Config{Policies: []grpclimit.Policy{{Limiter: failing{}}}, FailClosed: closed, Logger: slog.New(log)})
+			now := time.Unix(1000, 0)
+			grpclimit.SetNow(in, func() time.Time { return now })
+			conn := serve(t, in, &svc{})
+			for i := 0; i < 3; i++ {
+				_, err := do(conn, context.Background(), "")
+				if closed && status.Code(err) != codes.Unavailable || !closed && err != nil {
+					t.Fatalf("call %d: %v", i, err)
+				}
+			}
+			if got := log.count(slog.LevelError); got != 1 {
+				t.Fatalf("%d lines at error level for 3 failures in a second, want 1", got)
+			}
+			now = now.Add(10 * time.Second)
+			do(conn, context.Background(), "")
+			if got := log.count(slog.LevelError); got != 2 {
+				t.Fatalf("%d lines at error level 10 s later, want 2", got)
+			}
+		})
+	}
+}
+
+// TestSkip: a skipped method is never limited.
+func TestSkip(t *testing.T) {
+	lim, _ := bucket(t, 1)
+	in := newInterceptors(t, grpclimit.Config{Policies: []grpclimit.Policy{{Limiter: lim}}, Skip: func(m string) bool { return m == watchMethod }})
+	conn := serve(t, in, &svc{})
+	for i := 0; i < 3; i++ {
+		if _, err := watch(conn, context.Background(), ""); err != nil {
+			t.Fatalf("skipped stream %d: %v", i, err)
+		}
+	}
+	do(conn, context.Background(), "")
+	if _, err := do(conn, context.Background(), ""); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("the other method is limited: %v", err)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	lim, _ := bucket(t, 1)
+	p := []grpclimit.Policy{{Limiter: lim}}
+	var nilIP *grpclimit.ClientIP
+	for name, cfg := range map[string]grpclimit.Config{
+		"no limit":              {},
+		"nil limiter":           {Policies: []grpclimit.Policy{{}}},
+		"names twice":           {Policies: []grpclimit.Policy{{Name: "a", Limiter: lim}, {Name: "a", Limiter: lim}}},
+		"bad name":              {Policies: []grpclimit.Policy{{Name: "a\n", Limiter: lim}}},
+		"negative window":       {Policies: []grpclimit.Policy{{Limiter: lim, Window: -1}}},
+		"proxies, no header":    {Policies: p, Key: grpclimit.ClientIP{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}},
+		"header, no proxies":    {Policies: p, Key: grpclimit.ClientIP{Header: grpclimit.XForwardedFor}},
+		"unknown header":        {Policies: p, Key: grpclimit.ClientIP{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, Header: "x-client-ip"}},
+		"nil *ClientIP":         {Policies: p, Key: nilIP},
+		"metadata, no name":     {Policies: p, Key: grpclimit.Metadata{}},
+		"metadata, upper case":  {Policies: p, Key: grpclimit.Metadata{Name: "X-Tenant"}},
+		"metadata, grpc-":       {Policies: p, Key: grpclimit.Metadata{Name: "grpc-timeout"}},
+		"metadata, huge":        {Policies: p, Key: grpclimit.Metadata{Name: "x", MaxLen: core.MaxKeyLen + 1}},
+		"bad part of a Join":    {Policies: p, Key: grpclimit.Join(grpclimit.Method{}, grpclimit.Metadata{})},
+		"empty Join":            {Policies: p, Key: grpclimit.Join()},
+		"bad policy key":        {Policies: []grpclimit.Policy{{Limiter: lim, Key: grpclimit.Metadata{}}}},
+		"Counts without refund": {Policies: p, Counts: func(codes.Code) bool { return true }},
+		"nil concurrency":       {Concurrency: &grpclimit.Concurrency{}},
+	} {
+		if _, err := grpclimit.New(cfg); !errors.Is(err, core.ErrInvalidConfig) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
