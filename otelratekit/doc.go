@@ -26,18 +26,26 @@
 // fixed list or from the program's configuration, so the number of series
 // stays bounded whatever the traffic.
 //
-//	ratekit.decisions         counter    {decision}  ratekit.limiter.name, ratekit.algorithm, ratekit.store, ratekit.outcome, error.type
-//	ratekit.store.duration    histogram  s           ratekit.store, ratekit.store.operation, ratekit.script, error.type
-//	ratekit.store.errors      counter    {error}     ratekit.store, ratekit.store.operation, ratekit.script, error.type
-//	ratekit.failsafe.state    gauge      {state}     ratekit.limiter.name, ratekit.failsafe.state
-//	ratekit.denycache.hits    counter    {hit}       ratekit.limiter.name, ratekit.algorithm, ratekit.store
-//	ratekit.concurrency.leases up-down   {lease}     ratekit.limiter.name, ratekit.algorithm, ratekit.store
+//	ratekit.decisions               counter    {decision}  ratekit.limiter.name, ratekit.algorithm, ratekit.store, ratekit.outcome, error.type, ratekit.blocked
+//	ratekit.policy.limit.decisions  counter    {decision}  ratekit.limiter.name, ratekit.limit.name, ratekit.algorithm, ratekit.store, ratekit.outcome
+//	ratekit.store.duration          histogram  s           ratekit.store, ratekit.store.operation, ratekit.script, error.type
+//	ratekit.store.errors            counter    {error}     ratekit.store, ratekit.store.operation, ratekit.script, error.type
+//	ratekit.failsafe.state          gauge      {state}     ratekit.limiter.name, ratekit.failsafe.state
+//	ratekit.denycache.hits          counter    {hit}       ratekit.limiter.name, ratekit.algorithm, ratekit.store
+//	ratekit.concurrency.leases      up-down    {lease}     ratekit.limiter.name, ratekit.algorithm, ratekit.store
 //
 // ratekit.decisions counts Allow, AllowN and each request of AllowMany (not
-// Peek or Reset), and a concurrency limiter's acquires ([Concurrency]). ratekit.outcome is "allowed", "denied" or "error"; an
-// error also has error.type (see below). A decision made by a failure
-// policy counts as the caller got it: a failsafe limiter that fails open
-// counts "allowed", while the store's error shows in ratekit.store.errors.
+// Peek or Reset), a concurrency limiter's acquires ([Concurrency]) and a
+// policy's requests ([Policy], with ratekit.algorithm "policy").
+// ratekit.outcome is "allowed", "denied" or "error"; an error also has
+// error.type (see below). A policy's request is "shadow" when it was
+// allowed although a shadow limit would have denied it, and a denial by a
+// penalty block has ratekit.blocked; each of its limits' part is in
+// ratekit.policy.limit.decisions, by the limit's name and algorithm
+// ("shadow" there is a shadow limit that would have denied). A decision
+// made by a failure policy counts as the caller got it: a failsafe limiter
+// that fails open counts "allowed", while the store's error shows in
+// ratekit.store.errors.
 //
 // ratekit.store.duration measures every call to the store: one script
 // (ratekit.store.operation "run_script", with ratekit.script, the
@@ -66,7 +74,8 @@
 //
 // Each call of a [Limiter] is a span ("ratekit.AllowN", "ratekit.Peek",
 // "ratekit.Reset", "ratekit.AllowMany" for a whole batch; "ratekit.Acquire",
-// "ratekit.Release" and "ratekit.Extend" for a [Concurrency]), a child of the
+// "ratekit.Release" and "ratekit.Extend" for a [Concurrency];
+// "ratekit.Refund" for a [Policy]), a child of the
 // span in the caller's context, with the limiter's attributes, the cost
 // (ratekit.cost) or batch size (ratekit.batch.size), and the outcome, limit,
 // remaining and retry-after (ratekit.outcome, ratekit.limit,

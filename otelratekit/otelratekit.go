@@ -42,6 +42,8 @@ type Telemetry struct {
 	failsafeState metric.Int64ObservableGauge
 	denyHits      metric.Int64ObservableCounter
 	leases        metric.Int64UpDownCounter
+	// limitDecisions counts each limit's part of a Policy's decisions.
+	limitDecisions metric.Int64Counter
 }
 
 // storeBuckets are ratekit.store.duration's bucket boundaries, in seconds:
@@ -93,6 +95,11 @@ func New(cfg Config) (*Telemetry, error) {
 		metric.WithUnit("{lease}"),
 		metric.WithDescription("Leases of a concurrency limiter this process holds: acquired and not yet released.")); err != nil {
 		return nil, fmt.Errorf("otelratekit: ratekit.concurrency.leases: %w", err)
+	}
+	if t.limitDecisions, err = t.meter.Int64Counter("ratekit.policy.limit.decisions",
+		metric.WithUnit("{decision}"),
+		metric.WithDescription("Each limit's part in a policy's decisions, by outcome: allowed, denied, or shadow for a shadow limit that would have denied.")); err != nil {
+		return nil, fmt.Errorf("otelratekit: ratekit.policy.limit.decisions: %w", err)
 	}
 	return t, nil
 }
