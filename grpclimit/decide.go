@@ -55,7 +55,7 @@ type grant struct {
 	ctx  context.Context
 	call Call
 	// policy, key and n refund the call when Counts says it does not count.
-	policy *ratekit.Policy
+	policy PolicyLimiter
 	key    string
 	n      int64
 	// lease is held while the call runs; stop ends its extensions.
@@ -107,7 +107,7 @@ func (in *Interceptors) admitPolicy(g *grant) (metadata.MD, error) {
 	p := in.cfg.Policy
 	if in.cfg.PolicyFor != nil {
 		var err error
-		if p, err = in.cfg.PolicyFor(g.ctx, g.call); err != nil || p == nil {
+		if p, err = in.cfg.PolicyFor(g.ctx, g.call); err != nil || p == nil || isNil(p) {
 			if err == nil {
 				err = errors.New("PolicyFor returned a nil Policy")
 			}

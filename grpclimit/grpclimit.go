@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"time"
 
@@ -38,9 +39,18 @@ type Policy struct {
 	Key Keyer
 }
 
-// PolicyFunc picks the ratekit.Policy of a call: its tier. An error
-// answers codes.Internal and is logged as the server's failure.
-type PolicyFunc func(ctx context.Context, c Call) (*ratekit.Policy, error)
+// PolicyLimiter is what the interceptors need of a ratekit.Policy:
+// *ratekit.Policy has it, and so has otelratekit's Policy, which reports
+// its decisions.
+type PolicyLimiter interface {
+	AllowN(ctx context.Context, key string, n int64) (ratekit.PolicyDecision, error)
+	Refund(ctx context.Context, key string, n int64) (ratekit.PolicyDecision, error)
+}
+
+// PolicyFunc picks the policy of a call: its tier (for example, one of a
+// ratekit.Tiers). An error answers codes.Internal and is logged as the
+// server's failure.
+type PolicyFunc func(ctx context.Context, c Call) (PolicyLimiter, error)
 
 // ConcurrencyLimiter is what the interceptors need of a concurrency
 // limiter: *concurrency.Limiter has it, and so has otelratekit's wrapper.
@@ -77,7 +87,7 @@ type Config struct {
 	// one item of ratelimit-policy and ratelimit, shadow limits included;
 	// a denial names the limits that denied. At most one of Policy,
 	// PolicyFor and Policies is set.
-	Policy *ratekit.Policy
+	Policy PolicyLimiter
 	// PolicyFor picks each call's policy (its tier), as Policy.
 	PolicyFor PolicyFunc
 	// Policies are applied in order; a call must pass all of them. A
@@ -147,6 +157,9 @@ func New(cfg Config) (*Interceptors, error) {
 		if b {
 			set++
 		}
+	}
+	if cfg.Policy != nil && isNil(cfg.Policy) {
+		return nil, fmt.Errorf("%w: grpclimit: Policy is a nil %T", core.ErrInvalidConfig, cfg.Policy)
 	}
 	if set > 1 {
 		return nil, fmt.Errorf("%w: grpclimit: more than one of Policy, PolicyFor and Policies is set", core.ErrInvalidConfig)
@@ -220,6 +233,13 @@ func New(cfg Config) (*Interceptors, error) {
 	}
 	cfg.Key = k
 	return &Interceptors{cfg: cfg, now: time.Now, extendEvery: func(ttl time.Duration) time.Duration { return ttl / 2 }}, nil
+}
+
+// isNil reports whether v holds a nil pointer, on which every method call
+// would panic.
+func isNil(v any) bool {
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 func checkName(name string) error {

@@ -2,17 +2,20 @@ package grpclimit_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms/fixedwindow"
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
+	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/fakeclock"
 	"github.com/ratekit/ratekit/grpclimit"
 	"github.com/ratekit/ratekit/store/memory"
@@ -125,5 +128,42 @@ func TestCounts(t *testing.T) {
 	}
 	if _, err := do(conn, ctx, ""); status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("with nothing left: %v", err)
+	}
+}
+
+// TestPolicyFor: each call's policy is picked by PolicyFor (its tier); a
+// PolicyFor that fails answers Internal.
+func TestPolicyFor(t *testing.T) {
+	free, paid := policy(t, 1, 100, false), policy(t, 3, 100, false)
+	in := newInterceptors(t, grpclimit.Config{PolicyFor: func(_ context.Context, c grpclimit.Call) (grpclimit.PolicyLimiter, error) {
+		switch tier := c.Metadata.Get("x-tier"); {
+		case len(tier) == 0:
+			return free, nil
+		case tier[0] == "paid":
+			return paid, nil
+		}
+		return nil, errors.New("unknown tier")
+	}, OnError: func(context.Context, grpclimit.Call, error) {}})
+	conn := serve(t, in, &svc{})
+	bg := context.Background()
+	paidCtx := metadata.AppendToOutgoingContext(bg, "x-tier", "paid")
+	for i, tt := range []struct {
+		ctx  context.Context
+		want codes.Code
+	}{
+		{bg, codes.OK}, {bg, codes.ResourceExhausted},
+		{paidCtx, codes.OK}, {paidCtx, codes.OK}, {paidCtx, codes.OK}, {paidCtx, codes.ResourceExhausted},
+		{metadata.AppendToOutgoingContext(bg, "x-tier", "gold"), codes.Internal},
+	} {
+		if _, err := do(conn, tt.ctx, ""); status.Code(err) != tt.want {
+			t.Fatalf("call %d: %v, want %v", i, err, tt.want)
+		}
+	}
+	var nilPolicy *ratekit.Policy
+	if _, err := grpclimit.New(grpclimit.Config{Policy: nilPolicy}); !errors.Is(err, core.ErrInvalidConfig) {
+		t.Fatalf("a nil *ratekit.Policy: %v", err)
+	}
+	if _, err := grpclimit.New(grpclimit.Config{Policy: free, PolicyFor: func(context.Context, grpclimit.Call) (grpclimit.PolicyLimiter, error) { return free, nil }}); !errors.Is(err, core.ErrInvalidConfig) {
+		t.Fatalf("Policy and PolicyFor: %v", err)
 	}
 }
