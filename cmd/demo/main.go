@@ -17,7 +17,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -45,7 +44,8 @@ func main() {
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if err := run(ctx, *addr, *redisURL, *client, os.Stdout, logger); err != nil {
-		log.Fatal(err)
+		logger.Error("demo: stopped", slog.Any("error", err))
+		os.Exit(1)
 	}
 }
 
