@@ -23,6 +23,11 @@
 //   - httplimit: net/http middleware with the IETF RateLimit headers.
 //   - failsafe: what to do when the store fails; denycache: answer
 //     denials in process.
+//   - otelratekit (a module of its own): OpenTelemetry metrics and traces
+//     of stores, limiters, policies and concurrency limits.
+//   - grpclimit (a module of its own): gRPC server interceptors with the
+//     same fields as httplimit, and a client interceptor that honours
+//     their RetryInfo.
 //
 // [Multi] decides one request against several limiters at once, in one
 // script: counted by all of them or by none.
