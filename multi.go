@@ -3,7 +3,6 @@ package ratekit
 import (
 	"context"
 	"fmt"
-	"reflect"
 
 	"github.com/ratekit/ratekit/core"
 )
@@ -69,10 +68,4 @@ func decisions(d PolicyDecision, err error) ([]core.Decision, error) {
 		out[i] = l.Decision
 	}
 	return out, nil
-}
-
-// same reports whether a and b are the same runner value.
-func same(a, b core.ScriptRunner) bool {
-	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
-	return va.Type() == vb.Type() && va.Comparable() && vb.Comparable() && a == b
 }

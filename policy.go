@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/ratekit/ratekit/core"
@@ -349,4 +350,10 @@ func (p *Policy) decode(key string, reply []int64) (PolicyDecision, error) {
 		d.RetryAfter = retry
 	}
 	return d, nil
+}
+
+// same reports whether a and b are the same runner value.
+func same(a, b core.ScriptRunner) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return va.Type() == vb.Type() && va.Comparable() && vb.Comparable() && a == b
 }

@@ -29,7 +29,7 @@
 //
 // The limiter is not in algorithms.All, the registry of rate algorithms:
 // it has no Allow (a request holds a lease, and gives it back), so it is
-// not a core.Limiter, cannot join a ratekit.Multi, and is offered by name
+// not a core.Limiter, cannot join a policy, and is offered by name
 // to nothing that picks an algorithm at run time. httplimit.Concurrency is
 // its middleware.
 //
