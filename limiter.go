@@ -61,8 +61,9 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 // AllowMany decides many requests in one call: each exactly as AllowN
 // would decide it, in order (requests on one key see each other), with its
 // own error. On the Redis stores the requests go in one pipelined round
-// trip per server, and requests whose keys share a cluster slot are decided
-// together by one script call.
+// trip per server, and up to 64 decisions go in one script call: any
+// requests on a store that is one node (core.SingleNode), those whose
+// keys share a cluster slot on a cluster.
 func (l *Limiter) AllowMany(ctx context.Context, reqs []core.Request) []core.Result {
 	return l.e.AllowMany(ctx, reqs)
 }

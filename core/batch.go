@@ -8,6 +8,11 @@ type ScriptCall struct {
 	Script *Script
 	Keys   []string
 	Args   []int64
+	// AnySlot lets Keys span Redis Cluster slots. A store that reports
+	// itself one node (SingleNode) runs such a call as it is; any other
+	// store refuses it, as it refuses every script whose keys span slots.
+	// Limiters set it only when their store is one node.
+	AnySlot bool
 }
 
 // ScriptResult is the outcome of one ScriptCall: its reply, or its own
@@ -26,6 +31,21 @@ type ScriptResult struct {
 // not stop the others.
 type BatchRunner interface {
 	RunScripts(ctx context.Context, calls []ScriptCall) []ScriptResult
+}
+
+// SingleNode is implemented by a store that can tell whether every key it
+// holds lives on one server that lets a script's keys span cluster
+// slots: one Redis server not in cluster mode, or the primary behind
+// Sentinel. A limiter on such a store decides a batch of keys in any
+// slots with one script call (ScriptCall.AnySlot) instead of one call per
+// slot. A store that does not implement it, or reports false, is treated
+// as a cluster: a script's keys must share a slot.
+//
+// A wrapper that forwards RunScripts to the store it wraps may forward
+// SingleNode too (embedding the store does): the store, not the wrapper,
+// checks AnySlot calls.
+type SingleNode interface {
+	SingleNode() bool
 }
 
 // Request is one request of a batch decision: a key and a cost.

@@ -16,7 +16,6 @@ import (
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/keyspace"
 	"github.com/ratekit/ratekit/internal/params"
-	"github.com/ratekit/ratekit/internal/slot"
 )
 
 // Engine runs one algorithm's scripts for one configuration.
@@ -238,129 +237,6 @@ func LendsKeys(runner core.ScriptRunner) bool {
 	// holding a slice): compare only values that compare without panicking.
 	self := kc.CopiesKeysOf()
 	return self != nil && reflect.TypeOf(self) == reflect.TypeOf(runner) && reflect.ValueOf(self).Comparable() && self == runner
-}
-
-// AllowMany decides every request, in order: requests whose keys share a
-// cluster slot go to the store together in one batch script call, the
-// others one script call each, all in one RunScripts call when the runner
-// is a core.BatchRunner. Each result carries its own error.
-func (e *Engine) AllowMany(ctx context.Context, reqs []core.Request) []core.Result {
-	out := make([]core.Result, len(reqs))
-	now, err := params.Now(e.clock)
-	if err != nil {
-		for i := range out {
-			out[i].Err = err
-		}
-		return out
-	}
-	// One backing array for every key and one for every call's arguments:
-	// a batch allocates per batch, not per request.
-	keys := make([]string, len(reqs))
-	size := 0
-	for _, r := range reqs {
-		size += len(e.prefix) + len(r.Key) + 2
-	}
-	keyBuf := make([]byte, 0, size) // grows only when keys need escaping
-	valid := make([]int, 0, len(reqs))
-	for i, r := range reqs {
-		if err := keyspace.CheckKey(r.Key); err != nil {
-			out[i].Err = err
-			continue
-		}
-		if err := params.Cost(r.N, e.limit); err != nil {
-			out[i].Err = err
-			continue
-		}
-		// The key's bytes are never written again once appended (a
-		// grown buffer is a copy), so the string may share them.
-		at := len(keyBuf)
-		keyBuf = keyspace.AppendKey(keyBuf, e.prefix, r.Key, "")
-		keys[i] = unsafe.String(&keyBuf[at], len(keyBuf)-at)
-		valid = append(valid, i)
-	}
-	if err := Ended(ctx); err != nil {
-		for _, i := range valid {
-			out[i].Err = err
-		}
-		return out
-	}
-	groups := groupBySlot(keys, valid)
-	calls := make([]core.ScriptCall, 0, len(groups))
-	k := len(e.params)
-	args := make([]int64, 0, len(valid)*(k+3)+len(groups)*(k+1))
-	gkeys := make([]string, 0, len(valid))
-	for _, g := range groups {
-		start, kstart := len(args), len(gkeys)
-		for _, i := range g {
-			gkeys = append(gkeys, keys[i])
-		}
-		s := e.spec.allow
-		if len(g) == 1 {
-			args = append(args, now, reqs[g[0]].N, ModeAllow)
-			args = e.AppendParams(args, now)
-		} else {
-			s = e.spec.batch
-			args = append(args, now)
-			args = e.AppendParams(args, now)
-			for _, i := range g {
-				args = append(args, reqs[i].N, ModeAllow)
-			}
-		}
-		calls = append(calls, core.ScriptCall{Script: s, Keys: gkeys[kstart:len(gkeys):len(gkeys)], Args: args[start:len(args):len(args)]})
-	}
-	results := make([]core.ScriptResult, len(calls))
-	if br, ok := e.runner.(core.BatchRunner); ok {
-		results = br.RunScripts(ctx, calls)
-	} else {
-		for j, c := range calls {
-			results[j].Reply, results[j].Err = e.runner.RunScript(ctx, c.Script, c.Keys, c.Args, nil)
-		}
-	}
-	for j, g := range groups {
-		if len(results) != len(calls) {
-			// A store that answers a batch of n with another number of
-			// results cannot be trusted on any of them.
-			err := fmt.Errorf("%w: %w: a batch of %d calls got %d results", core.ErrStore, core.ErrUnexpectedReply, len(calls), len(results))
-			for _, i := range g {
-				out[i].Err = err
-			}
-			continue
-		}
-		res := results[j]
-		if res.Err == nil && len(res.Reply) != 4*len(g) {
-			res.Err = fmt.Errorf("%w: %w: %d decisions got a reply of %d integers", core.ErrStore, core.ErrUnexpectedReply, len(g), len(res.Reply))
-		}
-		for x, i := range g {
-			if res.Err != nil {
-				out[i].Err = res.Err
-				continue
-			}
-			out[i].Decision, out[i].Err = e.Decode(reqs[i].Key, res.Reply[4*x:4*x+4])
-		}
-	}
-	return out
-}
-
-// groupBySlot splits the requests at indexes valid into groups of the same
-// cluster slot, each in request order, the groups in order of their first
-// request.
-func groupBySlot(keys []string, valid []int) [][]int {
-	if len(valid) == 0 {
-		return nil
-	}
-	bySlot := make(map[int]int, len(valid)) // slot -> group index
-	groups := make([][]int, 0, len(valid))
-	for _, i := range valid {
-		s := slot.Of(keys[i])
-		g, ok := bySlot[s]
-		if !ok {
-			g = len(groups)
-			bySlot[s] = g
-			groups = append(groups, nil)
-		}
-		groups[g] = append(groups[g], i)
-	}
-	return groups
 }
 
 // Call returns the one-decision script call AllowN would send for key and

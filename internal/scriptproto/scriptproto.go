@@ -3,7 +3,11 @@
 //
 //   - nothing is sent when the store cannot run scripts (a nil client, a
 //     zero value) or when the call's context has already ended;
-//   - a script whose keys span cluster slots is refused (slot.ErrCrossSlot);
+//   - a script whose keys span cluster slots is refused (slot.ErrCrossSlot),
+//     except a batch call marked core.ScriptCall.AnySlot on a runner that
+//     is one node (SetSingleNode); a server that answers such a call
+//     CROSSSLOT (a cluster behind one address) turns that off for good,
+//     and the call's error wraps slot.ErrCrossSlot;
 //   - a script runs as EVALSHA, or EVALSHA_RO when it is read-only (plain
 //     EVALSHA with WithoutReadOnlyCommands), and again as EVAL (EVAL_RO)
 //     when the server answers NOSCRIPT, which loads it;
@@ -24,6 +28,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync/atomic"
 
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/slot"
@@ -99,6 +104,9 @@ type Runner struct {
 	c       Client // nil when the runner cannot run scripts
 	plainRO bool
 	invalid error // why c is nil, when New was given a nil client
+	// single is set while the server is taken to be one node that lets a
+	// script's keys span slots (SetSingleNode); nil when it never was.
+	single *atomic.Bool
 }
 
 // New returns a Runner speaking through c for the client library lib (the
@@ -128,6 +136,22 @@ func IsNil(v any) bool {
 		return rv.IsNil()
 	}
 	return false
+}
+
+// SetSingleNode says whether the client talks to one server that lets a
+// script's keys span cluster slots (not a cluster): a Redis server, the
+// primary behind Sentinel. The adapter calls it once, from New, from what
+// its client tells of itself.
+func (r *Runner) SetSingleNode(one bool) {
+	r.single = new(atomic.Bool)
+	r.single.Store(one)
+}
+
+// SingleNode reports whether batch calls marked core.ScriptCall.AnySlot
+// run with keys in any slots (core.SingleNode): the adapter said the
+// server is one node, and it has not answered CROSSSLOT since.
+func (r *Runner) SingleNode() bool {
+	return r != nil && r.c != nil && r.single != nil && r.single.Load()
 }
 
 // Check returns an error wrapping core.ErrInvalidConfig when r cannot run
@@ -196,7 +220,7 @@ const replyCap = 4
 // server), then one DoMulti of EVAL for the calls that met NOSCRIPT,
 // which loads the script where it was missing. It returns one result per
 // call, in order; a call whose keys span slots gets its own error and the
-// others still run.
+// others still run, unless it is marked AnySlot and r is one node.
 //
 // If another client loads a missing script while the first DoMulti runs,
 // a later call on a key can succeed before an earlier one that met
@@ -217,10 +241,11 @@ func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core
 	}
 	cmds := make([]Cmd, 0, len(calls))
 	var index []int // cmds[j] runs calls[index[j]]; nil while j == index[j]
+	single := r.SingleNode()
 	for i, call := range calls {
 		sha, _ := r.names(call.Script)
 		c := Cmd{Name: sha, Script: call.Script, Keys: call.Keys, Args: call.Args}
-		if err := slot.Check(call.Keys); err != nil {
+		if err := r.checkSlots(call, single); err != nil {
 			out[i].Err = r.fail(c, err)
 			if index == nil {
 				index = make([]int, i, len(calls))
@@ -249,14 +274,29 @@ func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core
 	r.c.DoMulti(ctx, cmds, res)
 	r.retry(ctx, cmds, res)
 	for j := range res {
-		if res[j].Err != nil {
-			res[j] = core.ScriptResult{Err: r.fail(cmds[j], res[j].Err)}
+		if err := res[j].Err; err != nil {
+			if isCrossSlot(err) && single {
+				// A cluster behind one address: from now on keys share a
+				// slot in every call. The server ran nothing of this one.
+				r.single.Store(false)
+				err = fmt.Errorf("%w: %w", slot.ErrCrossSlot, err)
+			}
+			res[j] = core.ScriptResult{Err: r.fail(cmds[j], err)}
 		}
 	}
 	for j, i := range index {
 		out[i] = res[j]
 	}
 	return out
+}
+
+// checkSlots refuses a call whose keys span slots, unless it is marked
+// AnySlot and the server is one node (single).
+func (r *Runner) checkSlots(call core.ScriptCall, single bool) error {
+	if call.AnySlot && single {
+		return nil
+	}
+	return slot.Check(call.Keys)
 }
 
 // retry sends, as EVAL, the commands of res that met NOSCRIPT, in one
@@ -330,6 +370,12 @@ func readOnlyHint(n Name, err error) string {
 // client library returns a server error as its text.
 func isNoScript(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+}
+
+// isCrossSlot reports whether err is the server's CROSSSLOT error: a
+// cluster refusing, before running it, a script whose keys span slots.
+func isCrossSlot(err error) bool {
+	return strings.HasPrefix(err.Error(), "CROSSSLOT")
 }
 
 // BadReply wraps err, a client library's report of a reply it cannot read

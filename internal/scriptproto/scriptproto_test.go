@@ -260,3 +260,89 @@ func TestRunScriptDoesNotAllocate(t *testing.T) {
 		t.Fatalf("RunScript allocates %v times", n)
 	}
 }
+
+// A batch call marked AnySlot runs with keys in any slots on a runner
+// that is one node, and is refused like any other everywhere else.
+func TestAnySlotOnlyOnOneNode(t *testing.T) {
+	two := []string{"{a}", "{b}"}
+	calls := []core.ScriptCall{
+		{Script: rw, Keys: two, Args: []int64{1}, AnySlot: true},
+		{Script: rw, Keys: two, Args: []int64{2}}, // not marked
+	}
+	for _, tc := range []struct {
+		name   string
+		single func(r *Runner)
+		want   bool
+	}{
+		{"never said", func(*Runner) {}, false},
+		{"a cluster", func(r *Runner) { r.SetSingleNode(false) }, false},
+		{"one node", func(r *Runner) { r.SetSingleNode(true) }, true},
+	} {
+		f := newFake()
+		f.known[rw.SHA1()] = true
+		r := New("fake", f, f, false)
+		tc.single(&r)
+		if r.SingleNode() != tc.want {
+			t.Errorf("%s: SingleNode() = %v", tc.name, r.SingleNode())
+		}
+		res := r.RunScripts(context.Background(), calls)
+		if tc.want {
+			if res[0].Err != nil || fmt.Sprint(res[0].Reply) != "[2 1]" {
+				t.Errorf("%s: the AnySlot call: %v, %v", tc.name, res[0].Reply, res[0].Err)
+			}
+		} else if !errors.Is(res[0].Err, slot.ErrCrossSlot) {
+			t.Errorf("%s: the AnySlot call: %v; want ErrCrossSlot", tc.name, res[0].Err)
+		}
+		if !errors.Is(res[1].Err, slot.ErrCrossSlot) {
+			t.Errorf("%s: the unmarked call: %v; want ErrCrossSlot", tc.name, res[1].Err)
+		}
+	}
+	var nilRunner *Runner
+	if nilRunner.SingleNode() || (&Runner{}).SingleNode() {
+		t.Error("a nil or zero Runner says it is one node")
+	}
+}
+
+// crossSlot is a fake server in cluster mode: it refuses, running
+// nothing, a command whose keys span slots.
+type crossSlot struct{ *fake }
+
+func (c crossSlot) DoMulti(ctx context.Context, cmds []Cmd, out []core.ScriptResult) {
+	c.multi++
+	for i, cmd := range cmds {
+		if !slot.Same(cmd.Keys) {
+			out[i].Err = errors.New("CROSSSLOT Keys in request don't hash to the same slot")
+			continue
+		}
+		out[i].Reply, out[i].Err = c.run(cmd, out[i].Reply)
+	}
+}
+
+// A server taken for one node that answers CROSSSLOT is a cluster behind
+// one address: the call's error wraps slot.ErrCrossSlot, and the runner
+// is no longer one node.
+func TestCrossSlotTurnsSingleNodeOff(t *testing.T) {
+	f := crossSlot{newFake()}
+	f.known[rw.SHA1()] = true
+	r := New("fake", f, f, false)
+	r.SetSingleNode(true)
+	res := r.RunScripts(context.Background(), []core.ScriptCall{
+		{Script: rw, Keys: []string{"{a}", "{b}"}, AnySlot: true},
+		{Script: rw, Keys: []string{"{a}", "{a}"}, AnySlot: true},
+	})
+	if !errors.Is(res[0].Err, core.ErrStore) || !errors.Is(res[0].Err, slot.ErrCrossSlot) || !strings.Contains(res[0].Err.Error(), "CROSSSLOT") {
+		t.Errorf("refused call: %v; want ErrStore, ErrCrossSlot and the server's error", res[0].Err)
+	}
+	if res[1].Err != nil {
+		t.Errorf("the call in one slot: %v", res[1].Err)
+	}
+	if r.SingleNode() {
+		t.Error("still one node after CROSSSLOT")
+	}
+	// From now on the runner refuses it before sending.
+	sent := len(f.sent)
+	res = r.RunScripts(context.Background(), []core.ScriptCall{{Script: rw, Keys: []string{"{a}", "{b}"}, AnySlot: true}})
+	if !errors.Is(res[0].Err, slot.ErrCrossSlot) || len(f.sent) != sent {
+		t.Errorf("after CROSSSLOT: %v, %d commands sent", res[0].Err, len(f.sent)-sent)
+	}
+}

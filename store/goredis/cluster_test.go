@@ -26,6 +26,11 @@ func TestCluster(t *testing.T) {
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), MaxRetries: -1, MaxRedirects: 8})
 	t.Cleanup(func() { rdb.Close() })
 	r := goredisstore.New(rdb)
+	t.Run("OneAddress", func(t *testing.T) {
+		one := redis.NewClient(&redis.Options{Addr: c.Masters[0].Addr, MaxRetries: -1})
+		t.Cleanup(func() { one.Close() })
+		clustertest.OneAddress(t, c, goredisstore.New(one))
+	})
 	t.Run("Conformance", func(t *testing.T) { conformance.Run(t, conformance.Harness{Runner: r}) })
 	clustertest.Run(t, c, r)
 }

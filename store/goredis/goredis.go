@@ -53,6 +53,7 @@ var (
 	_ core.BatchRunner = (*Runner)(nil)
 	_ core.KeyCopier   = (*Runner)(nil)
 	_ core.Checker     = (*Runner)(nil)
+	_ core.SingleNode  = (*Runner)(nil)
 )
 
 // Option configures a Runner.
@@ -76,6 +77,8 @@ func New(c redis.Scripter, opts ...Option) *Runner {
 	k.p, _ = c.(processor)
 	k.pipe, _ = c.(pipeliner)
 	r.p = scriptproto.New("goredis", c, k, r.plainRO)
+	_, one := c.(*redis.Client) // a Ring, a ClusterClient or an AutoPipeliner may span nodes
+	r.p.SetSingleNode(one)
 	return r
 }
 
@@ -101,6 +104,13 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core.ScriptResult {
 	return r.proto().RunScripts(ctx, calls)
 }
+
+// SingleNode reports whether the client talks to one server that lets a
+// script's keys span cluster slots (core.SingleNode): a *redis.Client (Sentinel's NewFailoverClient is one), not a ClusterClient, a Ring or an AutoPipeliner, which may span nodes. Limiters
+// then decide a batch of keys in any slots with one script call. A server
+// that refuses such a call with CROSSSLOT (a cluster behind one address)
+// makes it false from then on; that batch is sent again slot by slot.
+func (r *Runner) SingleNode() bool { return r.proto().SingleNode() }
 
 // StoreName returns "goredis" (core.StoreNamer), for metrics and traces.
 func (r *Runner) StoreName() string { return "goredis" }

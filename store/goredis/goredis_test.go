@@ -16,7 +16,7 @@ import (
 )
 
 func TestAdapter(t *testing.T) {
-	runAdapter(t, func(c *redis.Client) redis.Scripter { return c })
+	runAdapter(t, func(c *redis.Client) redis.Scripter { return c }, true)
 }
 
 // scripterOnly is a redis.Scripter and nothing else: no Process, no
@@ -24,11 +24,12 @@ func TestAdapter(t *testing.T) {
 type scripterOnly struct{ redis.Scripter }
 
 func TestAdapterScripterOnly(t *testing.T) {
-	runAdapter(t, func(c *redis.Client) redis.Scripter { return scripterOnly{c} })
+	runAdapter(t, func(c *redis.Client) redis.Scripter { return scripterOnly{c} }, false)
 }
 
-// runAdapter runs the adapter kit on clients made by wrap.
-func runAdapter(t *testing.T, wrap func(*redis.Client) redis.Scripter) {
+// runAdapter runs the adapter kit on clients made by wrap; oneNode says
+// whether the Runner can tell that they are one node (a *redis.Client).
+func runAdapter(t *testing.T, wrap func(*redis.Client) redis.Scripter, oneNode bool) {
 	srv := redistest.Start(t)
 	c := newClient(t, srv.Addr)
 	port, err := redistest.FreePort()
@@ -39,8 +40,9 @@ func runAdapter(t *testing.T, wrap func(*redis.Client) redis.Scripter) {
 	t.Cleanup(func() { dead.Close() })
 	t.Run("KeyLending", func(t *testing.T) { adaptertest.KeyLending(t, goredisstore.New(wrap(c)), true) })
 	adaptertest.Run(t, adaptertest.Harness{
-		Runner: goredisstore.New(wrap(c)),
-		Dead:   goredisstore.New(wrap(dead)),
+		Runner:  goredisstore.New(wrap(c)),
+		Dead:    goredisstore.New(wrap(dead)),
+		OneNode: oneNode,
 		Do: func(ctx context.Context, args ...string) (string, error) {
 			a := make([]any, len(args))
 			for i := range args {

@@ -38,6 +38,7 @@ type Runner struct {
 var (
 	_ core.BatchRunner = (*Runner)(nil)
 	_ core.Checker     = (*Runner)(nil)
+	_ core.SingleNode  = (*Runner)(nil)
 )
 
 // Option configures a Runner.
@@ -57,6 +58,7 @@ func New(pool *redis.Pool, opts ...Option) *Runner {
 		o(r)
 	}
 	r.p = scriptproto.New("redigo", pool, client{pool}, r.plainRO)
+	r.p.SetSingleNode(true) // redigo has no cluster client
 	return r
 }
 
@@ -80,6 +82,13 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core.ScriptResult {
 	return r.proto().RunScripts(ctx, calls)
 }
+
+// SingleNode reports whether the client talks to one server that lets a
+// script's keys span cluster slots (core.SingleNode): always, since redigo has no cluster client. Limiters
+// then decide a batch of keys in any slots with one script call. A server
+// that refuses such a call with CROSSSLOT (a cluster behind one address)
+// makes it false from then on; that batch is sent again slot by slot.
+func (r *Runner) SingleNode() bool { return r.proto().SingleNode() }
 
 // StoreName returns "redigo" (core.StoreNamer), for metrics and traces.
 func (r *Runner) StoreName() string { return "redigo" }

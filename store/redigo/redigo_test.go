@@ -44,8 +44,9 @@ func TestAdapter(t *testing.T) {
 	// the Runner copies no keys, and is not lent any.
 	t.Run("KeyLending", func(t *testing.T) { adaptertest.KeyLending(t, redigostore.New(p), false) })
 	adaptertest.Run(t, adaptertest.Harness{
-		Runner: redigostore.New(p),
-		Dead:   redigostore.New(pool(t, fmt.Sprintf("127.0.0.1:%d", port))),
+		Runner:  redigostore.New(p),
+		Dead:    redigostore.New(pool(t, fmt.Sprintf("127.0.0.1:%d", port))),
+		OneNode: true,
 		Do: func(ctx context.Context, args ...string) (string, error) {
 			c, err := p.GetContext(ctx)
 			if err != nil {

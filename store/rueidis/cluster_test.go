@@ -29,6 +29,14 @@ func TestCluster(t *testing.T) {
 	}
 	t.Cleanup(client.Close)
 	r := rueidisstore.New(client)
+	t.Run("OneAddress", func(t *testing.T) {
+		one, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{c.Masters[0].Addr}, DisableCache: true, ForceSingleClient: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(one.Close)
+		clustertest.OneAddress(t, c, rueidisstore.New(one))
+	})
 	t.Run("Conformance", func(t *testing.T) { conformance.Run(t, conformance.Harness{Runner: r}) })
 	clustertest.Run(t, c, r)
 }

@@ -23,8 +23,9 @@ func TestAdapter(t *testing.T) {
 	doomed.Kill()
 	t.Run("KeyLending", func(t *testing.T) { adaptertest.KeyLending(t, rueidisstore.New(c), true) })
 	adaptertest.Run(t, adaptertest.Harness{
-		Runner: rueidisstore.New(c),
-		Dead:   rueidisstore.New(dead),
+		Runner:  rueidisstore.New(c),
+		Dead:    rueidisstore.New(dead),
+		OneNode: true,
 		Do: func(ctx context.Context, args ...string) (string, error) {
 			res := c.Do(ctx, c.B().Arbitrary(args...).Build())
 			if rueidis.IsRedisNil(res.Error()) {

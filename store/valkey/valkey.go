@@ -41,6 +41,7 @@ var (
 	_ core.BatchRunner = (*Runner)(nil)
 	_ core.KeyCopier   = (*Runner)(nil)
 	_ core.Checker     = (*Runner)(nil)
+	_ core.SingleNode  = (*Runner)(nil)
 )
 
 // Option configures a Runner.
@@ -71,6 +72,9 @@ func New(c valkey.Client, opts ...Option) *Runner {
 		}
 	}
 	r.p = scriptproto.New("valkey", c, api, r.plainRO)
+	if api != nil {
+		r.p.SetSingleNode(c.Mode() != valkey.ClientModeCluster)
+	}
 	return r
 }
 
@@ -102,6 +106,13 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core.ScriptResult {
 	return r.proto().RunScripts(ctx, calls)
 }
+
+// SingleNode reports whether the client talks to one server that lets a
+// script's keys span cluster slots (core.SingleNode): a client that is not in cluster mode (standalone or sentinel). Limiters
+// then decide a batch of keys in any slots with one script call. A server
+// that refuses such a call with CROSSSLOT (a cluster behind one address)
+// makes it false from then on; that batch is sent again slot by slot.
+func (r *Runner) SingleNode() bool { return r.proto().SingleNode() }
 
 // StoreName returns "valkey" (core.StoreNamer), for metrics and traces.
 func (r *Runner) StoreName() string { return "valkey" }

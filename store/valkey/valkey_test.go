@@ -44,8 +44,9 @@ func TestAdapter(t *testing.T) {
 	doomed.Kill()
 	t.Run("KeyLending", func(t *testing.T) { adaptertest.KeyLending(t, valkeystore.New(c), true) })
 	adaptertest.Run(t, adaptertest.Harness{
-		Runner: valkeystore.New(c),
-		Dead:   valkeystore.New(dead),
+		Runner:  valkeystore.New(c),
+		Dead:    valkeystore.New(dead),
+		OneNode: true,
 		Do: func(ctx context.Context, args ...string) (string, error) {
 			res := c.Do(ctx, c.B().Arbitrary(args...).Build())
 			if valkey.IsValkeyNil(res.Error()) {

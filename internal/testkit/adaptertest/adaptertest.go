@@ -24,6 +24,7 @@ import (
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/fakeclock"
+	"github.com/ratekit/ratekit/internal/slot"
 )
 
 // Harness is the adapter under test.
@@ -35,6 +36,10 @@ type Harness struct {
 	Do func(ctx context.Context, args ...string) (string, error)
 	// Dead is a runner whose server is unreachable.
 	Dead core.ScriptRunner
+	// OneNode says the Runner's client is one node that lets a script's
+	// keys span slots, so the Runner must report it (core.SingleNode) and
+	// run batch calls marked AnySlot; otherwise it must refuse them.
+	OneNode bool
 }
 
 func noTwin(core.Tx, []string, []int64, []int64) ([]int64, error) { return nil, errors.New("no twin") }
@@ -204,6 +209,53 @@ func Run(t *testing.T, h Harness) {
 		want := []string{"true 1 false", "false 1 false", "true 0 false", "true 0 false", "false 0 true", "false 0 true"}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("AllowMany = %v, want %v", got, want)
+		}
+	})
+
+	t.Run("OneNodeBatches", func(t *testing.T) {
+		sn, ok := h.Runner.(core.SingleNode)
+		if got := ok && sn.SingleNode(); got != h.OneNode {
+			t.Fatalf("%T: SingleNode() = %v, want %v", h.Runner, got, h.OneNode)
+		}
+		br, ok := h.Runner.(core.BatchRunner)
+		if !ok {
+			return
+		}
+		keys := []string{"adaptertest:{any-a}", "adaptertest:{any-b}", "adaptertest:{any-c}"}
+		for _, k := range keys {
+			do(t, "DEL", k)
+		}
+		res := br.RunScripts(ctx, []core.ScriptCall{{Script: incr, Keys: keys, Args: []int64{5}, AnySlot: true}})
+		if !h.OneNode {
+			if !errors.Is(res[0].Err, core.ErrStore) || !errors.Is(res[0].Err, slot.ErrCrossSlot) {
+				t.Fatalf("AnySlot call on a store that is not one node: %v, %v; want ErrCrossSlot", res[0].Reply, res[0].Err)
+			}
+			return
+		}
+		if res[0].Err != nil || fmt.Sprint(res[0].Reply) != "[5 5 5]" {
+			t.Fatalf("AnySlot call: %v, %v", res[0].Reply, res[0].Err)
+		}
+		for _, k := range keys {
+			if v := do(t, "GET", k); v != "5" {
+				t.Fatalf("%s = %q after the AnySlot call, want 5", k, v)
+			}
+		}
+		// A limiter's batch of keys in many slots decides each, in order.
+		lim, err := tokenbucket.New(h.Runner, tokenbucket.Config{Capacity: 2, RefillRate: 1, RefillInterval: time.Hour, Prefix: fmt.Sprintf("adaptertest:any:%d:", time.Now().UnixNano())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reqs []core.Request
+		for round := 0; round < 3; round++ {
+			for i := 0; i < 50; i++ {
+				reqs = append(reqs, core.Request{Key: fmt.Sprint("u", i), N: 1})
+			}
+		}
+		for i, r := range lim.AllowMany(ctx, reqs) {
+			round := i / 50
+			if r.Err != nil || r.Decision.Allowed != (round < 2) || r.Decision.Remaining != int64(max(1-round, 0)) {
+				t.Fatalf("request %d (round %d on its key): %+v", i, round, r)
+			}
 		}
 	})
 

@@ -22,6 +22,9 @@ import (
 
 func noTwin(core.Tx, []string, []int64, []int64) ([]int64, error) { return nil, errors.New("no twin") }
 
+// two replies with the number of its keys.
+var two = core.NewScript("two", `return {#KEYS}`, noTwin, false)
+
 // Run runs the cluster tests for runner, a store over a cluster client
 // connected to c. It fails over c's first master to its replica, so run it
 // after the tests that need the original layout.
@@ -80,7 +83,6 @@ func Run(t *testing.T, c *redistest.Cluster, runner core.ScriptRunner) {
 		if slot.Of(a) == slot.Of(b) {
 			t.Fatal("test keys share a slot")
 		}
-		two := core.NewScript("two", `return {#KEYS}`, noTwin, false)
 		if _, err := runner.RunScript(ctx, two, []string{a, b}, nil, nil); !errors.Is(err, core.ErrStore) {
 			t.Fatalf("RunScript: %v", err)
 		}
@@ -88,6 +90,20 @@ func Run(t *testing.T, c *redistest.Cluster, runner core.ScriptRunner) {
 			res := br.RunScripts(ctx, []core.ScriptCall{{Script: two, Keys: []string{a, b}}, {Script: two, Keys: []string{a}}})
 			if !errors.Is(res[0].Err, core.ErrStore) || res[1].Err != nil {
 				t.Fatalf("RunScripts: %v, %v", res[0].Err, res[1].Err)
+			}
+		}
+	})
+
+	t.Run("NotOneNode", func(t *testing.T) {
+		// A cluster client is not one node: a batch call marked AnySlot
+		// is refused like any script whose keys span slots.
+		if sn, ok := runner.(core.SingleNode); ok && sn.SingleNode() {
+			t.Fatalf("%T over a cluster says it is one node", runner)
+		}
+		if br, ok := runner.(core.BatchRunner); ok {
+			res := br.RunScripts(ctx, []core.ScriptCall{{Script: two, Keys: []string{"p:{a}", "p:{b}"}, AnySlot: true}})
+			if !errors.Is(res[0].Err, slot.ErrCrossSlot) {
+				t.Fatalf("AnySlot call on a cluster: %v", res[0].Err)
 			}
 		}
 	})
@@ -165,4 +181,51 @@ func Run(t *testing.T, c *redistest.Cluster, runner core.ScriptRunner) {
 			t.Fatalf("batch after failover: %+v", res)
 		}
 	})
+}
+
+// OneAddress checks runner, a store over a client that takes c's first
+// master for a server of its own (one node, not a cluster client), as a
+// client behind one address of a cluster would: a batch of keys in many
+// slots is refused by the server (CROSSSLOT), sent again slot by slot,
+// and decided; from then on the store knows it is not one node.
+func OneAddress(t *testing.T, c *redistest.Cluster, runner core.ScriptRunner) {
+	ctx := context.Background()
+	sn, ok := runner.(core.SingleNode)
+	if !ok || !sn.SingleNode() {
+		t.Fatalf("%T over a one-node client does not say it is one node", runner)
+	}
+	prefix := fmt.Sprintf("clustertest:one:%d:", time.Now().UnixNano())
+	lim, err := tokenbucket.New(runner, tokenbucket.Config{Capacity: 2, RefillRate: 1, RefillInterval: time.Hour, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Keys the first master serves (slots 0-5460), in many slots, each
+	// three times: allowed, allowed, denied.
+	var keys []string
+	for i := 0; len(keys) < 20; i++ {
+		k := "u" + strconv.Itoa(i)
+		if slot.Of(keyspace.Key(prefix, k, "")) <= 5460 {
+			keys = append(keys, k)
+		}
+	}
+	var reqs []core.Request
+	for round := 0; round < 3; round++ {
+		for _, k := range keys {
+			reqs = append(reqs, core.Request{Key: k, N: 1})
+		}
+	}
+	for i, r := range lim.AllowMany(ctx, reqs) {
+		round := i / len(keys)
+		if r.Err != nil || r.Decision.Allowed != (round < 2) {
+			t.Fatalf("request %d (round %d on its key): %+v", i, round, r)
+		}
+	}
+	if sn.SingleNode() {
+		t.Fatal("still one node after the server said CROSSSLOT")
+	}
+	for i, r := range lim.AllowMany(ctx, reqs[:len(keys)]) {
+		if r.Err != nil || r.Decision.Allowed {
+			t.Fatalf("request %d of the next batch: %+v", i, r)
+		}
+	}
 }

@@ -1,0 +1,179 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/keyspace"
+	"github.com/ratekit/ratekit/internal/slot"
+)
+
+// oneNode is a fakeBatch that says it is one node (core.SingleNode). It
+// records every call; when cluster is set it answers a call marked
+// AnySlot whose keys span slots as a cluster's store would, with an error
+// wrapping slot.ErrCrossSlot, and from then on says it is not one node.
+type oneNode struct {
+	*fakeBatch
+	cluster bool
+	single  bool
+	calls   []core.ScriptCall
+}
+
+func newOneNode() *oneNode {
+	o := &oneNode{single: true}
+	o.fakeBatch = &fakeBatch{fakeRunner: &fakeRunner{reply: []int64{1, 2, 0, 1000}}}
+	o.results = func(calls []core.ScriptCall) []core.ScriptResult {
+		out := make([]core.ScriptResult, len(calls))
+		for i, c := range calls {
+			o.calls = append(o.calls, c)
+			if o.cluster && c.AnySlot && !slot.Same(c.Keys) {
+				o.single = false
+				out[i].Err = fmt.Errorf("%w: %w", core.ErrStore, slot.ErrCrossSlot)
+				continue
+			}
+			out[i].Reply = o.answer(nil, c.Keys)
+		}
+		return out
+	}
+	return o
+}
+
+func (o *oneNode) SingleNode() bool { return o.single }
+
+// requests returns n requests on distinct keys, which land in nearly as
+// many slots.
+func requests(n int) []core.Request {
+	reqs := make([]core.Request, n)
+	for i := range reqs {
+		reqs[i] = core.Request{Key: "user:" + strconv.Itoa(i), N: int64(1 + i%3)}
+	}
+	return reqs
+}
+
+// On a store that is one node, AllowMany sends requests in any slots
+// together: batch calls of up to 64 decisions marked AnySlot, keys and
+// costs in request order, all in one RunScripts.
+func TestAllowManyOneCallPerNode(t *testing.T) {
+	for _, a := range algorithms {
+		t.Run(a.name, func(t *testing.T) {
+			o := newOneNode()
+			l, err := a.new(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reqs := requests(100)
+			for i, r := range l.AllowMany(context.Background(), reqs) {
+				if r.Err != nil || !r.Decision.Allowed {
+					t.Fatalf("result %d: %+v", i, r)
+				}
+			}
+			if o.batches != 1 || len(o.calls) != 2 {
+				t.Fatalf("%d RunScripts of %d calls; want 1 of 2 (64 + 36 decisions)", o.batches, len(o.calls))
+			}
+			next := 0
+			for j, c := range o.calls {
+				if !c.AnySlot || c.Script.Name() != a.name+":batch" {
+					t.Fatalf("call %d: script %s, AnySlot %v", j, c.Script.Name(), c.AnySlot)
+				}
+				for x, key := range c.Keys {
+					r := reqs[next]
+					if want := keyspace.Key("", r.Key, ""); !strings.HasSuffix(key, want) {
+						t.Fatalf("call %d key %d = %q, want it to end in %q", j, x, key, want)
+					}
+					// ARGV = now, params..., then n and mode per key.
+					k := len(c.Args) - 2*len(c.Keys)
+					if n := c.Args[k+2*x]; n != r.N {
+						t.Fatalf("call %d key %d: cost %d, want %d", j, x, n, r.N)
+					}
+					next++
+				}
+			}
+			if next != len(reqs) {
+				t.Fatalf("%d requests sent of %d", next, len(reqs))
+			}
+		})
+	}
+}
+
+// A store that says it is not one node gets one call per slot; a store
+// that took itself for one node and met a cluster (CROSSSLOT) gets the
+// refused requests again, slot by slot, in the same AllowMany, and each
+// request its own decision.
+func TestAllowManyPerSlot(t *testing.T) {
+	reqs := requests(100)
+	reqs = append(reqs, reqs[0], reqs[1]) // the same keys again: one slot, in order
+	for _, cluster := range []string{"says so", "CROSSSLOT"} {
+		t.Run(cluster, func(t *testing.T) {
+			o := newOneNode()
+			if cluster == "says so" {
+				o.single = false
+			} else {
+				o.cluster = true
+			}
+			l, err := algorithms[0].new(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range l.AllowMany(context.Background(), reqs) {
+				if r.Err != nil || !r.Decision.Allowed {
+					t.Fatalf("result %d: %+v", i, r)
+				}
+			}
+			slots := map[int]bool{}
+			for _, c := range o.calls {
+				for _, k := range c.Keys {
+					slots[slot.Of(k)] = true
+				}
+			}
+			var perSlot []core.ScriptCall
+			for _, c := range o.calls {
+				if !slot.Same(c.Keys) {
+					if cluster != "CROSSSLOT" || !c.AnySlot {
+						t.Fatalf("a call spans slots: %q", c.Keys)
+					}
+					continue
+				}
+				perSlot = append(perSlot, c)
+			}
+			if len(perSlot) != len(slots) {
+				t.Fatalf("%d calls in one slot each, want %d (one per slot)", len(perSlot), len(slots))
+			}
+			if want := map[string]int{"says so": 1, "CROSSSLOT": 2}[cluster]; o.batches != want {
+				t.Fatalf("%d RunScripts, want %d", o.batches, want)
+			}
+			if o.single {
+				t.Fatal("the fake still says it is one node")
+			}
+		})
+	}
+}
+
+// An error that is not about slots is each request's own, never retried.
+func TestAllowManyOneNodeErrors(t *testing.T) {
+	o := newOneNode()
+	boom := errors.New("boom")
+	o.results = func(calls []core.ScriptCall) []core.ScriptResult {
+		out := make([]core.ScriptResult, len(calls))
+		for i := range out {
+			out[i].Err = fmt.Errorf("%w: %w", core.ErrStore, boom)
+		}
+		return out
+	}
+	l, err := algorithms[0].new(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range l.AllowMany(context.Background(), requests(10)) {
+		if !errors.Is(r.Err, boom) || r.Decision.Allowed {
+			t.Fatalf("result %d: %+v", i, r)
+		}
+	}
+	if o.batches != 1 {
+		t.Fatalf("%d RunScripts, want 1", o.batches)
+	}
+}
