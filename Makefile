@@ -41,7 +41,7 @@ soak:
 # Each fuzz target for FUZZTIME; make test replays the committed corpus.
 FUZZTIME ?= 30s
 fuzz:
-	for f in FuzzConfig FuzzKeyAndCost FuzzClientIP; do \
+	for f in FuzzConfig FuzzKeyAndCost FuzzClientIP FuzzConcurrencyConfig FuzzConcurrencyLease; do \
 		(cd internal/testkit/faulttest && $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) .) || exit 1; \
 	done
 
