@@ -44,4 +44,12 @@
 // slog.LevelError, at most one line every 10 seconds, each line counting
 // the errors left out since the one before. Errors in the request itself
 // are answered with 400 and logged at slog.LevelDebug.
+//
+// [Concurrency] is middleware of its own for the concurrency limiter
+// (algorithms/concurrency): each request holds a lease for as long as its
+// handler runs, released when the handler returns or panics, and also when
+// its client has gone away (the release does not use the request's ended
+// context); a request whose key is full gets 429, or 503 if configured,
+// with Retry-After. Wrap it inside New's middleware to apply rate limits
+// first.
 package httplimit

@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/ratekit/ratekit/algorithms/concurrency"
 	"github.com/ratekit/ratekit/algorithms/gcra"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/httplimit"
@@ -214,4 +215,65 @@ func ExampleConfig_logger() {
 	// Output:
 	// level=ERROR msg="httplimit: limiter failed, request served without this policy (fail open)" error="httplimit: policy \"api\": ratekit: store failed: dial tcp 127.0.0.1:6379: connection refused" suppressed=0
 	// 200
+}
+
+// At most 2 requests in flight per client: a third, while two are being
+// served, gets 429 with Retry-After, the time until a lease expires at the
+// latest.
+func ExampleConcurrency() {
+	store, _ := memory.New()
+	defer store.Close()
+	leases, _ := concurrency.New(store, concurrency.Config{Limit: 2, TTL: 30 * time.Second})
+	concurrent, err := httplimit.Concurrency(httplimit.ConcurrencyConfig{Limiter: leases})
+	if err != nil {
+		panic(err)
+	}
+	started, finish := make(chan struct{}), make(chan struct{})
+	handler := concurrent(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		<-finish // a slow report
+	}))
+	serve := func() *httptest.ResponseRecorder {
+		req := httptest.NewRequest("GET", "/report", nil)
+		req.RemoteAddr = "198.51.100.7:4567"
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		return rec
+	}
+	done := make(chan int)
+	for i := 0; i < 2; i++ {
+		go func() { done <- serve().Code }()
+		<-started
+	}
+	third := serve()
+	fmt.Println(third.Code, "retry:"+third.Header().Get("Retry-After"))
+	close(finish)
+	fmt.Println(<-done, <-done)
+	d, _ := leases.Peek(context.Background(), "ip4:198.51.100.7")
+	fmt.Println("in flight:", d.Limit-d.Remaining)
+	// Output:
+	// 429 retry:30
+	// 200 200
+	// in flight: 0
+}
+
+// A handler that may outlast the lease's TTL extends it: by itself with
+// the lease from its context, or with ConcurrencyConfig.ExtendEvery.
+func ExampleLeaseFromContext() {
+	store, _ := memory.New()
+	defer store.Close()
+	leases, _ := concurrency.New(store, concurrency.Config{Limit: 1, TTL: time.Minute})
+	concurrent, _ := httplimit.Concurrency(httplimit.ConcurrencyConfig{Limiter: leases, Key: httplimit.Header("X-Tenant")})
+	handler := concurrent(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		lease, _ := httplimit.LeaseFromContext(r.Context())
+		// ... a long step of the export ...
+		ok, _ := leases.Extend(r.Context(), lease)
+		fmt.Fprintln(w, lease.Key, lease.N, ok)
+	}))
+	req := httptest.NewRequest("GET", "/export", nil)
+	req.Header.Set("X-Tenant", "acme")
+	rec := httptest.NewRecorder()
+	handler.ServeHTTP(rec, req)
+	fmt.Print(rec.Body.String())
+	// Output: h:acme 1 true
 }
