@@ -319,21 +319,7 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 
 func (l *Limiter) decide(ctx context.Context, key string, op func(core.Limiter, context.Context) (core.Decision, error)) (core.Decision, error) {
 	if ok, probe := l.try(); ok {
-		if probe != 0 {
-			l.probes.Add(1)
-		}
-		d, err := l.call(ctx, func(cctx context.Context) (core.Decision, error) {
-			return op(l.cfg.Store, cctx)
-		})
-		if probe != 0 {
-			// The store answered: up again, unless a newer failure has
-			// been recorded since this probe was claimed.
-			if err == nil && l.downUntil.CompareAndSwap(probe, 0) {
-				l.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "failsafe: the store answers again, decisions come from it",
-					slog.Duration("down_for", time.Duration(l.cfg.Now().UnixNano()-l.downSince.Load())))
-			}
-			l.probes.Add(-1)
-		}
+		d, err := l.ask(ctx, op, probe)
 		if err == nil || !l.storeFault(ctx, err) {
 			return d, err
 		}
@@ -347,6 +333,26 @@ func (l *Limiter) decide(ctx context.Context, key string, op func(core.Limiter, 
 	default:
 		return core.Decision{Allowed: true}, nil
 	}
+}
+
+// ask runs op against the store. A probe (probe != 0: the downUntil value
+// its claim stored) counts as running until it returns, even if op
+// panics, and marks the store up when it gets an answer.
+func (l *Limiter) ask(ctx context.Context, op func(core.Limiter, context.Context) (core.Decision, error), probe int64) (core.Decision, error) {
+	call := func(cctx context.Context) (core.Decision, error) { return op(l.cfg.Store, cctx) }
+	if probe == 0 {
+		return l.call(ctx, call)
+	}
+	l.probes.Add(1)
+	defer l.probes.Add(-1)
+	d, err := l.call(ctx, call)
+	// The store answered: up again, unless a newer failure has been
+	// recorded since this probe was claimed.
+	if err == nil && l.downUntil.CompareAndSwap(probe, 0) {
+		l.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "failsafe: the store answers again, decisions come from it",
+			slog.Duration("down_for", time.Duration(l.cfg.Now().UnixNano()-l.downSince.Load())))
+	}
+	return d, err
 }
 
 // The states of a store call run in its own goroutine.

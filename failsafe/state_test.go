@@ -190,3 +190,41 @@ func TestUnwrap(t *testing.T) {
 	}
 	var _ interface{ Unwrap() core.Limiter } = l
 }
+
+// panicking fails while its store is down, and panics once boom is set.
+type panicking struct {
+	core.Limiter
+	boom atomic.Bool
+}
+
+func (p *panicking) AllowN(context.Context, string, int64) (core.Decision, error) {
+	if p.boom.Load() {
+		panic("boom")
+	}
+	return core.Decision{}, fmt.Errorf("%w: connection refused", core.ErrStore)
+}
+
+// TestProbePanics: a probe whose store call panics panics in its caller,
+// and no longer counts as probing.
+func TestProbePanics(t *testing.T) {
+	now := time.Unix(1000, 0)
+	store := &panicking{Limiter: bucket(t, 1)}
+	l, err := failsafe.New(failsafe.Config{Store: store, RetryInterval: time.Second, Now: func() time.Time { return now }, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Allow(context.Background(), "k")
+	now = now.Add(time.Second)
+	store.boom.Store(true)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the probe's panic did not reach its caller")
+			}
+		}()
+		l.Allow(context.Background(), "k")
+	}()
+	if got := l.State(); got != failsafe.Down {
+		t.Fatalf("State() = %v after the probe panicked, want down", got)
+	}
+}
