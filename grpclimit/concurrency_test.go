@@ -2,6 +2,7 @@ package grpclimit_test
 
 import (
 	"context"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -73,8 +74,7 @@ func inFlight(t *testing.T, cl *extending) int64 {
 // goes away.
 func TestConcurrency(t *testing.T) {
 	cl, clock := leases(t, 1)
-	in := newInterceptors(t, grpclimit.Config{Concurrency: &grpclimit.Concurrency{Name: "slots", Limiter: cl}})
-	grpclimit.SetExtendEvery(in, func(time.Duration) time.Duration { return 2 * time.Millisecond })
+	in := newInterceptors(t, grpclimit.Config{Concurrency: &grpclimit.Concurrency{Name: "slots", Limiter: cl, ExtendEvery: 2 * time.Millisecond}})
 	s := &svc{entered: make(chan struct{}), hold: make(chan struct{})}
 	conn := serve(t, in, s)
 	ctx := context.Background()
@@ -153,5 +153,40 @@ func TestPolicyAndConcurrency(t *testing.T) {
 	s.hold <- struct{}{}
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestConcurrencyUnextended: without ExtendEvery, a call that outlasts
+// the TTL loses its slot to the next call, and its expired lease is
+// logged at warning level when it ends. Code chooses the denial's code.
+func TestConcurrencyUnextended(t *testing.T) {
+	cl, clock := leases(t, 1)
+	log := &records{}
+	in := newInterceptors(t, grpclimit.Config{Concurrency: &grpclimit.Concurrency{Limiter: cl, Code: codes.Unavailable}, Logger: slog.New(log)})
+	s := &svc{entered: make(chan struct{}), hold: make(chan struct{})}
+	conn := serve(t, in, s)
+	ctx := context.Background()
+	done := make(chan error, 2)
+	go func() { _, err := do(conn, ctx, ""); done <- err }()
+	<-s.entered
+	_, err := do(conn, ctx, "")
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("a second call in flight: %v, want Unavailable", err)
+	}
+	if retry, _ := details(t, err); retry != time.Minute {
+		t.Fatalf("RetryInfo %v, want 1m", retry)
+	}
+	clock.Advance(time.Minute) // the first call's lease expires
+	go func() { _, err := do(conn, ctx, ""); done <- err }()
+	<-s.entered // a second call runs beside the first
+	s.hold <- struct{}{}
+	s.hold <- struct{}{}
+	for i := 0; i < 2; i++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := log.count(slog.LevelWarn); got != 1 {
+		t.Fatalf("%d warnings, want 1: the first call's lease had expired", got)
 	}
 }

@@ -183,9 +183,14 @@ func (in *Interceptors) admitPolicies(g *grant) (metadata.MD, error) {
 // wait as RetryInfo and the limits that denied as QuotaFailure
 // violations, and Retry-After in md.
 func deny(md metadata.MD, retry time.Duration, why string, limits []string) (metadata.MD, error) {
+	return denyWith(codes.ResourceExhausted, md, retry, why, limits)
+}
+
+// denyWith is deny with another code.
+func denyWith(code codes.Code, md metadata.MD, retry time.Duration, why string, limits []string) (metadata.MD, error) {
 	secs := ratelimitfield.RetryAfter(retry)
 	md.Set(mdRetryAfter, strconv.FormatInt(secs, 10))
-	st := status.New(codes.ResourceExhausted, "rate limit exceeded ("+why+"), retry in "+strconv.FormatInt(secs, 10)+"s")
+	st := status.New(code, "rate limit exceeded ("+why+"), retry in "+strconv.FormatInt(secs, 10)+"s")
 	qf := &errdetails.QuotaFailure{}
 	for _, l := range limits {
 		qf.Violations = append(qf.Violations, &errdetails.QuotaFailure_Violation{Subject: "ratekit:" + l, Description: "rate limit exceeded"})
@@ -218,7 +223,7 @@ func (in *Interceptors) acquire(g *grant) error {
 	}
 	if !d.Allowed {
 		g.refund()
-		_, err := deny(metadata.MD{}, d.RetryAfter, "concurrency "+cc.Name, []string{cc.Name})
+		_, err := denyWith(cc.Code, metadata.MD{}, d.RetryAfter, "concurrency "+cc.Name, []string{cc.Name})
 		return err
 	}
 	g.lease = &lease
@@ -226,11 +231,11 @@ func (in *Interceptors) acquire(g *grant) error {
 	return nil
 }
 
-// keepAlive extends lease every extendEvery(TTL) until the returned stop
-// is called.
+// keepAlive extends lease every Concurrency.ExtendEvery until the
+// returned stop is called or the client goes away.
 func (in *Interceptors) keepAlive(g *grant, lease concurrency.Lease) (stop func()) {
 	cc := in.cfg.Concurrency
-	every := in.extendEvery(cc.Limiter.TTL())
+	every := cc.ExtendEvery
 	if every <= 0 {
 		return func() {}
 	}
@@ -240,6 +245,9 @@ func (in *Interceptors) keepAlive(g *grant, lease concurrency.Lease) (stop func(
 	mu.Lock()
 	defer mu.Unlock()
 	t = time.AfterFunc(every, func() {
+		if g.ctx.Err() != nil {
+			return // the client went away: the lease is no longer extended
+		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(g.ctx), cc.ReleaseTimeout)
 		live, err := cc.Limiter.Extend(ctx, lease)
 		cancel()
@@ -269,8 +277,12 @@ func (g *grant) end(panicked bool, err error) {
 		g.stop()
 		cc := g.in.cfg.Concurrency
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(g.ctx), cc.ReleaseTimeout)
-		if _, rerr := cc.Limiter.Release(ctx, *g.lease); rerr != nil {
+		live, rerr := cc.Limiter.Release(ctx, *g.lease)
+		switch {
+		case rerr != nil:
 			g.in.report(g.ctx, g.call, slog.LevelError, "grpclimit: releasing a lease failed, it expires after its TTL", fmt.Errorf("grpclimit: %s: release: %w", cc.Name, rerr))
+		case !live:
+			g.in.report(g.ctx, g.call, slog.LevelWarn, "grpclimit: a lease expired before its call ended: the call outlasted its TTL", fmt.Errorf("grpclimit: %s: the lease had expired", cc.Name))
 		}
 		cancel()
 	}

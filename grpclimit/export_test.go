@@ -7,10 +7,6 @@ import (
 	"google.golang.org/grpc"
 )
 
-// SetExtendEvery makes in extend held leases every f(ttl) instead of
-// every ttl/2. Set it before the first call.
-func SetExtendEvery(in *Interceptors, f func(ttl time.Duration) time.Duration) { in.extendEvery = f }
-
 // SetNow makes in pace its log lines by now.
 func SetNow(in *Interceptors, now func() time.Time) { in.now = now }
 

@@ -53,30 +53,41 @@ type PolicyLimiter interface {
 type PolicyFunc func(ctx context.Context, c Call) (PolicyLimiter, error)
 
 // ConcurrencyLimiter is what the interceptors need of a concurrency
-// limiter: *concurrency.Limiter has it, and so has otelratekit's wrapper.
+// limiter, as httplimit.ConcurrencyLimiter: *concurrency.Limiter has it,
+// and so has otelratekit's Concurrency, which reports its leases.
 type ConcurrencyLimiter interface {
 	AcquireN(ctx context.Context, key string, n int64) (concurrency.Lease, core.Decision, error)
 	Release(ctx context.Context, lease concurrency.Lease) (bool, error)
 	Extend(ctx context.Context, lease concurrency.Lease) (bool, error)
-	TTL() time.Duration
 }
 
-// Concurrency caps the calls in flight per key: each call holds a lease
-// while its handler runs (a stream, until it ends), extended every half
-// TTL while it is held, and released when the handler returns or panics,
-// even if the client went away. A full key is denied like a rate limit:
-// codes.ResourceExhausted, with the time until a lease expires as
-// RetryInfo.
+// Concurrency caps the calls in flight per key, as httplimit.Concurrency
+// does for HTTP: each call acquires a lease of its cost before its handler
+// runs (a stream, when it opens) and releases it when the handler returns
+// or panics, even if the client went away. A full key is denied like a
+// rate limit, with the time until enough leases expire as RetryInfo (an
+// upper bound: a release frees a slot sooner).
 type Concurrency struct {
-	// Name names the limit in the denial's message: printable ASCII, at
-	// most 64 bytes. Empty means "concurrency".
+	// Name names the limit in the denial: printable ASCII, at most 64
+	// bytes. Empty means "concurrency".
 	Name string
-	// Limiter holds the leases.
+	// Limiter hands out the leases. Required.
 	Limiter ConcurrencyLimiter
 	// Key, when set, replaces Config.Key.
 	Key Keyer
-	// ReleaseTimeout bounds a release (and an extension): 0 means 5 s. A
-	// lease whose release failed expires by itself after its TTL.
+	// Code answers a call refused because its key is full:
+	// codes.ResourceExhausted (the default, when 0, which is codes.OK) or
+	// codes.Unavailable. Either carries RetryInfo.
+	Code codes.Code
+	// ExtendEvery, when positive, extends the lease at this interval while
+	// the handler runs and its client is connected, for calls (streams,
+	// above all) that may outlast the lease's TTL: a third of the TTL is a
+	// good choice. Zero never extends: a call that outlasts the TTL loses
+	// its slot to the next one.
+	ExtendEvery time.Duration
+	// ReleaseTimeout bounds a release (and an extension), which does not
+	// use the call's context: 0 means 5 s. A lease whose release failed
+	// expires by itself after its TTL.
 	ReleaseTimeout time.Duration
 }
 
@@ -145,8 +156,6 @@ type Interceptors struct {
 	// errors paces the lines logged for the server's failures, shadow
 	// those for shadow limits that would have denied.
 	errors, shadow logpace.Pacer
-	// extendEvery is how often a held lease is extended, given the TTL.
-	extendEvery func(ttl time.Duration) time.Duration
 }
 
 // New checks cfg and returns the interceptors, or an error wrapping
@@ -216,8 +225,15 @@ func New(cfg Config) (*Interceptors, error) {
 			}
 			cc.Key = k
 		}
-		if cc.ReleaseTimeout < 0 {
-			return nil, fmt.Errorf("%w: grpclimit: Concurrency.ReleaseTimeout is negative", core.ErrInvalidConfig)
+		if cc.ReleaseTimeout < 0 || cc.ExtendEvery < 0 {
+			return nil, fmt.Errorf("%w: grpclimit: Concurrency.ReleaseTimeout and ExtendEvery must not be negative", core.ErrInvalidConfig)
+		}
+		switch cc.Code {
+		case codes.OK:
+			cc.Code = codes.ResourceExhausted
+		case codes.ResourceExhausted, codes.Unavailable:
+		default:
+			return nil, fmt.Errorf("%w: grpclimit: Concurrency.Code %v is not ResourceExhausted or Unavailable", core.ErrInvalidConfig, cc.Code)
 		}
 		if cc.ReleaseTimeout == 0 {
 			cc.ReleaseTimeout = 5 * time.Second
@@ -232,7 +248,7 @@ func New(cfg Config) (*Interceptors, error) {
 		return nil, fmt.Errorf("%w: grpclimit: Key: %w", core.ErrInvalidConfig, err)
 	}
 	cfg.Key = k
-	return &Interceptors{cfg: cfg, now: time.Now, extendEvery: func(ttl time.Duration) time.Duration { return ttl / 2 }}, nil
+	return &Interceptors{cfg: cfg, now: time.Now}, nil
 }
 
 // isNil reports whether v holds a nil pointer, on which every method call

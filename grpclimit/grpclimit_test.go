@@ -255,6 +255,9 @@ func TestSkip(t *testing.T) {
 	}
 }
 
+// nopLeases is a ConcurrencyLimiter for configuration checks.
+type nopLeases struct{ grpclimit.ConcurrencyLimiter }
+
 func TestConfigErrors(t *testing.T) {
 	lim, _ := bucket(t, 1)
 	p := []grpclimit.Policy{{Limiter: lim}}
@@ -278,6 +281,8 @@ func TestConfigErrors(t *testing.T) {
 		"bad policy key":        {Policies: []grpclimit.Policy{{Limiter: lim, Key: grpclimit.Metadata{}}}},
 		"Counts without refund": {Policies: p, Counts: func(codes.Code) bool { return true }},
 		"nil concurrency":       {Concurrency: &grpclimit.Concurrency{}},
+		"negative ExtendEvery":  {Concurrency: &grpclimit.Concurrency{Limiter: nopLeases{}, ExtendEvery: -1}},
+		"concurrency code":      {Concurrency: &grpclimit.Concurrency{Limiter: nopLeases{}, Code: codes.InvalidArgument}},
 	} {
 		if _, err := grpclimit.New(cfg); !errors.Is(err, core.ErrInvalidConfig) {
 			t.Errorf("%s: %v", name, err)
