@@ -22,7 +22,8 @@
 //     Clock, the sentinel errors).
 //   - httplimit: net/http middleware with the IETF RateLimit headers.
 //   - failsafe: what to do when the store fails; denycache: answer
-//     denials in process.
+//     denials in process; hotkey: decide a hot key in process from units
+//     leased from its limit.
 //   - otelratekit (a module of its own): OpenTelemetry metrics and traces
 //     of stores, limiters, policies and concurrency limits.
 //   - grpclimit (a module of its own): gRPC server interceptors with the

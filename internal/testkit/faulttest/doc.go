@@ -3,7 +3,7 @@
 // restart, SIGSTOP and SIGCONT, SCRIPT FLUSH under traffic, passwords,
 // many clients racing for one key, the concurrency limiter across OS
 // processes (this test binary run again as workers) and after a holder's
-// SIGKILL; and the httplimit middleware through each Redis client. It has
+// SIGKILL, hot-key budgets (hotkey.Budget) across OS processes; and the httplimit middleware through each Redis client. It has
 // no code outside its tests; the figures its tests log are recorded in
 // docs/RELIABILITY.md. It is a module of its own, since it uses every
 // Redis client: the library does not require them.
