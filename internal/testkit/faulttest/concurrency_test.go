@@ -108,7 +108,7 @@ func ccWork(t *testing.T, lim *concurrency.Limiter, runner core.ScriptRunner, pr
 				}
 				if !d.Allowed {
 					denied.Add(1)
-					time.Sleep(time.Duration(2+rng.IntN(8)) * time.Millisecond)
+					time.Sleep(time.Duration(5+rng.IntN(16)) * time.Millisecond)
 					continue
 				}
 				acquired.Add(1)
