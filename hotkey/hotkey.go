@@ -39,7 +39,9 @@
 // # Leases: size and end
 //
 // A lease's units may be spent until TTL after the lease was asked for, on
-// the Budget's clock; what is left then is lost. Giving it back later
+// the Budget's clock; what is left then is lost (all of it, when the lease
+// call itself took longer than the TTL: choose a TTL well above the
+// store's round trip). Giving it back later
 // would let the limit grant again, now, units it counted when the lease was
 // taken: the over-admission the TTL is there to bound. A new lease ends
 // the one before it, whose last units (fewer than the request that asked

@@ -460,3 +460,38 @@ func TestLocalDecisionsDoNotAllocate(t *testing.T) {
 		t.Errorf("a local decision allocates %v times, want 0", got)
 	}
 }
+
+// slow is a source whose calls take a while on the manual clock.
+type slow struct {
+	*counting
+	clock interface{ Advance(time.Duration) time.Time }
+	delay time.Duration
+}
+
+func (s *slow) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
+	s.clock.Advance(s.delay)
+	return s.counting.AllowN(ctx, key, n)
+}
+
+// TestLateLeaseIsLost: a lease whose call took longer than the TTL is
+// expired on arrival: its units are lost, not spent, and the request that
+// asked for it is denied.
+func TestLateLeaseIsLost(t *testing.T) {
+	e := limitertest.New(t)
+	src := &slow{counting: window(t, e, 100), clock: e.Clock, delay: time.Second}
+	b := newBudget(t, src, hotkey.Config{Lease: 10, TTL: time.Second, Clock: e.Clock})
+	d := allow(t, b, "k", 1)
+	if d.Allowed || d.RetryAfter != time.Second {
+		t.Errorf("a lease that took the whole TTL: %+v, want denied with the call's time as RetryAfter", d)
+	}
+	if st := b.Stats(); st.Granted != 10 || st.Lost != 10 || st.Held != 0 {
+		t.Errorf("Stats() = %+v, want the 10 units lost", st)
+	}
+	src.delay = time.Second - time.Nanosecond
+	if d := allow(t, b, "k", 1); !d.Allowed {
+		t.Errorf("a lease that arrived just in time: %+v, want allowed", d)
+	}
+	if got := counted(t, src, "k"); got != 20 {
+		t.Errorf("the store counts %d, want both leases' 20", got)
+	}
+}

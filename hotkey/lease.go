@@ -188,18 +188,31 @@ func (b *Budget) renew(ctx context.Context, key string, s *slot, n int64) (core.
 		}
 	}
 	if err != nil {
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && errors.Is(err, core.ErrStore) {
 			s.failed = err // calls that waited for this one get its error
 		} else {
-			s.failed = nil // the caller gave up; the waiters ask for themselves
+			// The caller gave up, or its request was its own mistake: the
+			// waiters ask for themselves.
+			s.failed = nil
 		}
 		s.renewals.Add(1)
 		return core.Decision{}, err
 	}
 	s.failed = nil
 	s.limit = d.Limit
+	arrived := b.now()
+	if granted > 0 && arrived >= now+b.ttl {
+		// The lease arrived expired (its call took longer than the TTL):
+		// its units are lost, and this request is denied like one that
+		// waits for a lease at the limit.
+		b.leases.Add(1)
+		b.granted.Add(granted)
+		b.lost.Add(granted)
+		s.renewals.Add(1)
+		return (&dryness{limit: d.Limit, rtt: arrived - now, resetAt: now + int64(d.ResetAfter)}).denial(arrived), nil
+	}
 	if granted < want || d.Remaining < s.size {
-		s.dry.Store(&dryness{limit: d.Limit, rtt: b.now() - now, resetAt: now + int64(d.ResetAfter)})
+		s.dry.Store(&dryness{limit: d.Limit, rtt: arrived - now, resetAt: now + int64(d.ResetAfter)})
 	} else {
 		s.dry.Store(nil)
 	}
