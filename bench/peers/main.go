@@ -35,6 +35,7 @@ type options struct {
 	ceilings    bool
 	out         string
 	denyCache   bool
+	hotKey      bool
 	ceilingReqs int
 	waitQuiet   time.Duration
 	redisURL    string
@@ -54,6 +55,7 @@ func main() {
 	flag.BoolVar(&o.ceilings, "ceilings", true, "measure each script's ceiling with redis-benchmark")
 	flag.IntVar(&o.ceilingReqs, "ceiling-requests", 100000, "requests per redis-benchmark run")
 	flag.BoolVar(&o.denyCache, "deny-cache", true, "also measure the 90%-denied workload with the local deny cache")
+	flag.BoolVar(&o.hotKey, "hot-key", true, "also measure one hot key (GCRA), with and without a hotkey.Budget")
 	flag.StringVar(&o.out, "out", "..", "directory for RESULTS.md and throughput.png")
 	flag.StringVar(&o.redisURL, "redis", "", "measure against this server (redis://[user:password@]host:port[/db]) instead of the harness's own; keys go under -prefix and are deleted at the end")
 	flag.StringVar(&o.cluster, "cluster", "", "measure against this Redis Cluster: comma-separated seed nodes (host:port or redis:// URLs)")

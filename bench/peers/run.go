@@ -188,6 +188,14 @@ func runAll(ctx context.Context, o options, t *target, m *meter) (*results, erro
 				}
 				jobs = append(jobs, job{caseKey{"ratekit/" + st, a.name, "batch", 1}, b, batchSize})
 			}
+			if a.name == "gcra" && o.hotKey {
+				hk, err := hotKeyJobs(open, st, o.goroutines)
+				if err != nil {
+					return nil, err
+				}
+				jobs = append(jobs, hk.jobs...)
+				closers = append(closers, hk.close)
+			}
 			tight, err := a.tight(runner, prefix+"tight:")
 			if err != nil {
 				return nil, err
