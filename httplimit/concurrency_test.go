@@ -295,10 +295,18 @@ func TestConcurrencyExtendEvery(t *testing.T) {
 		t.Fatalf("%d in flight a TTL after the client left", n)
 	}
 	unblock.Do(func() { close(b.release) })
+	// The release comes first, then the report of the expired lease: wait
+	// for both.
 	deadline := time.Now().Add(time.Minute)
-	for rec.releases.Load() == 0 {
+	for {
+		mu.Lock()
+		n := len(reported)
+		mu.Unlock()
+		if rec.releases.Load() > 0 && n > 0 {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatal("no release")
+			t.Fatalf("after a minute: %d releases, %d errors reported", rec.releases.Load(), n)
 		}
 		time.Sleep(time.Millisecond)
 	}

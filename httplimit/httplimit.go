@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/logpace"
 	"github.com/ratekit/ratekit/internal/ratelimitfield"
@@ -59,7 +58,7 @@ type Config struct {
 	// of RateLimit-Policy and RateLimit, shadow limits included; a 429
 	// names the limits that denied. Exactly one of Policy, PolicyFor and
 	// Policies is set.
-	Policy *ratekit.Policy
+	Policy PolicyLimiter
 	// PolicyFor picks each request's policy (its tier), as Policy.
 	PolicyFor PolicyFunc
 	// Counts, with Policy or PolicyFor, decides after the handler whether
@@ -139,6 +138,9 @@ func newMiddleware(cfg Config, now func() time.Time) (func(http.Handler) http.Ha
 	}
 	if set != 1 {
 		return nil, fmt.Errorf("%w: httplimit: set exactly one of Policy, PolicyFor and Policies (%d are set)", core.ErrInvalidConfig, set)
+	}
+	if cfg.Policy != nil && isNil(cfg.Policy) {
+		return nil, fmt.Errorf("%w: httplimit: Policy is a nil %T", core.ErrInvalidConfig, cfg.Policy)
 	}
 	if cfg.Counts != nil && len(cfg.Policies) > 0 {
 		return nil, fmt.Errorf("%w: httplimit: Counts needs Policy or PolicyFor (a ratekit.Policy refunds)", core.ErrInvalidConfig)

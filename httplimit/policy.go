@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -14,10 +15,19 @@ import (
 	"github.com/ratekit/ratekit/internal/ratelimitfield"
 )
 
-// PolicyFunc picks the ratekit.Policy of a request: its tier (free or
-// paid, an override for one customer). An error answers 500 Internal
-// Server Error and is logged as the server's failure.
-type PolicyFunc func(r *http.Request) (*ratekit.Policy, error)
+// PolicyLimiter is what the middleware needs of a ratekit.Policy:
+// *ratekit.Policy has it, and so has otelratekit's Policy, which reports
+// its decisions.
+type PolicyLimiter interface {
+	AllowN(ctx context.Context, key string, n int64) (ratekit.PolicyDecision, error)
+	Refund(ctx context.Context, key string, n int64) (ratekit.PolicyDecision, error)
+}
+
+// PolicyFunc picks the policy of a request: its tier (free or paid, an
+// override for one customer; for example, one of a ratekit.Tiers). An
+// error answers 500 Internal Server Error and is logged as the server's
+// failure.
+type PolicyFunc func(r *http.Request) (PolicyLimiter, error)
 
 type policyCtxKey struct{}
 
@@ -35,9 +45,9 @@ func (m *middleware) servePolicy(w http.ResponseWriter, r *http.Request, next ht
 	p := m.cfg.Policy
 	if m.cfg.PolicyFor != nil {
 		var err error
-		if p, err = m.cfg.PolicyFor(r); err != nil || p == nil {
+		if p, err = m.cfg.PolicyFor(r); err != nil || isNil(p) {
 			if err == nil {
-				err = errors.New("PolicyFor returned a nil Policy")
+				err = errors.New("PolicyFor returned a nil policy")
 			}
 			m.report(r, slog.LevelError, "httplimit: PolicyFor failed, request answered 500", fmt.Errorf("httplimit: PolicyFor: %w", err))
 			http.Error(w, "rate limiter misconfigured", http.StatusInternalServerError)
@@ -147,3 +157,13 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the writer underneath.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// isNil reports whether p is nil, or a nil pointer in the interface (a nil
+// *ratekit.Policy).
+func isNil(p PolicyLimiter) bool {
+	if p == nil {
+		return true
+	}
+	v := reflect.ValueOf(p)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}

@@ -122,7 +122,7 @@ func TestPolicyFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := mw(t, httplimit.Config{PolicyFor: func(r *http.Request) (*ratekit.Policy, error) {
+	h := mw(t, httplimit.Config{PolicyFor: func(r *http.Request) (httplimit.PolicyLimiter, error) {
 		return tiers.Policy(r.Header.Get("X-Plan"))
 	}})(ok)
 	free, paid := map[string]string{"X-Plan": "free"}, map[string]string{"X-Plan": "paid"}
@@ -145,7 +145,7 @@ func TestPolicyFor(t *testing.T) {
 func TestPolicyConfigErrors(t *testing.T) {
 	s, clock := memStore(t)
 	p := policy(t, ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: bucket(t, s, clock, 1)}}})
-	pf := func(*http.Request) (*ratekit.Policy, error) { return p, nil }
+	pf := func(*http.Request) (httplimit.PolicyLimiter, error) { return p, nil }
 	for name, cfg := range map[string]httplimit.Config{
 		"none":                {},
 		"policy and for":      {Policy: p, PolicyFor: pf},

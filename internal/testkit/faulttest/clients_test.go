@@ -40,7 +40,7 @@ var adapters = []adapter{
 	}},
 	{"redigo", func(t *testing.T, addr string) core.ScriptRunner {
 		p := &redis.Pool{MaxIdle: 32, Dial: func() (redis.Conn, error) {
-			return redis.Dial("tcp", addr, redis.DialConnectTimeout(time.Second))
+			return redis.Dial("tcp", addr, redis.DialConnectTimeout(10*time.Second))
 		}}
 		t.Cleanup(func() { p.Close() })
 		return redigostore.New(p)
