@@ -111,8 +111,12 @@ type Config struct {
 	// Lease is the most units one lease takes from the shared limit, at
 	// least 1. Larger leases ask the store less often and hold more unused
 	// units: it bounds both the store calls (one per Lease requests at
-	// best) and the over- and under-admission (see the package doc). A
-	// request that costs more than Lease is decided by the source.
+	// best) and the over- and under-admission (see the package doc). Keep
+	// it well below the limit, since units one process holds are out of
+	// the others' reach, and at least the limit's rate times the store's
+	// round trip divided by the processes, since leases come no faster
+	// than one round trip apart. A request that costs more than Lease is
+	// decided by the source.
 	Lease int64
 	// MinLease is the least one lease asks for, between 1 and Lease; 0
 	// means Lease, a fixed size. Below Lease, the size adapts between the

@@ -3,6 +3,7 @@ package hotkey_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"github.com/ratekit/ratekit/algorithms/fixedwindow"
 	"github.com/ratekit/ratekit/algorithms/gcra"
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/failsafe"
 	"github.com/ratekit/ratekit/hotkey"
 	"github.com/ratekit/ratekit/internal/testkit/limitertest"
 )
@@ -493,5 +495,42 @@ func TestLateLeaseIsLost(t *testing.T) {
 	}
 	if got := counted(t, src, "k"); got != 20 {
 		t.Errorf("the store counts %d, want both leases' 20", got)
+	}
+}
+
+// TestFailsafeSource: with a failsafe.Limiter as its source, the failure
+// policy decides the lease calls while the store fails.
+func TestFailsafeSource(t *testing.T) {
+	e := limitertest.New(t)
+	src := window(t, e, 100)
+	src.fail.Store(true)
+	quiet := slog.New(slog.DiscardHandler)
+
+	open, err := failsafe.New(failsafe.Config{Store: src, Policy: failsafe.FailOpen, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBudget(t, open, hotkey.Config{Lease: 10, TTL: time.Second, Clock: e.Clock})
+	for i := range 12 {
+		if d := allow(t, b, "k", 1); !d.Allowed {
+			t.Fatalf("fail open: request %d denied: %+v", i, d)
+		}
+	}
+	if st := b.Stats(); st.Leases != 2 || st.Granted != 20 {
+		t.Errorf("fail open: Stats() = %+v, want two leases the policy granted", st)
+	}
+
+	closed, err := failsafe.New(failsafe.Config{Store: src, Policy: failsafe.FailClosed, RetryInterval: time.Minute, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = newBudget(t, closed, hotkey.Config{Lease: 10, TTL: time.Second, Clock: e.Clock})
+	for i := range 3 {
+		if d := allow(t, b, "k", 1); d.Allowed || d.RetryAfter != time.Minute {
+			t.Fatalf("fail closed: request %d: %+v, want denied for the RetryInterval", i, d)
+		}
+	}
+	if st := b.Stats(); st.Leases != 0 {
+		t.Errorf("fail closed: Stats() = %+v, want no lease", st)
 	}
 }

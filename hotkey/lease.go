@@ -211,7 +211,9 @@ func (b *Budget) renew(ctx context.Context, key string, s *slot, n int64) (core.
 		s.renewals.Add(1)
 		return (&dryness{limit: d.Limit, rtt: arrived - now, resetAt: now + int64(d.ResetAfter)}).denial(arrived), nil
 	}
-	if granted < want || d.Remaining < s.size {
+	// A decision without a Limit (failsafe's fail-open answer) says
+	// nothing about what is left.
+	if granted < want || d.Limit > 0 && d.Remaining < s.size {
 		s.dry.Store(&dryness{limit: d.Limit, rtt: arrived - now, resetAt: now + int64(d.ResetAfter)})
 	} else {
 		s.dry.Store(nil)
