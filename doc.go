@@ -32,4 +32,7 @@
 //
 // [Multi] decides one request against several limiters at once, in one
 // script: counted by all of them or by none.
+//
+// [Coalesce] gathers the calls many goroutines make at once on a limiter
+// into batch script calls, for throughput on Redis.
 package ratekit

@@ -12,6 +12,7 @@ import (
 // all its state lives in the store, under the configuration's key prefix.
 type Limiter struct {
 	e *engine.Engine
+	c *engine.Coalescer // Allow and AllowN go through it when set (Coalesce)
 }
 
 var _ core.Limiter = (*Limiter)(nil)
@@ -22,7 +23,7 @@ func FromEngine(e *engine.Engine) *Limiter { return &Limiter{e: e} }
 
 // Allow is AllowN(ctx, key, 1).
 func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) {
-	return l.e.Decide(ctx, key, 1, engine.ModeAllow)
+	return l.AllowN(ctx, key, 1)
 }
 
 // AllowN decides whether a request of cost n on key may proceed now, and
@@ -33,6 +34,9 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 // must be 1 to core.MaxKeyLen bytes (core.ErrInvalidKey). Store failures
 // wrap core.ErrStore; a call whose ctx has ended sends nothing.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
+	if l.c != nil {
+		return l.c.Decide(ctx, key, n)
+	}
 	return l.e.Decide(ctx, key, n, engine.ModeAllow)
 }
 

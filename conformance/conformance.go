@@ -37,8 +37,9 @@ type Harness struct {
 }
 
 // Run runs the suite for every algorithm, each as a subtest: the state
-// machine (whose batches use the batch script wherever requests share a
-// cluster slot), then the refusal of corrupt state; then a state machine
+// machine (whose batches use the batch script wherever the store lets
+// requests share one, and which also decides through a coalescing
+// limiter, bursts of concurrent calls included), then the refusal of corrupt state; then a state machine
 // of policies (ratekit.Policy) of random limits, tiers, shadow limits,
 // penalties and refunds; calendar windows (fixedwindow.NewCalendar) across
 // clock changes; and last the concurrency limiter's state machine
@@ -218,7 +219,10 @@ func runMachine(t *rapid.T, h Harness, a algorithm) {
 	clock, ref, limClock := reference(t, h)
 	defer ref.Close()
 	prefix := newPrefix()
-	var want, got core.Limiter
+	// gotC decides through a coalescing limiter (coalesce.go), on the
+	// same keys as got.
+	gt := newGate(h.Runner)
+	var want, got, gotC core.Limiter
 	build := func(v variant) {
 		var err error
 		if want, err = v.build(ref, prefix, limClock); err != nil {
@@ -227,6 +231,11 @@ func runMachine(t *rapid.T, h Harness, a algorithm) {
 		if got, err = v.build(h.Runner, prefix, limClock); err != nil {
 			t.Fatalf("%s: building the limiter under test: %v", v.desc, err)
 		}
+		c, err := v.build(gt, prefix, limClock)
+		if err != nil {
+			t.Fatalf("%s: building the coalescing limiter under test: %v", v.desc, err)
+		}
+		gotC = coalesced(t, c)
 		t.Logf("config: %s", v.desc)
 	}
 	build(v)
@@ -294,12 +303,17 @@ func runMachine(t *rapid.T, h Harness, a algorithm) {
 			t.Fatalf("%s: key %q: bound violated: %v", v.desc, key, err)
 		}
 	}
-	// allowN decides on both stores, compares, checks and records.
+	// allowN decides on both stores (through the coalescing limiter or
+	// not), compares, checks and records.
 	allowN := func(t *rapid.T, key string, n int64) (core.Decision, error) {
 		sync()
 		what := fmt.Sprintf("AllowN(%q, %d) at %d", key, n, now())
+		lim := got
+		if rapid.Bool().Draw(t, "coalesced") {
+			lim, what = gotC, what+", coalesced"
+		}
 		dw, ew := want.AllowN(ctx, key, n)
-		dg, eg := got.AllowN(ctx, key, n)
+		dg, eg := lim.AllowN(ctx, key, n)
 		compare(t, what, dw, ew, dg, eg)
 		if ew == nil {
 			checkDecision(t, what, key, dw)
@@ -422,6 +436,13 @@ func runMachine(t *rapid.T, h Harness, a algorithm) {
 			clear(history)
 		},
 	}
+	actions["burst"] = burstAction(gt, prefix, func() (core.Limiter, core.Limiter, variant) { return want, gotC, v }, keyGen, cost, sync,
+		func(t *rapid.T, what, key string, d core.Decision, n int64) {
+			checkDecision(t, what, key, d)
+			if d.Allowed {
+				allowed(key, n)
+			}
+		})
 	if h.SetTime == nil || !h.ForwardOnlyTTL {
 		// The clock steps back: a little, by whole periods, or to before
 		// the last write of a key.

@@ -1,0 +1,44 @@
+package ratekit
+
+import "github.com/ratekit/ratekit/internal/engine"
+
+// Coalesce returns a limiter that decides as l does, on the same keys and
+// state, but gathers the Allow and AllowN calls that many goroutines make
+// at once into batch script calls: for throughput on a Redis store under
+// concurrent load, where each script call's parsing, lookup and reply,
+// not the decision, is most of the server's work.
+//
+// Nothing waits for company. A call is sent at once, alone and exactly as
+// l sends it, when no call of its group is in flight; the calls that come
+// while one is in flight are queued, and go together, as one batch (up to
+// 64 decisions per script call, all in one round trip), as soon as it
+// returns. A lone call therefore costs what it costs on l. A group is
+// every key on a store that is one node (core.SingleNode: a Redis server
+// that is not a cluster), and one cluster slot on any other: on a cluster
+// only calls on keys in one slot share a batch, which in ratekit means
+// calls on the same key (ratekit makes each key its own hash tag), so
+// coalescing there helps hot keys and cannot help calls spread over many
+// keys. On the memory store it only adds work.
+//
+// Decisions are those of l: a batch decides its calls in the order they
+// came, at the time it is sent, so each call is decided after every call
+// that returned before it began. A call whose ctx ends while it waits in
+// the queue returns an error wrapping core.ErrStore and ctx.Err(), and
+// nothing is sent for it; one whose ctx ends after its batch went out
+// returns the same error at once, but its decision may have counted, as
+// with a call whose ctx ends while Redis runs it. A batch is sent with no
+// cancellation (one caller leaving cancels no one else's decision) and
+// the latest deadline of its calls, none when one of them has none; its
+// context carries the values of its first call's ctx. While a call is in
+// flight the calls of its group wait for it: give calls deadlines, and
+// the client a timeout, as for any call to a store.
+//
+// Peek, Refund, Reset and AllowMany go to l's store directly, and a
+// Policy built from the returned limiter decides as one built from l.
+// Coalesce(nil) is nil; Coalesce of a coalescing limiter returns it.
+func Coalesce(l *Limiter) *Limiter {
+	if l == nil || l.c != nil {
+		return l
+	}
+	return &Limiter{e: l.e, c: engine.NewCoalescer(l.e)}
+}

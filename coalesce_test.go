@@ -1,0 +1,306 @@
+package ratekit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ratekit/ratekit"
+	"github.com/ratekit/ratekit/algorithms/tokenbucket"
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/fakeclock"
+	"github.com/ratekit/ratekit/store/memory"
+)
+
+// gate is a store that, while shut, holds every call until it opens,
+// after saying so on arrived. It records each call: its script's name and
+// the number of its keys.
+type gate struct {
+	core.ScriptRunner
+	mu      sync.Mutex
+	shut    chan struct{} // nil while open
+	arrived chan struct{}
+	calls   []string
+}
+
+func newGate(t *testing.T) *gate {
+	s, err := memory.New(memory.WithSweepInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return &gate{ScriptRunner: s, arrived: make(chan struct{}, 1000)}
+}
+
+func (g *gate) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
+	g.mu.Lock()
+	g.calls = append(g.calls, fmt.Sprintf("%s/%d", s.Name(), len(keys)))
+	shut := g.shut
+	g.mu.Unlock()
+	if shut != nil {
+		g.arrived <- struct{}{}
+		<-shut
+	}
+	return g.ScriptRunner.RunScript(ctx, s, keys, args, reply)
+}
+
+// close holds the calls from now on; open lets them all through.
+func (g *gate) close() {
+	g.mu.Lock()
+	g.shut = make(chan struct{})
+	g.calls = nil
+	g.mu.Unlock()
+}
+
+func (g *gate) open() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	close(g.shut)
+	g.shut = nil
+	return g.calls
+}
+
+func (g *gate) sent() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.calls...)
+}
+
+// parked is a context that says when a call first waits on it: a
+// coalesced call does only once it is in its group's queue.
+type parked struct {
+	context.Context
+	once sync.Once
+	in   chan struct{}
+}
+
+func park(ctx context.Context) *parked {
+	return &parked{Context: ctx, in: make(chan struct{})}
+}
+
+func (p *parked) Done() <-chan struct{} {
+	p.once.Do(func() { close(p.in) })
+	return p.Context.Done()
+}
+
+// result is one call's answer.
+type result struct {
+	d   core.Decision
+	err error
+}
+
+// start calls AllowN in a goroutine and returns once the call is held at
+// the gate or waits in a queue (or has returned).
+func start(t *testing.T, g *gate, lim *ratekit.Limiter, ctx context.Context, key string, n int64) chan result {
+	t.Helper()
+	p := park(ctx)
+	out := make(chan result, 1)
+	go func() {
+		d, err := lim.AllowN(p, key, n)
+		out <- result{d, err}
+	}()
+	select {
+	case <-g.arrived:
+	case <-p.in:
+	case r := <-out:
+		out <- r
+	case <-time.After(time.Minute):
+		t.Fatal("a call neither reached the store nor waited")
+	}
+	return out
+}
+
+func coalescing(t *testing.T, g *gate, capacity int64) *ratekit.Limiter {
+	t.Helper()
+	l, err := tokenbucket.New(g, tokenbucket.Config{Capacity: capacity, RefillRate: 1, RefillInterval: time.Hour, Clock: fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ratekit.Coalesce(l)
+}
+
+// A lone call goes alone, as the plain limiter sends it: one script call,
+// never a batch.
+func TestCoalesceLoneCall(t *testing.T) {
+	g := newGate(t)
+	lim := coalescing(t, g, 3)
+	for i, want := range []string{"true 2", "true 1", "true 0", "false 0"} {
+		d, err := lim.Allow(context.Background(), "k")
+		if got := fmt.Sprint(d.Allowed, d.Remaining); err != nil || got != want {
+			t.Fatalf("call %d: %s, %v; want %s", i, got, err, want)
+		}
+	}
+	if got := g.sent(); fmt.Sprint(got) != "[tokenbucket/1 tokenbucket/1 tokenbucket/1 tokenbucket/1]" {
+		t.Fatalf("sent %v", got)
+	}
+	if ratekit.Coalesce(lim) != lim || ratekit.Coalesce(nil) != nil {
+		t.Fatal("Coalesce of a coalescing limiter or of nil is not itself")
+	}
+}
+
+// The calls that come while one is in flight go together, in the order
+// they came, as one batch script call once it returns.
+func TestCoalesceQueueIsOneBatch(t *testing.T) {
+	g := newGate(t)
+	lim := coalescing(t, g, 4)
+	ctx := context.Background()
+	g.close()
+	first := start(t, g, lim, ctx, "hot", 1)
+	var rest []chan result
+	for _, n := range []int64{2, 2, 1, 1, 5} {
+		rest = append(rest, start(t, g, lim, ctx, "hot", n))
+	}
+	g.open()
+	want := []string{"true 3 <nil>", "true 1 <nil>", "false 1 <nil>", "true 0 <nil>", "false 0 <nil>", "false 0 invalid cost"}
+	var got []string
+	for _, ch := range append([]chan result{first}, rest...) {
+		r := <-ch
+		e := fmt.Sprint(r.err)
+		if errors.Is(r.err, core.ErrInvalidCost) {
+			e = "invalid cost"
+		}
+		got = append(got, fmt.Sprint(r.d.Allowed, " ", r.d.Remaining, " ", e))
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("decisions %q\nwant      %q", got, want)
+	}
+	// The first alone; the four valid ones queued behind it in one batch
+	// (the invalid cost never queues).
+	if calls := g.sent(); fmt.Sprint(calls) != "[tokenbucket/1 tokenbucket:batch/4]" {
+		t.Fatalf("sent %v", calls)
+	}
+}
+
+// A call whose context ends while it waits in the queue returns at once
+// and is never sent; the others are decided without it.
+func TestCoalesceCancelWhileQueued(t *testing.T) {
+	g := newGate(t)
+	lim := coalescing(t, g, 10)
+	ctx := context.Background()
+	g.close()
+	first := start(t, g, lim, ctx, "hot", 1)
+	a := start(t, g, lim, ctx, "hot", 1)
+	cctx, cancel := context.WithCancel(ctx)
+	b := start(t, g, lim, cctx, "hot", 5)
+	c := start(t, g, lim, ctx, "hot", 1)
+	cancel()
+	select {
+	case r := <-b:
+		if !errors.Is(r.err, core.ErrStore) || !errors.Is(r.err, context.Canceled) || r.d.Allowed {
+			t.Fatalf("cancelled call: %+v, %v", r.d, r.err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the cancelled call did not return while the gate was shut")
+	}
+	g.open()
+	for i, ch := range []chan result{first, a, c} {
+		r := <-ch
+		if r.err != nil || !r.d.Allowed || r.d.Remaining != int64(9-i) {
+			t.Fatalf("call %d: %+v, %v", i, r.d, r.err)
+		}
+	}
+	if calls := g.sent(); fmt.Sprint(calls) != "[tokenbucket/1 tokenbucket:batch/2]" {
+		t.Fatalf("sent %v", calls)
+	}
+	if d, err := lim.Peek(ctx, "hot"); err != nil || d.Remaining != 7 {
+		t.Fatalf("Peek: %+v, %v; the cancelled cost of 5 counted?", d, err)
+	}
+}
+
+// Under many goroutines, some leaving at random moments, every caller
+// that stays gets its decision, and the key counts exactly the requests
+// allowed to them plus at most those of the callers that left after their
+// batch went out. With nobody leaving, exactly the limit passes.
+func TestCoalesceContention(t *testing.T) {
+	for _, leaving := range []bool{false, true} {
+		t.Run(fmt.Sprint("leaving=", leaving), func(t *testing.T) {
+			const (
+				goroutines = 64
+				perG       = 200
+			)
+			// Exactly the limit passes of many more requests; with callers
+			// leaving, a limit never reached shows every request counted.
+			limit := int64(1000)
+			if leaving {
+				limit = goroutines * perG * 2
+			}
+			s, err := memory.New(memory.WithSweepInterval(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			st := &slow{ScriptRunner: s}
+			l, err := tokenbucket.New(st, tokenbucket.Config{Capacity: limit, RefillRate: 1, RefillInterval: time.Hour, Clock: fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lim := ratekit.Coalesce(l)
+			var allowed, left atomic.Int64
+			var wg sync.WaitGroup
+			for w := 0; w < goroutines; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r := rand.New(rand.NewPCG(uint64(w), 1))
+					for i := 0; i < perG; i++ {
+						ctx, cancel := context.Background(), context.CancelFunc(func() {})
+						if leaving && r.IntN(4) == 0 {
+							ctx, cancel = context.WithTimeout(ctx, time.Duration(r.IntN(200))*time.Microsecond)
+						}
+						d, err := lim.AllowN(ctx, "hot", 1)
+						// Its deadline passed (the timer that ends ctx may
+						// not have run yet).
+						dl, ok := ctx.Deadline()
+						expired := ok && !time.Now().Before(dl)
+						cancel()
+						switch {
+						case err != nil && expired && errors.Is(err, context.DeadlineExceeded) && errors.Is(err, core.ErrStore):
+							left.Add(1)
+						case err != nil:
+							t.Errorf("a caller that stayed got %v", err)
+							return
+						case d.Allowed:
+							allowed.Add(1)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			d, err := l.Peek(context.Background(), "hot")
+			if err != nil {
+				t.Fatal(err)
+			}
+			counted := limit - d.Remaining
+			t.Logf("allowed %d, counted %d, left %d", allowed.Load(), counted, left.Load())
+			if a := allowed.Load(); counted < a || counted > a+left.Load() {
+				t.Fatalf("counted %d with %d allowed and %d callers that left", counted, a, left.Load())
+			}
+			if !leaving && (allowed.Load() != limit || left.Load() != 0) {
+				t.Fatalf("%d allowed with a limit of %d", allowed.Load(), limit)
+			}
+			if st.batches.Load() == 0 {
+				t.Fatal("no batch: 64 goroutines on one key never queued")
+			}
+		})
+	}
+}
+
+// slow is a store that sleeps before each call, so that queues form, and
+// counts its calls of several keys (batches).
+type slow struct {
+	core.ScriptRunner
+	batches atomic.Int64
+}
+
+func (s *slow) RunScript(ctx context.Context, sc *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
+	if len(keys) > 1 {
+		s.batches.Add(1)
+	}
+	time.Sleep(20 * time.Microsecond)
+	return s.ScriptRunner.RunScript(ctx, sc, keys, args, reply)
+}
