@@ -91,7 +91,7 @@ func dur(v float64) string {
 func (r *results) series() []string {
 	var out []string
 	for _, s := range storeNames {
-		out = append(out, "ratekit/"+s)
+		out = append(out, "ratekit/"+s, coalesced(s))
 	}
 	return append(out, peerNames...)
 }
@@ -220,6 +220,8 @@ func (r *results) markdown(o options) string {
 			dur(median(field(ss, func(s sample) float64 { return float64(s.p99) }))),
 			median(field(ss, func(s sample) float64 { return s.allocs })), frac)
 	}
+
+	b.WriteString(r.coalesceSection(o))
 
 	w("\n## 90%% of requests denied, 64 goroutines\n\nOne request in ten goes to a key with room; the rest to keys already spent. Rows marked +denycache put `denycache` in front of the spent keys' limiter: their denials are answered in process until RetryAfter.\n\n| store | algorithm | decisions/s | denied | p99 | allocs/op |\n|---|---|---|---|---|---|\n")
 	var withCache []string

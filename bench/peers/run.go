@@ -175,6 +175,11 @@ func runAll(ctx context.Context, o options, t *target, m *meter) (*results, erro
 				jobs = append(jobs, job{caseKey{"ratekit/" + st, a.name, "open", g}, allowFunc(open), 1})
 			}
 			if a.name == "tokenbucket" {
+				cj, err := coalesceJobs(st, open, o.goroutines)
+				if err != nil {
+					return nil, err
+				}
+				jobs = append(jobs, cj...)
 				pol, err := policyFunc(runner, prefix+"policy:")
 				if err != nil {
 					return nil, err

@@ -36,6 +36,7 @@ func (r *results) targets(o options) string {
 		v := r.ratio(pk, tb("ratekit/rueidis"))
 		w("| rueidis two-limit policy (token bucket + fixed window, one script) >= 0.8x a single limit | %.2fx | %s |\n", v, mark(v >= 0.8))
 	}
+	r.coalesceTargets(o, w, mark)
 	allocs := func(k caseKey) float64 {
 		return median(field(r.samples[k], func(s sample) float64 { return s.allocs }))
 	}
