@@ -226,6 +226,14 @@ type batching struct {
 	batches int
 }
 
+// oneNode is a batching store that says whether it is one node.
+type oneNode struct {
+	*batching
+	one bool
+}
+
+func (o *oneNode) SingleNode() bool { return o.one }
+
 func (b *batching) RunScripts(ctx context.Context, calls []core.ScriptCall) []core.ScriptResult {
 	b.batches++
 	out := make([]core.ScriptResult, len(calls))

@@ -268,8 +268,14 @@ func TestStoreWrapper(t *testing.T) {
 		t.Fatal("lent keys around a store that does not copy them itself")
 	}
 	f, _ := r.tel.Store(failing{})
-	if f.CopiesKeysOf() != nil || f.Check() != nil || f.StoreName() != "failing" {
+	if f.CopiesKeysOf() != nil || f.Check() != nil || f.StoreName() != "failing" || f.SingleNode() {
 		t.Fatal("around a store without promises")
+	}
+	for _, one := range []bool{false, true} {
+		o, _ := r.tel.Store(&oneNode{batching: &batching{Store: mem}, one: one})
+		if o.SingleNode() != one {
+			t.Fatalf("around a store whose SingleNode is %v: %v", one, o.SingleNode())
+		}
 	}
 	var zero memory.Store
 	z, _ := r.tel.Store(&zero)

@@ -20,9 +20,9 @@ import (
 // limiters on it as on the store itself. It is safe for concurrent use.
 //
 // It runs batches as the store does (core.BatchRunner; one call at a time
-// when the store has no batches), lets the store check itself
-// (core.Checker), and is lent keys exactly when the store is: it keeps
-// nothing of a call.
+// when the store has no batches), is one node when the store is
+// (core.SingleNode), lets the store check itself (core.Checker), and is
+// lent keys exactly when the store is: it keeps nothing of a call.
 type Store struct {
 	t     *Telemetry
 	next  core.ScriptRunner
@@ -44,6 +44,7 @@ var (
 	_ core.KeyCopier   = (*Store)(nil)
 	_ core.Checker     = (*Store)(nil)
 	_ core.StoreNamer  = (*Store)(nil)
+	_ core.SingleNode  = (*Store)(nil)
 )
 
 // Store wraps the store next. next must not be nil; an error wraps
@@ -95,6 +96,14 @@ func (s *Store) CopiesKeysOf() core.ScriptRunner {
 		return s
 	}
 	return nil
+}
+
+// SingleNode reports whether the wrapped store is one node on which a
+// script's keys may span cluster slots (core.SingleNode), so that limiters
+// on s batch as they would on the store; false when it cannot tell.
+func (s *Store) SingleNode() bool {
+	sn, ok := s.next.(core.SingleNode)
+	return ok && sn.SingleNode()
 }
 
 // Check is the wrapped store's check (core.Checker), nil when it has none.
