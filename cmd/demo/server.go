@@ -55,6 +55,7 @@ type server struct {
 	mu     sync.Mutex
 	gen    int
 	cur    atomic.Pointer[current]
+	leases atomic.Pointer[leaseLimiter] // the concurrency limiter (leases.go)
 }
 
 // newServer returns the demo over runner; store names it for the page.
@@ -66,6 +67,9 @@ func newServer(runner core.ScriptRunner, store string, log *slog.Logger) (*serve
 	s := &server{runner: runner, store: store, log: log}
 	a := algorithms[0]
 	if err := s.configure(config{Algorithm: a.Name, Params: a.defaults()}); err != nil {
+		return nil, err
+	}
+	if err := s.configureLeases(defaultLeases()); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -236,6 +240,14 @@ func writeError(w http.ResponseWriter, status int, err error) {
 //	GET  /api/patterns           the traffic patterns of the side-by-side view
 //	GET  /api/compare?pattern=p  p through every algorithm, simulated (compare.go)
 //
+// and the concurrency limiter's (leases.go):
+//
+//	GET  /api/leases/config      its limit and TTL
+//	PUT  /api/leases/config      {"limit": ..., "ttl_ms": ...}: switch, no lease in flight
+//	POST /api/leases?n=1         acquire a lease of cost n (key in X-Demo-Key)
+//	POST /api/leases/release     {"key", "n", "id"}: release a lease
+//	GET  /api/leases/state?key=k Peek at the key: the cost in flight, no write
+//
 // Every error under /api/ is JSON, {"error": ...}, and every API path
 // refuses a query parameter it does not take (400).
 func (s *server) handler() http.Handler {
@@ -249,13 +261,9 @@ func (s *server) handler() http.Handler {
 		writeJSON(w, http.StatusOK, s.cur.Load().cfg)
 	})
 	s.route(mux, "PUT /api/config", nil, func(w http.ResponseWriter, r *http.Request, _ url.Values) {
-		cfg, err := decodeConfig(w, r)
-		if err != nil {
-			status := http.StatusBadRequest
-			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-				status = http.StatusRequestEntityTooLarge
-			}
-			writeError(w, status, err)
+		var cfg config
+		if err := decodeJSON(w, r, &cfg); err != nil {
+			writeBodyError(w, err)
 			return
 		}
 		if err := s.configure(cfg); err != nil {
@@ -303,6 +311,7 @@ func (s *server) handler() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, c)
 	})
+	s.leaseRoutes(mux)
 	api := jsonErrors(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/api" || strings.HasPrefix(r.URL.Path, "/api/") {
@@ -351,26 +360,35 @@ func query(raw string, params []string) (url.Values, error) {
 	return q, nil
 }
 
-// maxConfigBody is the largest PUT /api/config body, in bytes.
-const maxConfigBody = 1 << 16
+// maxBody is the largest JSON body the API takes, in bytes.
+const maxBody = 1 << 16
 
-// decodeConfig reads PUT /api/config's body: one JSON object with no
-// unknown field and nothing after it. A body over maxConfigBody is an
-// error wrapping *http.MaxBytesError.
-func decodeConfig(w http.ResponseWriter, r *http.Request) (config, error) {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxConfigBody))
+// decodeJSON reads a request's JSON body into v: one JSON object with no
+// unknown field and nothing after it. A body over maxBody is an error
+// wrapping *http.MaxBytesError.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	dec.DisallowUnknownFields()
-	var cfg config
-	if err := dec.Decode(&cfg); err != nil {
-		return config{}, fmt.Errorf("body: %w", err)
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("body: %w", err)
 	}
 	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return config{}, fmt.Errorf("body: %w", err)
+			return fmt.Errorf("body: %w", err)
 		}
-		return config{}, errors.New("body: more data after the JSON object")
+		return errors.New("body: more data after the JSON object")
 	}
-	return cfg, nil
+	return nil
+}
+
+// writeBodyError answers a body decodeJSON refused: 413 when it was too
+// large, 400 otherwise.
+func writeBodyError(w http.ResponseWriter, err error) {
+	status := http.StatusBadRequest
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		status = http.StatusRequestEntityTooLarge
+	}
+	writeError(w, status, err)
 }
 
 // errSlot carries the error the middleware reported for one request (see

@@ -42,8 +42,10 @@ type testServer struct {
 	logs  *syncBuffer // JSON lines, debug level and up
 }
 
-func newTestServer(t *testing.T) *testServer {
-	m, err := memory.New()
+// newTestServer returns the demo over a flakyStore around a memory store
+// made with opts (memory.WithClock: a fake clock for every limiter).
+func newTestServer(t *testing.T, opts ...memory.Option) *testServer {
+	m, err := memory.New(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
