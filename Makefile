@@ -1,4 +1,4 @@
-# ratekit: make test is what CI runs (.ci/run). See README.md.
+# ratekit: make test and make oldest-go are what CI runs (.ci/run). See README.md.
 GO ?= go
 # Property-based runs (pgregory.net/rapid): checks per property and steps
 # per check. make test keeps them lean; make soak raises them.
@@ -12,7 +12,18 @@ export RAPID_CHECKS RAPID_STEPS
 # nested module, so test and vet visit each one.
 MODULES := $(sort $(patsubst ./%,%,$(patsubst %/go.mod,%,$(shell find . -name go.mod -not -path './.git/*'))))
 
-.PHONY: test fmt-check vet soak bench gobench fuzz
+.PHONY: test fmt-check vet oldest-go soak bench gobench fuzz
+
+# The modules a program imports: all but the demo, the benchmark harness
+# and the test-only modules under internal/.
+LIBRARY_MODULES := $(filter-out cmd/% bench/% internal/%,$(MODULES))
+
+# The oldest Go the modules support: their go directive (the same in every
+# go.mod; TestGoDirective checks it). oldest-go vets the library modules
+# and runs the root module's tests (no -race) with that release, which the
+# go command fetches from the module proxy as GOTOOLCHAIN asks; make test
+# runs everything with the installed Go.
+GO_MIN := $(shell sed -n 's/^go //p' go.mod)
 
 test: fmt-check vet
 	@fail=0; for m in $(MODULES); do \
@@ -25,6 +36,14 @@ vet:
 		echo "go vet $$m"; \
 		(cd $$m && $(GO) vet ./...) || fail=1; \
 	done; exit $$fail
+
+oldest-go:
+	@GOTOOLCHAIN=go$(GO_MIN) $(GO) version
+	@fail=0; for m in $(LIBRARY_MODULES); do \
+		echo "go$(GO_MIN) vet $$m"; \
+		(cd $$m && GOTOOLCHAIN=go$(GO_MIN) $(GO) vet ./...) || fail=1; \
+	done; exit $$fail
+	GOTOOLCHAIN=go$(GO_MIN) $(GO) test -count=1 -timeout 30m ./...
 
 fmt-check:
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

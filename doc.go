@@ -1,38 +1,76 @@
-// Package ratekit is the limiter every ratekit algorithm returns, and the
-// map of the module.
+// Package ratekit is the limiter every ratekit algorithm returns
+// ([Limiter]), the ways to decide one request against several limits at
+// once ([Multi], [Policy], [Tiers]), [Coalesce], and the map of the
+// library.
 //
-// Start with an algorithm and a store:
+// # Where to start
 //
-//	store, _ := memory.New()                        // or goredisstore.New(rdb), rueidisstore.New(client), ...
+// Pick an algorithm and a store, and ask the limiter about each request:
+//
+//	store, err := memory.New() // in process; or a Redis store, below
+//	if err != nil {
+//		return err
+//	}
+//	defer store.Close()
 //	lim, err := tokenbucket.New(store, tokenbucket.Config{Capacity: 10, RefillRate: 1, RefillInterval: time.Second})
-//	d, err := lim.Allow(ctx, "user:42")              // d.Allowed, d.Remaining, d.RetryAfter, ...
+//	if err != nil {
+//		return err
+//	}
+//	d, err := lim.Allow(ctx, "user:42") // d.Allowed, d.Remaining, d.RetryAfter, d.ResetAfter
 //
-// The packages:
+// The algorithms, each a package with a Config and a New that returns a
+// [*Limiter] (GCRA's adds AllowAtMost): algorithms/tokenbucket,
+// fixedwindow, slidinglog, slidingcounter, leakybucket and gcra;
+// package algorithms lists them all, by name, with their parameters.
+// algorithms/concurrency caps the requests in flight per key instead, with
+// leases (Acquire, Release, Extend).
 //
-//   - algorithms/tokenbucket, fixedwindow, slidinglog, slidingcounter,
-//     leakybucket, gcra: one algorithm each (Config, New). Each New returns
-//     a *Limiter (GCRA's adds AllowAtMost).
-//   - algorithms/concurrency: the requests in flight per key, with
-//     leases (Acquire, Release, Extend), across processes.
-//   - store/memory (in process), store/goredis, store/rueidis,
-//     store/redigo, store/valkey: where the state lives. Every store runs
-//     the same scripts, and the conformance package proves they decide
-//     alike.
-//   - core: the contracts the others share (ScriptRunner, Decision,
-//     Clock, the sentinel errors).
-//   - httplimit: net/http middleware with the IETF RateLimit headers.
-//   - failsafe: what to do when the store fails; denycache: answer
-//     denials in process; hotkey: decide a hot key in process from units
-//     leased from its limit.
-//   - otelratekit (a module of its own): OpenTelemetry metrics and traces
-//     of stores, limiters, policies and concurrency limits.
-//   - grpclimit (a module of its own): gRPC server interceptors with the
-//     same fields as httplimit, and a client interceptor that honours
+// The stores, where the state lives; every store runs the same scripts,
+// and package conformance proves that they decide alike:
+//
+//   - store/memory: in process, no server (this module).
+//   - store/goredis (package goredisstore), store/rueidis (rueidisstore),
+//     store/redigo (redigostore), store/valkey (valkeystore): Redis through
+//     each client, each a module of its own.
+//
+// Around a limiter:
+//
+//   - [Multi], [Policy] and [Tiers]: several limits of one key decided in
+//     one script, counted by all or by none; a Policy adds shadow limits
+//     and penalties, Tiers one policy per tier.
+//   - [Coalesce]: the calls many goroutines make at once on a limiter,
+//     gathered into batch script calls, for throughput on Redis.
+//   - httplimit: net/http middleware with the IETF RateLimit fields.
+//   - failsafe: fail open, fail closed or fall back to a local limiter
+//     when the store fails; denycache: answer repeated denials in process;
+//     hotkey: decide a very hot key in process from units leased from the
+//     shared limit.
+//   - core: the contracts the others share (ScriptRunner, the one method a
+//     store implements; Decision; Clock; the sentinel errors ErrStore,
+//     ErrInvalidConfig, ...).
+//   - fakeclock: a clock that moves only when told, for tests of code that
+//     uses ratekit; conformance: the property-based suite a store, ours or
+//     a third party's, runs from its tests.
+//
+// # Modules
+//
+// A program's module graph holds every requirement of every ratekit module
+// it imports, so anything heavy is a module of its own. This module,
+// github.com/ratekit/ratekit, holds everything above but the Redis stores
+// and requires only pgregory.net/rapid (package conformance) and
+// go.uber.org/goleak (its tests). The others:
+//
+//   - github.com/ratekit/ratekit/store/goredis, .../store/rueidis,
+//     .../store/redigo, .../store/valkey: one Redis adapter each, with its
+//     client.
+//   - github.com/ratekit/ratekit/otelratekit: OpenTelemetry metrics and
+//     traces of stores, limiters, policies and concurrency limits.
+//   - github.com/ratekit/ratekit/grpclimit: gRPC server interceptors with
+//     the same fields as httplimit, and a client interceptor that honours
 //     their RetryInfo.
+//   - github.com/ratekit/ratekit/cmd/demo: the demo, a web page over every
+//     algorithm (cd cmd/demo && go run .).
 //
-// [Multi] decides one request against several limiters at once, in one
-// script: counted by all of them or by none.
-//
-// [Coalesce] gathers the calls many goroutines make at once on a limiter
-// into batch script calls, for throughput on Redis.
+// The repository's README has the tour, with Redis; docs/design.md the
+// design and the module footprints.
 package ratekit

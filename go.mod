@@ -1,8 +1,8 @@
 module github.com/ratekit/ratekit
 
-go 1.26.8
+go 1.26.0
 
 require (
-	go.uber.org/goleak v1.3.0
+	go.uber.org/goleak v1.2.0
 	pgregory.net/rapid v1.3.0
 )

@@ -1,7 +1,10 @@
 package ratekit_test
 
 import (
+	"io/fs"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -51,4 +54,53 @@ func requirements(mod string) []string {
 		}
 	}
 	return out
+}
+
+// Every module of the repository says the same go directive, and it is a
+// release's first version (go 1.26.0, never 1.26.8): a dependency's go line
+// is a floor for every program that imports it, and a patch release would
+// force every user's toolchain up. CI also builds and tests with that Go
+// (make oldest-go).
+func TestGoDirective(t *testing.T) {
+	root := goDirective(t, "go.mod")
+	if !regexp.MustCompile(`^1\.[0-9]+\.0$`).MatchString(root) {
+		t.Errorf("go.mod says go %s: want the oldest supported release's first version, such as 1.26.0", root)
+	}
+	n := 0
+	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.Name() != "go.mod" || p == "go.mod" {
+			return nil
+		}
+		n++
+		if got := goDirective(t, p); got != root {
+			t.Errorf("%s says go %s, the root go.mod go %s", p, got, root)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatal("no nested go.mod found: the walk is broken")
+	}
+}
+
+// goDirective returns the version of the go directive of the go.mod at p.
+func goDirective(t *testing.T, p string) string {
+	t.Helper()
+	mod, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^go ([0-9.]+)\s*$`).FindSubmatch(mod)
+	if m == nil {
+		t.Fatalf("%s has no go directive", p)
+	}
+	return string(m[1])
 }
