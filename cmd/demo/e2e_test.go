@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -34,8 +35,10 @@ func chromium(t *testing.T) string {
 // a burst larger than the limit shows allowed then denied entries, in the
 // list and in the live chart; a new algorithm and parameter change the
 // behaviour; a failing store shows as an ERROR entry and a failed point,
-// never as allowed or denied; the side-by-side view charts what the server
-// computed for every algorithm of the registry. It saves a screenshot,
+// never as allowed or denied; the concurrency panel acquires leases to
+// its limit, shows the denial with Retry-After, releases them and sees the
+// count drop, and fails closed too; the side-by-side view charts what the
+// server computed for every algorithm of the registry. It saves a screenshot,
 // taken before the store fails, to $RATEKIT_SCREENSHOT (docs/demo.png is
 // made this way) or a temp dir, and one of the failure beside it.
 func TestPageEndToEnd(t *testing.T) {
@@ -185,6 +188,44 @@ func TestPageEndToEnd(t *testing.T) {
 		t.Fatalf("headers panel after the switch: %q", h)
 	}
 
+	// The concurrency limiter: a limit of 2 and leases of a minute. Two
+	// acquires get leases, the third is denied until the oldest expires;
+	// the list shows the leases held (their IDs cut short: secrets).
+	if err := chromedp.Do(ctx,
+		chromedp.WaitVisible(chromedp.ID("lease-limit")),
+		chromedp.SetValue(chromedp.ID("lease-limit"), "2"),
+		chromedp.SetValue(chromedp.ID("lease-ttl"), "60000"),
+		chromedp.Click(chromedp.ID("lease-apply")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the lease switch note", func() bool { return count("#lease-log li.note") == 1 })
+	for i := 1; i <= 3; i++ {
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("acquire"))); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(fmt.Sprintf("acquire %d listed", i), func() bool { return count("#lease-log li:not(.note)") == i })
+	}
+	if a, d := count("#lease-log li.allowed"), count("#lease-log li.denied"); a != 2 || d != 1 || count("#leases tbody tr.held") != 2 {
+		t.Fatalf("3 acquires at limit 2: %d acquired, %d denied, %d leases listed", a, d, count("#leases tbody tr.held"))
+	}
+	// Retry-After: the first lease's minute, less what has passed.
+	if e := text("#lease-log li.denied"); !contains(e, "DENIED", "#3", "in flight 2 / 2", "retry after") ||
+		!(contains(e, "Retry-After: 60)") || contains(e, "Retry-After: 59)")) {
+		t.Fatalf("denial: %q", e)
+	}
+	waitFor("2 of 2 in flight", func() bool { return text("#lease-state") == "2 / 2 in flight" })
+	if list := text("#leases"); regexp.MustCompile(`[0-9a-f]{32}`).MatchString(list) || !contains(list, "tenant:7", "…", " s") {
+		t.Fatalf("lease list: %q, want short IDs, the key and the time left", list)
+	}
+	waitLeases := func(what string, ok func(liveTotals) bool) {
+		t.Helper()
+		waitFor("the lease chart to hold "+what, func() bool { return ok(chartTotals(t, ctx, "leases")) })
+	}
+	waitLeases("2 acquired, 1 denied, 2 in flight", func(l liveTotals) bool {
+		return l.Allowed == 2 && l.Denied == 1 && l.Failed == 0 && l.Level != nil && *l.Level == 2
+	})
+
 	// The side-by-side view opens on the first pattern; the screenshot
 	// shows the burst at a window boundary.
 	checkCompare(t, ctx, ts, "steady")
@@ -205,6 +246,24 @@ func TestPageEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s (%d bytes)", out, len(png))
+
+	// Releasing a lease frees its slot; a forged lease frees nothing.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#leases tbody tr:first-child button`))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the release listed", func() bool { return count("#lease-log li.released") == 1 && count("#leases tbody tr") == 1 })
+	waitFor("1 of 2 in flight", func() bool { return text("#lease-state") == "1 / 2 in flight" })
+	waitLeases("1 in flight", func(l liveTotals) bool { return l.Level != nil && *l.Level == 1 })
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("forge"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the forged release listed", func() bool { return count("#lease-log li.notlive") == 1 })
+	if e := text("#lease-log li.notlive"); !contains(e, "NOT LIVE", "not live") {
+		t.Fatalf("forged release: %q", e)
+	}
+	if s := text("#lease-state"); s != "1 / 2 in flight" || count("#leases tbody tr") != 1 {
+		t.Fatalf("after a forged release: %q, %d leases listed, want 1 in flight and listed", s, count("#leases tbody tr"))
+	}
 
 	// The store fails: the request is listed as an ERROR with the store's
 	// error, counted as neither allowed nor denied; the state panel says
@@ -235,6 +294,26 @@ func TestPageEndToEnd(t *testing.T) {
 	if len(ts.logLines(slog.LevelError, "store failed")) == 0 {
 		t.Fatalf("no error logged for the store failure:\n%s", ts.logs.String())
 	}
+	// The lease panel fails closed too: an acquire is an ERROR, the
+	// state unavailable, the lease still listed after a failed release.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("acquire"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the lease error entry", func() bool { return count("#lease-log li.error") == 1 })
+	if e := text("#lease-log li.error"); !contains(e, "ERROR", "acquire", "HTTP 503", "store failed", "connection refused") {
+		t.Fatalf("lease error entry: %q", e)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("release-all"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the failed release listed", func() bool { return count("#lease-log li.error") == 2 })
+	if count("#leases tbody tr") != 1 || count("#lease-log li.released") != 1 {
+		t.Fatalf("after a failed release: %d leases listed, %d released, want 1 and 1", count("#leases tbody tr"), count("#lease-log li.released"))
+	}
+	waitFor("the lease state to show the failure", func() bool {
+		return text("#lease-state") == "unavailable" && contains(text("#lease-state-detail"), "HTTP 503", "store failed")
+	})
+	waitLeases("a failed point, the level unknown", func(l liveTotals) bool { return l.Failed == 1 && l.Level == nil })
 	png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
@@ -259,6 +338,17 @@ func TestPageEndToEnd(t *testing.T) {
 	waitLive("a decision again once the store is back", func(l liveTotals) bool {
 		return l.Allowed+l.Denied == 5 && l.Failed == 1 && l.Level != nil
 	})
+	// And the lease the failed release left is released now: nothing in
+	// flight.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("release-all"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the last release", func() bool { return count("#lease-log li.released") == 2 && count("#leases tbody tr") == 0 })
+	waitFor("nothing in flight", func() bool { return text("#lease-state") == "0 / 2 in flight" })
+	waitLeases("nothing in flight", func(l liveTotals) bool { return l.Level != nil && *l.Level == 0 })
+	if ids := regexp.MustCompile(`[0-9a-f]{32}`).FindAllString(ts.logs.String(), -1); len(ids) != 0 {
+		t.Fatalf("the log holds what looks like lease IDs: %v", ids)
+	}
 }
 
 // liveTotals is what the live chart holds: decisions summed over the
@@ -268,15 +358,21 @@ type liveTotals struct {
 	Level                   *int64
 }
 
-// liveChart reads the data the live chart (a uPlot) holds:
-// [seconds, level, allowed, denied, failed].
+// liveChart reads the data the live chart (a uPlot) holds.
 func liveChart(t *testing.T, ctx context.Context) liveTotals {
 	t.Helper()
-	l, err := chromedp.Run(ctx, chromedp.Evaluate[liveTotals](`(() => {
-		const [x, level, allowed, denied, failed] = demo.charts.live.data;
+	return chartTotals(t, ctx, "live")
+}
+
+// chartTotals reads the data demo.charts[name], a live chart, holds:
+// [seconds, level, allowed, denied, failed].
+func chartTotals(t *testing.T, ctx context.Context, name string) liveTotals {
+	t.Helper()
+	l, err := chromedp.Run(ctx, chromedp.Evaluate[liveTotals](fmt.Sprintf(`(() => {
+		const [x, level, allowed, denied, failed] = demo.charts[%q].data;
 		const sum = (a) => a.reduce((s, v) => s + (v || 0), 0);
 		return { Allowed: sum(allowed), Denied: sum(denied), Failed: sum(failed), Level: level.length ? level[level.length - 1] : null };
-	})()`))
+	})()`, name)))
 	if err != nil {
 		t.Fatal(err)
 	}

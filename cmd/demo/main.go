@@ -1,6 +1,8 @@
 // Command demo is ratekit's demo server: a web page where you send requests
 // one at a time or in bursts and watch a limiter allow and deny them, with
-// its state and the rate-limit response headers, for every algorithm.
+// its state and the rate-limit response headers, for every algorithm; and
+// where you acquire and release the concurrency limiter's leases and watch
+// the cost in flight against its limit.
 //
 //	go run ./cmd/demo                      # in-process memory store, no Redis
 //	go run ./cmd/demo -addr :9090

@@ -80,7 +80,7 @@ func TestPageAssets(t *testing.T) {
 		}
 		n++
 	}
-	if n < 7 {
-		t.Errorf("index.html loads %d files; want at least uPlot's two and the page's five", n)
+	if n < 8 {
+		t.Errorf("index.html loads %d files; want at least uPlot's two and the page's six", n)
 	}
 }

@@ -165,4 +165,5 @@ $("clear").addEventListener("click", () => { $("log").innerHTML = ""; seq = 0; a
 live.create();
 loadConfig().then(refreshState);
 setInterval(refreshState, 500);
+leasesView.start();
 compareView.load().catch((e) => { $("compare-error").textContent = e.message; });

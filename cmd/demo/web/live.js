@@ -1,10 +1,14 @@
-// ratekit demo page: the live chart, fed by app.js: requests decided per
-// second (allowed, denied, and failed: no decision) and the key's level
-// (Remaining, from each decision and each Peek), since the page opened or
-// was cleared, up to the last 10 minutes.
+// ratekit demo page: the live charts, fed by app.js and leases.js:
+// answers per second (allowed, denied, and failed: no decision) and a
+// level (the key's Remaining, or the cost in flight), since the page
+// opened or was cleared, up to the last 10 minutes.
 "use strict";
 
-const live = (() => {
+// liveChart returns a live chart drawn in the element of id elId and kept
+// as demo.charts[name]; labels name its series (level, allowed, denied),
+// and ceiling, when given, returns a level to draw as a dashed line (the
+// limit), or null.
+function liveChart(elId, name, labels, ceiling) {
   const span = 60; // seconds shown at least
   const keep = 600; // seconds shown at most
   const x = [], allowed = [], denied = [], failed = [], level = [];
@@ -12,20 +16,38 @@ const live = (() => {
   let plot = null;
 
   function create() {
-    const el = document.getElementById("live-chart");
+    const el = document.getElementById(elId);
+    const top = (u, min, max) => {
+      const [lo, hi] = zeroBased(u, min, max);
+      const c = ceiling ? ceiling() : null;
+      return [lo, c === null ? hi : Math.max(hi, c + 1)];
+    };
     plot = new uPlot({
       width: chartWidth(el),
       height: 240,
-      scales: { x: { time: true, range: xRange }, y: { range: zeroBased } },
+      scales: { x: { time: true, range: xRange }, y: { range: top } },
       // The level first, so that the bars are drawn over it.
       series: [
         {},
-        levelSeries(),
-        ...decisionSeries(),
+        levelSeries(labels.level),
+        ...decisionSeries(labels.allowed, labels.denied),
         { label: "failed", stroke: colors.failed, fill: colors.failed, paths: () => null, points: { show: true, size: 9, fill: colors.failed } },
       ],
+      hooks: { draw: ceiling ? [ceilingLine] : [] },
     }, [x, level, allowed, denied, failed], el);
-    demo.charts.live = plot;
+    demo.charts[name] = plot;
+  }
+
+  // ceilingLine draws the ceiling as a dashed line across the chart.
+  function ceilingLine(u) {
+    const c = ceiling();
+    if (c === null) return;
+    const ctx = u.ctx, { left, width } = u.bbox, py = u.valToPos(c, "y", true);
+    ctx.save();
+    ctx.strokeStyle = colors.denied;
+    ctx.setLineDash([5, 4]);
+    ctx.beginPath(); ctx.moveTo(left, py); ctx.lineTo(left + width, py); ctx.stroke();
+    ctx.restore();
   }
 
   // xRange is every second kept, and never less than span: a window
@@ -56,21 +78,20 @@ const live = (() => {
 
   return {
     create,
-    // decision counts one answer of the limited endpoint: kind is
-    // "allowed", "denied" or "error"; remaining is the decision's, when
-    // there was one.
-    decision(kind, remaining) {
+    // decision counts one answer: kind is "allowed", "denied" or
+    // "error"; value is the level it gave, when there was a decision.
+    decision(kind, value) {
       const i = extend();
       if (kind === "allowed") allowed[i]++;
       else if (kind === "denied") denied[i]++;
       else failed[i] = (failed[i] || 0) + 1;
-      if (remaining !== undefined) lastLevel = level[i] = remaining;
+      if (value !== undefined) lastLevel = level[i] = value;
       draw();
     },
-    // level records the key's Remaining; null when it could not be read.
-    level(remaining) {
+    // level records the level; null when it could not be read.
+    level(value) {
       const i = extend();
-      lastLevel = level[i] = remaining;
+      lastLevel = level[i] = value;
       draw();
     },
     // clear forgets the decisions and the level so far.
@@ -80,4 +101,8 @@ const live = (() => {
       draw();
     },
   };
-})();
+}
+
+// live is the rate-limited endpoint's chart: its decisions and the key's
+// Remaining.
+const live = liveChart("live-chart", "live", { level: "remaining", allowed: "allowed", denied: "denied" });
