@@ -83,10 +83,13 @@ const leasesView = (() => {
     } else if (res && res.status === 200 && d.released === false) {
       log("notlive", "NOT LIVE", ` lease ${short(id)} key=${key} cost=${n}: ${d.why}`);
     } else {
-      // The lease may still be held: keep it listed, to try again.
       log("error", "ERROR", ` release of lease ${short(id)} key=${key} ` + errorText(a));
-      await refresh();
-      return;
+      // A lease of the server's may still be held: keep it listed, to
+      // try again. A forged one is dropped.
+      if (h.expiresAt > 0) {
+        await refresh();
+        return;
+      }
     }
     held.splice(held.indexOf(h), 1);
     render();
@@ -130,7 +133,10 @@ const leasesView = (() => {
       h.row.cells[3].textContent = left > 0 ? fmtSeconds(left) : "expired (release says so)";
     }
     const listed = held.filter((h) => h.expiresAt > 0);
-    body.replaceChildren(...listed.map((h) => h.row));
+    // Rows move only when the list changed: a row re-inserted under the
+    // pointer could lose a click on its button.
+    const rows = listed.map((h) => h.row);
+    if (rows.length !== body.children.length || rows.some((r, i) => body.children[i] !== r)) body.replaceChildren(...rows);
     $("no-leases").hidden = listed.length > 0;
   }
 
