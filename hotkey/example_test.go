@@ -70,3 +70,35 @@ func ExampleBudget_Close() {
 	// closed: 96 left in the store
 	// {Keys:1 Leases:1 Granted:10 Refunded:6 Lost:0 Held:0 Direct:0}
 }
+
+// At the limit the store's denial is repeated in process until its
+// RetryAfter, which counts down.
+func ExampleBudget_AllowN() {
+	ctx := context.Background()
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	store, _ := memory.New(memory.WithClock(clock))
+	defer store.Close()
+	// 10 per second in bursts of 5.
+	limit, _ := gcra.New(store, gcra.Config{Rate: 10, Period: time.Second, Burst: 5, Clock: clock})
+	budget, _ := hotkey.New(limit, hotkey.Config{Lease: 4, TTL: time.Second, Clock: clock})
+
+	for i := 1; i <= 6; i++ {
+		d, _ := budget.AllowN(ctx, "global", 1)
+		fmt.Println(i, d.Allowed, d.RetryAfter)
+	}
+	clock.Advance(40 * time.Millisecond)
+	d, _ := budget.AllowN(ctx, "global", 1) // denied in process
+	fmt.Println(7, d.Allowed, d.RetryAfter)
+	clock.Advance(60 * time.Millisecond)
+	d, _ = budget.AllowN(ctx, "global", 1)
+	fmt.Println(8, d.Allowed, d.RetryAfter)
+	// Output:
+	// 1 true 0s
+	// 2 true 0s
+	// 3 true 0s
+	// 4 true 0s
+	// 5 true 0s
+	// 6 false 100ms
+	// 7 false 60ms
+	// 8 true 0s
+}
