@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -264,6 +265,23 @@ func TestRedisFlags(t *testing.T) {
 		resp, v := call(t, "GET", ts.URL+"/api/limited", nil, map[string]string{"X-Demo-Key": "k"})
 		if resp.StatusCode != 200 || v["remaining"].(float64) != 4 || !strings.HasPrefix(name, label) {
 			t.Fatalf("%s: %s %v %s", client, resp.Status, v, name)
+		}
+		// The concurrency limiter too, on the Redis server's clock.
+		resp, v = call(t, "POST", ts.URL+"/api/leases?n=3", nil, map[string]string{"X-Demo-Key": "k"})
+		if resp.StatusCode != 200 || v["in_flight"] != 3.0 {
+			t.Fatalf("%s: acquire: %s %v", client, resp.Status, v)
+		}
+		// Retry-After: the lease's 30 s TTL, less the few seconds a loaded
+		// machine may take since.
+		if resp, v := call(t, "POST", ts.URL+"/api/leases", nil, map[string]string{"X-Demo-Key": "k"}); resp.StatusCode != 429 || !slices.Contains([]string{"30", "29", "28", "27", "26", "25"}, resp.Header.Get("Retry-After")) {
+			t.Fatalf("%s: acquire over the limit: %s Retry-After %q %v", client, resp.Status, resp.Header.Get("Retry-After"), v)
+		}
+		lease := v["lease"].(map[string]any)
+		if resp, v := call(t, "POST", ts.URL+"/api/leases/release", lease, nil); resp.StatusCode != 200 || v["released"] != true {
+			t.Fatalf("%s: release: %s %v", client, resp.Status, v)
+		}
+		if resp, v := call(t, "GET", ts.URL+"/api/leases/state?key=k", nil, nil); resp.StatusCode != 200 || v["in_flight"] != 0.0 {
+			t.Fatalf("%s: state after the release: %s %v", client, resp.Status, v)
 		}
 		ts.Close()
 		closeFn()
