@@ -73,6 +73,8 @@ bench:
 	cd bench/peers && $(GO) run . -out .. $(BENCHFLAGS)
 
 # The per-store go test benchmarks (each starts its own redis-server;
-# each Redis store is a module of its own).
+# each Redis store is a module of its own), and go-redis' AutoPipeliner
+# (in faulttest, whose go-redis is new enough to have it).
 gobench:
 	for d in store/*/; do (cd $$d && $(GO) test -run '^$$' -bench . -benchmem .) || exit 1; done
+	cd internal/testkit/faulttest && $(GO) test -run '^$$' -bench AutoPipeline -benchmem .

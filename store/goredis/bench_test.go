@@ -16,15 +16,3 @@ func BenchmarkTokenBucket(b *testing.B) {
 	defer rdb.Close()
 	benchutil.TokenBucket(b, goredisstore.New(rdb))
 }
-
-func BenchmarkTokenBucketAutoPipeline(b *testing.B) {
-	srv := redistest.Start(b)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, PoolSize: 64})
-	defer rdb.Close()
-	ap, err := rdb.AutoPipeline()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ap.Close()
-	benchutil.TokenBucket(b, goredisstore.New(ap))
-}

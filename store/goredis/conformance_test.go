@@ -43,19 +43,6 @@ func TestConformanceRing(t *testing.T) {
 	conformance.Run(t, conformance.Harness{Runner: goredisstore.New(ring)})
 }
 
-// Through go-redis' AutoPipeliner, which batches concurrent calls: the
-// path the README recommends for throughput. Commands reach it through
-// Process, which it batches (its Do would bypass the pipeline).
-func TestConformanceAutoPipeline(t *testing.T) {
-	srv := redistest.Start(t)
-	ap, err := newClient(t, srv.Addr).AutoPipeline()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ap.Close() })
-	conformance.Run(t, conformance.Harness{Runner: goredisstore.New(ap)})
-}
-
 // Against a real redis-server in server-time mode: every decision at the
 // server's TIME, each algorithm's bound checked on the server's clock.
 func TestConformanceServerClock(t *testing.T) {
