@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# footprint.sh [REPO]: what a program that uses ratekit carries. For three
+# tiny programs (the memory store; go-redis; rueidis), each a module at
+# "go 1.22" that uses ratekit from REPO (default: this repository) through
+# replace directives, after go mod tidy: the modules in its graph (go mod
+# graph, the program included), in go list -m all, its go.sum lines (none
+# for ratekit's own modules, replaced by directories: a published version
+# adds two per ratekit module), and the go directive tidy left it with.
+# docs/design.md ("Modules") records the figures.
+set -euo pipefail
+repo=$(cd "${1:-$(dirname "$0")/..}" && pwd)
+work=$(mktemp -d)
+mods=$(cd "$repo" && find . -name go.mod -not -path './.git/*' | sed 's|^\./||; s|/\?go.mod$||; s|^$|.|')
+prog() { # prog NAME < main.go: one program, measured
+	local d="$work/$1"; mkdir -p "$d"
+	cat > "$d/main.go"
+	{
+		echo "module example.com/$1"; echo; echo "go 1.22"; echo
+		for m in $mods; do
+			if [ "$m" = . ]; then echo "replace github.com/ratekit/ratekit => $repo"; echo "require github.com/ratekit/ratekit v0.0.0"
+			else echo "replace github.com/ratekit/ratekit/$m => $repo/$m"
+				if grep -q "\"github.com/ratekit/ratekit/$m[\"/]" "$d/main.go"; then echo "require github.com/ratekit/ratekit/$m v0.0.0"; fi
+			fi
+		done
+	} > "$d/go.mod"
+	(cd "$d" && go mod tidy)
+	local graph=$(cd "$d" && go mod graph | tr ' ' '\n' | grep -v '^go@\|^toolchain@' | sort -u | wc -l)
+	local all=$(cd "$d" && go list -m all | wc -l)
+	local sum=$( [ -f "$d/go.sum" ] && wc -l < "$d/go.sum" || echo 0)
+	local godir=$(grep '^go ' "$d/go.mod")
+	printf '%-8s graph %3d  list-m-all %3d  go.sum %3d  %s\n' "$1" "$graph" "$all" "$sum" "$godir"
+	[ -n "${VERBOSE:-}" ] && (cd "$d" && go list -m all | sed 's/^/    /') || true
+}
+prog memory <<'G'
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ratekit/ratekit/algorithms/tokenbucket"
+	"github.com/ratekit/ratekit/store/memory"
+)
+
+func main() {
+	store, err := memory.New()
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+	l, err := tokenbucket.New(store, tokenbucket.Config{Capacity: 3, RefillRate: 1, RefillInterval: time.Second})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(l.Allow(context.Background(), "k"))
+}
+G
+prog goredis <<'G'
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	goredisstore "github.com/ratekit/ratekit/store/goredis"
+	"github.com/ratekit/ratekit/algorithms/tokenbucket"
+	"github.com/redis/go-redis/v9"
+)
+
+func main() {
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", MaxRetries: -1, ContextTimeoutEnabled: true})
+	defer rdb.Close()
+	l, err := tokenbucket.New(goredisstore.New(rdb), tokenbucket.Config{Capacity: 3, RefillRate: 1, RefillInterval: time.Second})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(l.Allow(context.Background(), "k"))
+}
+G
+prog rueidis <<'G'
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	rueidisstore "github.com/ratekit/ratekit/store/rueidis"
+	"github.com/ratekit/ratekit/algorithms/tokenbucket"
+	"github.com/redis/rueidis"
+)
+
+func main() {
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"localhost:6379"}, DisableCache: true})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	l, err := tokenbucket.New(rueidisstore.New(c), tokenbucket.Config{Capacity: 3, RefillRate: 1, RefillInterval: time.Second})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(l.Allow(context.Background(), "k"))
+}
+G
+rm -rf "$work"
