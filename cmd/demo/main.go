@@ -4,9 +4,11 @@
 // where you acquire and release the concurrency limiter's leases and watch
 // the cost in flight against its limit.
 //
-//	go run ./cmd/demo                      # in-process memory store, no Redis
-//	go run ./cmd/demo -addr :9090
-//	go run ./cmd/demo -redis redis://localhost:6379 -client rueidis
+// It is a module of its own; from cmd/demo:
+//
+//	go run .                                       # in-process memory store, no Redis
+//	go run . -addr :9090
+//	go run . -redis redis://localhost:6379 -client rueidis
 //
 // The demo fails closed: while the store fails, the rate-limited endpoint
 // answers 503 with {"error": ...}, and each failure is logged to stderr.
