@@ -25,11 +25,19 @@ LIBRARY_MODULES := $(filter-out cmd/% bench/% internal/%,$(MODULES))
 # runs everything with the installed Go.
 GO_MIN := $(shell sed -n 's/^go //p' go.mod)
 
+# Modules tested at once: their slowest tests mostly wait (failovers,
+# restarts), so modules overlap well; each module's output is printed
+# whole, in order, when all are done.
+TEST_JOBS ?= 3
+
 test: fmt-check vet
-	@fail=0; for m in $(MODULES); do \
-		echo "go test $$m"; \
-		(cd $$m && $(GO) test -race -count=1 -timeout 30m ./...) || fail=1; \
-	done; exit $$fail
+	@dir=$$(mktemp -d); \
+	printf '%s\n' $(MODULES) | xargs -P $(TEST_JOBS) -I{} sh -c \
+		'f="$$1/$$(echo {} | tr / _)"; cd {} && $(GO) test -race -count=1 -timeout 30m ./... >"$$f.log" 2>&1 || touch "$$f.failed"' _ "$$dir"; \
+	fail=0; for m in $(MODULES); do \
+		f="$$dir/$$(echo $$m | tr / _)"; echo "go test $$m"; cat "$$f.log"; \
+		if [ -e "$$f.failed" ]; then fail=1; fi; \
+	done; rm -rf "$$dir"; exit $$fail
 
 vet:
 	@fail=0; for m in $(MODULES); do \
