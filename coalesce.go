@@ -14,11 +14,10 @@ import "github.com/ratekit/ratekit/internal/engine"
 // 64 decisions per script call, all in one round trip), as soon as it
 // returns. A lone call therefore costs what it costs on l. A group is
 // every key on a store that is one node (core.SingleNode: a Redis server
-// that is not a cluster), and one cluster slot on any other: on a cluster
-// only calls on keys in one slot share a batch, which in ratekit means
-// calls on the same key (ratekit makes each key its own hash tag), so
-// coalescing there helps hot keys and cannot help calls spread over many
-// keys. On the memory store it only adds work.
+// that is not a cluster), and one cluster slot on any other, where only
+// calls on the same key share a script call (ratekit makes each key its
+// own hash tag), so coalescing there helps hot keys and cannot help calls
+// spread over many keys. On the memory store it only adds work.
 //
 // Decisions are those of l: a batch decides its calls in the order they
 // came, at the time it is sent, so each call is decided after every call

@@ -66,8 +66,8 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 // would decide it, in order (requests on one key see each other), with its
 // own error. On the Redis stores the requests go in one pipelined round
 // trip per server, and up to 64 decisions go in one script call: any
-// requests on a store that is one node (core.SingleNode), those whose
-// keys share a cluster slot on a cluster.
+// requests on a store that is one node (core.SingleNode), those on the
+// same key on any other (a cluster, a Ring).
 func (l *Limiter) AllowMany(ctx context.Context, reqs []core.Request) []core.Result {
 	return l.e.AllowMany(ctx, reqs)
 }

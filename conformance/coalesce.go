@@ -175,7 +175,7 @@ func burst(t *rapid.T, g *gate, l core.Limiter, reqs []core.Request) ([]decided,
 // key in order, with the same requests one by one on the reference.
 // It also checks that they went as batches: per group (every key on a
 // store that is one node, a slot on any other) the first alone, then
-// what queued behind it in one call.
+// what queued behind it in one call (one per key, unless one node).
 func burstAction(g *gate, prefix string, cur func() (want, gotC core.Limiter, v variant), keyGen *rapid.Generator[string], cost func(*rapid.T, string) int64, sync func(), check func(t *rapid.T, what, key string, d core.Decision, allowedN int64)) func(*rapid.T) {
 	return func(t *rapid.T) {
 		want, gotC, v := cur()
@@ -200,10 +200,10 @@ func burstAction(g *gate, prefix string, cur func() (want, gotC core.Limiter, v 
 			}
 		}
 		// The calls the store saw: per group, the first request alone,
-		// then the valid ones queued behind it in one call (one request:
-		// the single script).
+		// then the valid ones queued behind it, one call per key (one
+		// request: the single script).
 		single := g.SingleNode()
-		queued := map[int]int{}
+		queued := map[int]map[string]int{} // group -> key -> requests
 		first := map[int]bool{}
 		for _, r := range reqs {
 			if r.N < 1 || r.N > v.maxCost {
@@ -217,13 +217,31 @@ func burstAction(g *gate, prefix string, cur func() (want, gotC core.Limiter, v 
 				first[grp] = true
 				continue
 			}
-			queued[grp]++
+			if queued[grp] == nil {
+				queued[grp] = map[string]int{}
+			}
+			queued[grp][r.Key]++
 		}
-		wantCalls := len(first) + len(queued)
-		batches := 0
-		for _, q := range queued {
-			if q > 1 {
-				batches++
+		wantCalls, batches := len(first), 0
+		for _, byKey := range queued {
+			switch {
+			case single && len(byKey) > 0:
+				// One node: every queued request in one call.
+				n := 0
+				for _, c := range byKey {
+					n += c
+				}
+				wantCalls++
+				if n > 1 {
+					batches++
+				}
+			default:
+				for _, c := range byKey {
+					wantCalls++
+					if c > 1 {
+						batches++
+					}
+				}
 			}
 		}
 		got := 0

@@ -22,8 +22,9 @@ const maxBatch = 64
 // AllowMany decides every request, in order, each with its own result.
 // Requests go to the store in batch script calls of up to maxBatch
 // decisions: on a store that is one node (core.SingleNode) any requests
-// together, on any other those whose keys share a cluster slot. All the
-// calls go in one RunScripts when the runner is a core.BatchRunner.
+// together, on any other those whose keys share a hash tag (the same
+// user key). All the calls go in one RunScripts when the runner is a
+// core.BatchRunner.
 func (e *Engine) AllowMany(ctx context.Context, reqs []core.Request) []core.Result {
 	out := make([]core.Result, len(reqs))
 	now, err := params.Now(e.clock)
@@ -94,13 +95,13 @@ func (e *Engine) decideItems(ctx context.Context, now int64, items []item, idx [
 	if anySlot {
 		groups = [][]int{idx}
 	} else {
-		groups = groupBySlot(items, idx)
+		groups = groupByTag(items, idx)
 	}
 	retry := e.runGroups(ctx, now, items, groups, anySlot, out)
 	if len(retry) > 0 {
 		// The store took itself for one node and met a cluster (it said
-		// CROSSSLOT, running nothing): the same requests, slot by slot.
-		e.runGroups(ctx, now, items, groupBySlot(items, retry), false, out)
+		// CROSSSLOT, running nothing): the same requests, key by key.
+		e.runGroups(ctx, now, items, groupByTag(items, retry), false, out)
 	}
 }
 
@@ -188,18 +189,20 @@ func (e *Engine) runGroups(ctx context.Context, now int64, items []item, groups 
 	return retry
 }
 
-// groupBySlot splits the items at indexes idx into groups of the same
-// cluster slot, each in the order of idx, the groups in order of their
-// first item.
-func groupBySlot(items []item, idx []int) [][]int {
-	bySlot := make(map[int]int, len(idx)) // slot -> group index
+// groupByTag splits the items at indexes idx into groups of the same
+// hash tag, each in the order of idx, the groups in order of their first
+// item. Keys with one tag share a cluster slot, and a go-redis Ring shard
+// too: the Ring places a script by its first key's tag, so keys of two
+// tags in one slot may live on two shards, and never go in one script.
+func groupByTag(items []item, idx []int) [][]int {
+	byTag := make(map[string]int, len(idx)) // tag -> group index
 	groups := make([][]int, 0, len(idx))
 	for _, i := range idx {
-		s := slot.Of(items[i].skey)
-		g, ok := bySlot[s]
+		t := keyspace.Tag(items[i].skey)
+		g, ok := byTag[t]
 		if !ok {
 			g = len(groups)
-			bySlot[s] = g
+			byTag[t] = g
 			groups = append(groups, nil)
 		}
 		groups[g] = append(groups[g], i)

@@ -100,11 +100,12 @@ func TestAllowManyOneCallPerNode(t *testing.T) {
 	}
 }
 
-// A store that says it is not one node gets one call per slot; a store
-// that took itself for one node and met a cluster (CROSSSLOT) gets the
-// refused requests again, slot by slot, in the same AllowMany, and each
-// request its own decision.
-func TestAllowManyPerSlot(t *testing.T) {
+// A store that says it is not one node gets one call per key (per hash
+// tag: a go-redis Ring places keys by tag, so two keys of one slot may
+// live on two shards); a store that took itself for one node and met a
+// cluster (CROSSSLOT) gets the refused requests again, key by key, in the
+// same AllowMany, and each request its own decision.
+func TestAllowManyPerKey(t *testing.T) {
 	reqs := requests(100)
 	reqs = append(reqs, reqs[0], reqs[1]) // the same keys again: one slot, in order
 	for _, cluster := range []string{"says so", "CROSSSLOT"} {
@@ -124,24 +125,27 @@ func TestAllowManyPerSlot(t *testing.T) {
 					t.Fatalf("result %d: %+v", i, r)
 				}
 			}
-			slots := map[int]bool{}
-			for _, c := range o.calls {
-				for _, k := range c.Keys {
-					slots[slot.Of(k)] = true
-				}
+			tags := map[string]bool{}
+			for _, r := range reqs {
+				tags[keyspace.Tag(keyspace.Key("", r.Key, ""))] = true
 			}
-			var perSlot []core.ScriptCall
+			perKey := 0
 			for _, c := range o.calls {
-				if !slot.Same(c.Keys) {
-					if cluster != "CROSSSLOT" || !c.AnySlot {
-						t.Fatalf("a call spans slots: %q", c.Keys)
+				if c.AnySlot {
+					if cluster != "CROSSSLOT" {
+						t.Fatalf("a call marked AnySlot on a store that is not one node: %q", c.Keys)
 					}
 					continue
 				}
-				perSlot = append(perSlot, c)
+				for _, k := range c.Keys {
+					if keyspace.Tag(k) != keyspace.Tag(c.Keys[0]) {
+						t.Fatalf("a call spans keys: %q", c.Keys)
+					}
+				}
+				perKey++
 			}
-			if len(perSlot) != len(slots) {
-				t.Fatalf("%d calls in one slot each, want %d (one per slot)", len(perSlot), len(slots))
+			if perKey != len(tags) {
+				t.Fatalf("%d calls of one key each, want %d (one per key)", perKey, len(tags))
 			}
 			if want := map[string]int{"says so": 1, "CROSSSLOT": 2}[cluster]; o.batches != want {
 				t.Fatalf("%d RunScripts, want %d", o.batches, want)

@@ -19,7 +19,8 @@ import (
 // decision.
 //
 // Calls are grouped as a batch script allows: every key together on a
-// store that is one node (core.SingleNode), by cluster slot on any other.
+// store that is one node (core.SingleNode), by cluster slot on any other
+// (where AllowMany's calls then split a batch by key).
 // A group has at most one call in flight. A call that finds its group idle
 // is sent at once, alone, exactly as Engine.Decide sends it: no timer, no
 // wait. A call that finds a call in flight joins the group's queue; when
