@@ -11,21 +11,13 @@ import (
 
 	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms"
-	"github.com/ratekit/ratekit/algorithms/gcra"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
 )
 
 // coalesce returns the coalescing form of a limiter of the registry.
 func coalesce(t *testing.T, l core.Limiter) core.Limiter {
-	switch l := l.(type) {
-	case *ratekit.Limiter:
-		return ratekit.Coalesce(l)
-	case *gcra.Limiter:
-		return ratekit.Coalesce(l.Limiter)
-	}
-	t.Fatalf("%T cannot coalesce", l)
-	return nil
+	return ratekit.Coalesce(baseLimiter(t, l))
 }
 
 // TestContentionCoalesced is TestContention through coalescing limiters
