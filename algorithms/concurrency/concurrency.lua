@@ -9,13 +9,13 @@
 --          units of a lease share its expiry. Absent: no lease.
 -- n        the cost to acquire (1 for a peek), or the lease's cost
 -- mode     0 acquire, 1 peek, 3 release, 4 extend
--- p        limit, ttl_us; lease_a, lease_b: the lease's id, as the decimal
---          strings ARGV holds (absent for a peek)
+-- limit, ttl_us: the parameters; lease_a, lease_b: the lease's id, as the
+--          decimal strings ARGV holds (absent for a peek)
 -- returns  allowed (1 when acquired, released or extended), remaining
 --          (limit minus the units in flight, at least 0), retry_after_us
 --          (a denied acquire or peek: until enough units expire),
---          reset_after_us (until every lease has expired), and the
---          function that writes (nil when nothing is written)
+--          reset_after_us (until every lease has expired), then nil, nil
+--          and the function that writes (nothing when nothing is written)
 --
 -- A lease counts while its expiry is later than now. Only a granted
 -- acquire, and a release or an extension of a live lease, write, and every
@@ -50,9 +50,8 @@ local function concurrency_units(key, cmd, score, id, n)
   end
 end
 
-local function concurrency(key, now, client_clock, n, mode, p)
-  local limit, ttl = p.limit, p.ttl_us
-  local fmt = string.format
+local function concurrency(key, now, client_clock, n, mode, limit, ttl_us, lease_a, lease_b)
+  local ttl = ttl_us
 
   -- The unit that expires last: when no lease is left.
   local top = redis.pcall('ZRANGE', key, -1, -1, 'WITHSCORES')
@@ -62,7 +61,7 @@ local function concurrency(key, now, client_clock, n, mode, p)
     last = concurrency_time(top[2])
     if not last or not string.match(top[1], '^%-?%d+:%-?%d+:%d+:%d+$') then return -1, 0, 0, 0 end
   end
-  local now_s = fmt('%d', now)
+  local now_s = string.format('%d', now)
   local after = '(' .. now_s
   local count = 0
   if last > now then count = redis.call('ZCOUNT', key, after, '+inf') end
@@ -82,16 +81,16 @@ local function concurrency(key, now, client_clock, n, mode, p)
     if mode == 1 then return 1, remaining, 0, reset end
     local expires = now + ttl
     local fresh = math.max(last, expires)
-    local id = p.lease_a .. ':' .. p.lease_b .. ':' .. fmt('%d', n) .. ':'
-    return 1, limit - count - n, 0, fresh - now, function()
+    local id = lease_a .. ':' .. lease_b .. ':' .. string.format('%d', n) .. ':'
+    return 1, limit - count - n, 0, fresh - now, nil, nil, function()
       if last > 0 then redis.call('ZREMRANGEBYSCORE', key, '-inf', now_s) end
-      concurrency_units(key, 'ZADD', fmt('%d', expires), id, n)
+      concurrency_units(key, 'ZADD', string.format('%d', expires), id, n)
       redis.call('PEXPIRE', key, ttl_ms(fresh - now, client_clock))
     end
   end
 
   -- Release or extend: the lease's first unit says whether it is live.
-  local id = p.lease_a .. ':' .. p.lease_b .. ':' .. fmt('%d', n) .. ':'
+  local id = lease_a .. ':' .. lease_b .. ':' .. string.format('%d', n) .. ':'
   local s = redis.call('ZSCORE', key, id .. '1')
   local at = false
   if s then
@@ -116,7 +115,7 @@ local function concurrency(key, now, client_clock, n, mode, p)
     if left < 0 then left = 0 end
     local rst = 0
     if others > 0 then rst = others - now end
-    return 1, left, 0, rst, function()
+    return 1, left, 0, rst, nil, nil, function()
       redis.call('ZREMRANGEBYSCORE', key, '-inf', now_s)
       concurrency_units(key, 'ZREM', nil, id, n)
       -- With no other lease left the set is empty, and Redis deleted it.
@@ -127,9 +126,9 @@ local function concurrency(key, now, client_clock, n, mode, p)
   -- Extend: the lease lives ttl from now, and never less than it did.
   local expires = math.max(at, now + ttl)
   local fresh = math.max(last, expires)
-  return 1, remaining, 0, fresh - now, function()
+  return 1, remaining, 0, fresh - now, nil, nil, function()
     redis.call('ZREMRANGEBYSCORE', key, '-inf', now_s)
-    concurrency_units(key, 'ZADD', fmt('%d', expires), id, n)
+    concurrency_units(key, 'ZADD', string.format('%d', expires), id, n)
     redis.call('PEXPIRE', key, ttl_ms(fresh - now, client_clock))
   end
 end

@@ -3,9 +3,11 @@
 --
 -- key      the window: a string "count:start_us:end_us", or absent. end_us
 --          is start_us + window_us of the configuration that wrote it.
--- p        limit, window_us, start_us (0, or the calendar period's start)
+-- limit, window_us, start_us (0, or the calendar period's start): the
+--          parameters
 -- returns  allowed, remaining, retry_after_us, reset_after_us, and the
---          function that writes the new state (nil when nothing is written)
+--          new state's value and TTL in µs (nil when nothing is written;
+--          false deletes the key)
 --
 -- A window starts at the first request after the previous one ended and
 -- lasts window_us, as in the guide, but it ends by the stored start and
@@ -16,19 +18,21 @@
 -- the window is full under this one. A window ends at start + Window, or
 -- at the end it was written with, whichever comes first: so a longer
 -- Window never stretches state beyond the TTL it was written with.
-local function fixedwindow(key, now, client_clock, n, mode, p)
-  local limit, window = p.limit, p.window_us
+local function fixedwindow(key, now, client_clock, n, mode, limit, window_us, start_us)
+  local window = window_us
   local peek, refund = mode == 1, mode == 3
 
   -- A new window opens now, or, on a calendar (start_us > 0), is the
   -- calendar period [start_us, start_us + window_us) that holds now.
   local open = now
-  if p.start_us > 0 then open = p.start_us end
+  if start_us > 0 then open = start_us end
   local count, start, stop = 0, open, open + window
-  local state = read_state(key, 3)
-  if state == false then return -1, 0, 0, 0 end
-  if state then
-    count, start, stop = math.min(state[1], limit), state[2], math.min(state[2] + window, state[3])
+  local s1, s2, s3 = read_state(key, 3)
+  if s1 == false then return -1, 0, 0, 0 end
+  if s1 then
+    count, start, stop = s1, s2, s2 + window
+    if count > limit then count = limit end
+    if stop > s3 then stop = s3 end
     if now >= stop then
       count, start, stop = 0, open, open + window
     end
@@ -52,13 +56,12 @@ local function fixedwindow(key, now, client_clock, n, mode, p)
   local retry, reset = 0, 0
   if allowed == 0 then retry = stop - now end
   if count > 0 then reset = stop - now end
-  local write
   if allowed == 1 and not peek then
-    write = function() write_state(key, {count, start, stop}, reset, client_clock) end
+    return allowed, limit - count, retry, reset, string.format('%d:%d:%d', count, start, stop), reset
   elseif refunded and count == 0 then
-    write = function() redis.call('DEL', key) end
+    return allowed, limit - count, retry, reset, false
   elseif refunded then
-    write = function() write_state(key, {count, start, stop}, stop - now, client_clock) end
+    return allowed, limit - count, retry, reset, string.format('%d:%d:%d', count, start, stop), stop - now
   end
-  return allowed, limit - count, retry, reset, write
+  return allowed, limit - count, retry, reset
 end

@@ -5,9 +5,9 @@
 --          "tat_us:frac:rate:written_us", the time tat_us + frac/rate µs,
 --          and the time of the write; or absent. One GET, one SET with TTL.
 -- mode     0: allow n, 1: peek for n, 2: allow at most n
--- p        rate, period_us, burst
+-- rate, period_us, burst: the parameters
 -- returns  allowed (mode 2: units granted), remaining, retry_after_us,
---          reset_after_us, and the function that writes the new state (nil
+--          reset_after_us, and the new state's value and TTL in µs (nil
 --          when nothing is written)
 --
 -- Times are scaled by rate, so the emission interval period/rate is exactly
@@ -18,22 +18,21 @@
 -- State written under another configuration is held to a full burst ahead
 -- of its write under this one, and its fraction of a microsecond is rounded
 -- up when Rate changed.
-local function gcra(key, now, client_clock, n, mode, p)
-  local rate, period, burst = p.rate, p.period_us, p.burst
+local function gcra(key, now, client_clock, n, mode, rate, period_us, burst)
+  local period = period_us
 
   local cap = burst * period
   local x, t = 0, now
-  local state = read_state(key, 4)
-  if state == false then return -1, 0, 0, 0 end
-  if state then
-    local tat, frac, old_rate, written = state[1], state[2], state[3], state[4]
+  local tat, frac, old_rate, written = read_state(key, 4)
+  if tat == false then return -1, 0, 0, 0 end
+  if tat then
     if frac >= old_rate or tat < written then return -1, 0, 0, 0 end
     if old_rate ~= rate and frac > 0 then tat, frac = tat + 1, 0 end
     if written > t then t = written end
     -- At its write the state was at most a full burst ahead under this
     -- configuration: (tat - written) * rate + frac <= cap.
-    if tat - written > math.floor(cap / rate) or (tat - written) * rate + frac > cap then
-      tat, frac = written + math.floor(cap / rate), cap % rate
+    if tat - written > idiv(cap, rate) or (tat - written) * rate + frac > cap then
+      tat, frac = written + idiv(cap, rate), cap % rate
     end
     if tat >= t then x = (tat - t) * rate + frac end
   end
@@ -47,7 +46,7 @@ local function gcra(key, now, client_clock, n, mode, p)
     n, mode = 1, 1
   end
 
-  local avail = math.floor((cap - x) / period)
+  local avail = idiv(cap - x, period)
   local m = n
   if mode == 2 and avail < n then m = avail end
   if m < 1 then m = 1 end
@@ -56,14 +55,14 @@ local function gcra(key, now, client_clock, n, mode, p)
 
   local behind = t - now
   local retry = 0
-  if allowed == 0 then retry = behind + math.floor((x + m * period - cap + rate - 1) / rate) end
+  if allowed == 0 then retry = behind + idiv(x + m * period - cap + rate - 1, rate) end
   if allowed == 1 and mode ~= 1 then x = x + m * period end
-  local reset = behind + math.floor((x + rate - 1) / rate)
+  local reset = behind + idiv(x + rate - 1, rate)
   local write
   if (allowed == 1 and mode ~= 1) or refunded then
-    write = function() write_state(key, {t + math.floor(x / rate), x % rate, rate, t}, reset, client_clock) end
-    avail = math.floor((cap - x) / period)
+    write = string.format('%d:%d:%d:%d', t + idiv(x, rate), x % rate, rate, t)
+    avail = idiv(cap - x, period)
   end
   if mode == 2 and allowed == 1 then allowed = m end
-  return allowed, avail, retry, reset, write
+  return allowed, avail, retry, reset, write, reset
 end

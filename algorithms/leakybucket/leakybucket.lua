@@ -5,9 +5,9 @@
 --          absent (empty). fresh_at_us is when the bucket is empty again.
 --          level is scaled by per_us, so that a leak of rate units per
 --          per_us drains exactly rate scaled units every microsecond.
--- p        capacity, leak_rate, per_us
+-- capacity, leak_rate, per_us: the parameters
 -- returns  allowed, remaining, retry_after_us, reset_after_us, and the
---          function that writes the new state (nil when nothing is written)
+--          new state's value and TTL in µs (nil when nothing is written)
 --
 -- A key's time never runs backwards: with the clock behind last_leak_us,
 -- the bucket is decided as at last_leak_us and the waits count the
@@ -15,28 +15,27 @@
 -- whole units (a partly drained unit counts whole when Per changed), at
 -- most a full bucket under this one, and is empty from its fresh_at_us on,
 -- so it never outlives the TTL it was written with.
-local function leakybucket(key, now, client_clock, n, mode, p)
-  local capacity, rate, per = p.capacity, p.leak_rate, p.per_us
+local function leakybucket(key, now, client_clock, n, mode, capacity, leak_rate, per_us)
+  local rate, per = leak_rate, per_us
   local peek, refund = mode == 1, mode == 3
 
   local full = capacity * per
   local level, t, fresh = 0, now, nil
-  local state = read_state(key, 4)
-  if state == false then return -1, 0, 0, 0 end
-  if state and state[3] < 1 then return -1, 0, 0, 0 end
-  if state and math.max(now, state[2]) < state[4] then
-    local last, old_per = state[2], state[3]
-    fresh = state[4]
-    level = state[1]
+  local s1, last, old_per, s4 = read_state(key, 4)
+  if s1 == false then return -1, 0, 0, 0 end
+  if s1 and old_per < 1 then return -1, 0, 0, 0 end
+  if s1 and now < s4 and last < s4 then
+    fresh = s4
+    level = s1
     if old_per ~= per then
-      level = math.min(math.floor((level + old_per - 1) / old_per), capacity) * per
+      level = math.min(idiv(level + old_per - 1, old_per), capacity) * per
     end
-    level = math.min(level, full)
+    if level > full then level = full end
     if last > t then t = last end
     -- Drain since the last leak, never below empty.
     if level > 0 then
       local elapsed = t - last
-      if elapsed >= math.floor((level + rate - 1) / rate) then
+      if elapsed >= idiv(level + rate - 1, rate) then
         level = 0
       else
         level = level - elapsed * rate
@@ -61,15 +60,14 @@ local function leakybucket(key, now, client_clock, n, mode, p)
   end
   local behind = t - now
   local retry = 0
-  if allowed == 0 then retry = behind + math.floor((level + add - full + rate - 1) / rate) end
-  local reset = behind + math.floor((level + rate - 1) / rate)
+  if allowed == 0 then retry = behind + idiv(level + add - full + rate - 1, rate) end
+  local reset = behind + idiv(level + rate - 1, rate)
   local writes = allowed == 1 and not peek
   if fresh and not writes then
     retry, reset = math.min(retry, fresh - now), math.min(reset, fresh - now)
   end
-  local write
   if writes or refunded then
-    write = function() write_state(key, {level, t, per, now + reset}, reset, client_clock) end
+    return allowed, idiv(full - level, per), retry, reset, string.format('%d:%d:%d:%d', level, t, per, now + reset), reset
   end
-  return allowed, math.floor((full - level) / per), retry, reset, write
+  return allowed, idiv(full - level, per), retry, reset
 end

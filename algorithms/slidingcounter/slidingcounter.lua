@@ -5,9 +5,9 @@
 --          "window_number:previous:current:window_us:fresh_at_us", or
 --          absent. Windows are aligned to the epoch, as in the guide;
 --          fresh_at_us is when both counts have left the estimate.
--- p        limit, window_us
+-- limit, window_us: the parameters
 -- returns  allowed, remaining, retry_after_us, reset_after_us, and the
---          function that writes the new state (nil when nothing is written)
+--          new state's value and TTL in µs (nil when nothing is written)
 --
 -- The guide's estimate prev * (1 - elapsed) + curr, in exact integers:
 -- with e = now - window start, a request of cost n passes when
@@ -19,25 +19,26 @@
 -- window that holds the old current window's start; and from its
 -- fresh_at_us on the state counts as absent, so it never outlives the TTL
 -- it was written with.
-local function slidingcounter(key, now, client_clock, n, mode, p)
-  local limit, W = p.limit, p.window_us
+local function slidingcounter(key, now, client_clock, n, mode, limit, window_us)
+  local W = window_us
   local peek, refund = mode == 1, mode == 3
 
-  local wn = math.floor(now / W)
+  local wn = idiv(now, W)
   local prev, curr, fresh = 0, 0, nil
-  local state = read_state(key, 5)
-  if state == false then return -1, 0, 0, 0 end
-  if state and (state[4] < 1 or state[1] * state[4] > MAX_STATE) then return -1, 0, 0, 0 end
-  if state and now < state[5] then
-    local a, b, c = state[1], math.min(state[2], limit), math.min(state[3], limit)
-    local w = state[4]
-    fresh = state[5]
+  local s1, s2, s3, w, s5 = read_state(key, 5)
+  if s1 == false then return -1, 0, 0, 0 end
+  if s1 and (w < 1 or s1 * w > MAX_STATE) then return -1, 0, 0, 0 end
+  if s1 and now < s5 then
+    local a, b, c = s1, s2, s3
+    if b > limit then b = limit end
+    if c > limit then c = limit end
+    fresh = s5
     if w ~= W then
       -- One statement each: gopher-lua (miniredis) assigns a multiple
       -- assignment's targets while still evaluating its values.
       c = math.min(b + c, limit)
       b = 0
-      a = math.floor(a * w / W)
+      a = idiv(a * w, W)
     end
     if a == wn then
       prev, curr = b, c
@@ -75,7 +76,7 @@ local function slidingcounter(key, now, client_clock, n, mode, p)
     local at = -1
     -- This window: the estimate falls as e grows.
     if curr < K and prev > 0 then
-      local es = W - math.floor(((K - curr) * W - 1) / prev)
+      local es = W - idiv((K - curr) * W - 1, prev)
       if es < W then at = start + es end
     end
     -- The next window: prev becomes curr, curr becomes 0.
@@ -83,7 +84,7 @@ local function slidingcounter(key, now, client_clock, n, mode, p)
       if curr == 0 then
         at = start + W
       else
-        local es = W - math.floor((K * W - 1) / curr)
+        local es = W - idiv(K * W - 1, curr)
         if es < 0 then es = 0 end
         if es < W then at = start + W + es end
       end
@@ -104,12 +105,12 @@ local function slidingcounter(key, now, client_clock, n, mode, p)
   end
   local write
   if writes or refunded then
-    write = function() write_state(key, {wn, prev, curr, W, now + reset}, reset, client_clock) end
+    write = string.format('%d:%d:%d:%d:%d', wn, prev, curr, W, now + reset)
   end
 
   -- Remaining: how many requests of cost 1 would pass now.
   local remaining = 0
   local d = limit * W - curr * W - prev * (W - e)
-  if d > 0 then remaining = math.floor((d + W - 1) / W) end
-  return allowed, remaining, retry, reset, write
+  if d > 0 then remaining = idiv(d + W - 1, W) end
+  return allowed, remaining, retry, reset, write, reset
 end

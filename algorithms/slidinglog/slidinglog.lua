@@ -7,9 +7,11 @@
 --          and one member "~" whose score is the time the log was written
 --          to expire: its newest entry's time plus the Window it was written
 --          with. From then on the log counts as empty. Absent: an empty log.
--- p        limit, window_us
--- returns  allowed, remaining, retry_after_us, reset_after_us, and the
---          function that writes the new log (nil when nothing is written)
+-- limit, window_us: the parameters
+-- returns  allowed, remaining, retry_after_us, reset_after_us, then
+--          false when the log is to be deleted, or nil, nil and the
+--          function that writes the new log (nothing when nothing is
+--          written)
 --
 -- An entry counts while its time is later than t - window, as in the
 -- guide, which removes scores <= t - window. t is now, or the newest
@@ -27,10 +29,9 @@ local function slidinglog_score(s)
   return v
 end
 
-local function slidinglog(key, now, client_clock, n, mode, p)
-  local limit, window = p.limit, p.window_us
+local function slidinglog(key, now, client_clock, n, mode, limit, window_us)
+  local window = window_us
   local peek, refund = mode == 1, mode == 3
-  local fmt = string.format
 
   -- The newest entry and the expiry mark are the two greatest scores.
   local top = redis.pcall('ZRANGE', key, -2, -1, 'WITHSCORES')
@@ -50,12 +51,12 @@ local function slidinglog(key, now, client_clock, n, mode, p)
       next_index = tonumber(index)
     end
   end
-  local cutoff = fmt('%d', t - window)
+  local cutoff = string.format('%d', t - window)
   local after_cutoff = '(' .. cutoff
 
   local count = 0
   if newest and newest > t - window then
-    count = redis.call('ZCOUNT', key, after_cutoff, '(' .. fmt('%d', fresh))
+    count = redis.call('ZCOUNT', key, after_cutoff, '(' .. string.format('%d', fresh))
   end
   -- A refund removes the n newest live entries (fewer if there are fewer:
   -- an entry that has left the window cannot be refunded), then reports as
@@ -67,11 +68,11 @@ local function slidinglog(key, now, client_clock, n, mode, p)
     if k > 0 then
       count = count - k
       if count == 0 then
-        refund_write = function() redis.call('DEL', key) end
+        refund_write = false
       else
         local e = redis.call('ZRANGEBYSCORE', key, after_cutoff, '+inf', 'WITHSCORES', 'LIMIT', count - 1, 1)
         newest = slidinglog_score(e[2])
-        local gone = redis.call('ZRANGEBYSCORE', key, after_cutoff, '(' .. fmt('%d', fresh), 'LIMIT', count, k)
+        local gone = redis.call('ZRANGEBYSCORE', key, after_cutoff, '(' .. string.format('%d', fresh), 'LIMIT', count, k)
         refund_write = function()
           redis.call('ZREMRANGEBYSCORE', key, '-inf', cutoff)
           redis.call('ZREM', key, unpack(gone))
@@ -94,7 +95,7 @@ local function slidinglog(key, now, client_clock, n, mode, p)
       elseif exists then
         redis.call('DEL', key)
       end
-      local at = fmt('%d', t)
+      local at = string.format('%d', t)
       local i = 0
       while i < n do
         local batch = {}
@@ -102,12 +103,12 @@ local function slidinglog(key, now, client_clock, n, mode, p)
         while i < n and j < 200 do
           i = i + 1
           batch[2 * j + 1] = at
-          batch[2 * j + 2] = at .. ':' .. fmt('%010d', next_index + i)
+          batch[2 * j + 2] = at .. ':' .. string.format('%010d', next_index + i)
           j = j + 1
         end
         if i == n then
           -- The last batch moves the expiry mark too.
-          batch[2 * j + 1] = fmt('%d', t + window)
+          batch[2 * j + 1] = string.format('%d', t + window)
           batch[2 * j + 2] = '~'
         end
         redis.call('ZADD', key, unpack(batch))
@@ -126,5 +127,6 @@ local function slidinglog(key, now, client_clock, n, mode, p)
   end
   local remaining = limit - count
   if remaining < 0 then remaining = 0 end
-  return allowed, remaining, retry, reset, write
+  if write == false then return allowed, remaining, retry, reset, false end
+  return allowed, remaining, retry, reset, nil, nil, write
 end

@@ -4,32 +4,33 @@
 -- key      the bucket: a string "tokens:last_refill_us:fresh_at_us", or
 --          absent (full). fresh_at_us is when the bucket is full again, the
 --          moment from which the state decides like an absent key.
--- p        capacity, refill_rate, refill_interval_us
+-- capacity, refill_rate, refill_interval_us: the parameters
 -- returns  allowed, tokens_left, retry_after_us, reset_after_us, and the
---          function that writes the new state (nil when nothing is written)
+--          new state's value and TTL in µs (nil when nothing is written)
 --
 -- Integers only, all below 2^53: a double computes them exactly.
 --
 -- State written under another configuration keeps its tokens (at most
 -- Capacity) and its refill phase, and still counts as full from its
 -- fresh_at_us on, so it never outlives the TTL it was written with.
-local function tokenbucket(key, now, client_clock, n, mode, p)
-  local cap, rate, interval = p.capacity, p.refill_rate, p.refill_interval_us
+local function tokenbucket(key, now, client_clock, n, mode, capacity, refill_rate, refill_interval_us)
+  local cap, rate, interval = capacity, refill_rate, refill_interval_us
   local peek, refund = mode == 1, mode == 3
 
   local tokens, last, fresh = cap, now, nil
-  local state = read_state(key, 3)
-  if state == false then return -1, 0, 0, 0 end
-  if state and now < state[3] then
-    tokens, last, fresh = math.min(state[1], cap), state[2], state[3]
+  local s1, s2, s3 = read_state(key, 3)
+  if s1 == false then return -1, 0, 0, 0 end
+  if s1 and now < s3 then
+    tokens, last, fresh = s1, s2, s3
+    if tokens > cap then tokens = cap end
   end
 
   -- Whole refill intervals since last_refill, as in the seed. A clock behind
   -- last_refill refills nothing: the wait below then counts the difference.
   if tokens < cap and now > last then
-    local refills = math.floor((now - last) / interval)
+    local refills = idiv(now - last, interval)
     if refills > 0 then
-      local to_full = math.floor((cap - tokens + rate - 1) / rate)
+      local to_full = idiv(cap - tokens + rate - 1, rate)
       if refills >= to_full then
         tokens = cap
       else
@@ -59,17 +60,16 @@ local function tokenbucket(key, now, client_clock, n, mode, p)
   end
   local retry = 0
   if allowed == 0 then
-    retry = last + math.floor((n - tokens + rate - 1) / rate) * interval - now
+    retry = last + idiv(n - tokens + rate - 1, rate) * interval - now
     if fresh and retry > fresh - now then retry = fresh - now end
   end
   local reset = 0
   if tokens < cap then
-    reset = last + math.floor((cap - tokens + rate - 1) / rate) * interval - now
+    reset = last + idiv(cap - tokens + rate - 1, rate) * interval - now
     if fresh and (allowed == 0 or peek) and reset > fresh - now then reset = fresh - now end
   end
-  local write
   if (allowed == 1 and not peek) or (refund and fresh) then
-    write = function() write_state(key, {tokens, last, now + reset}, reset, client_clock) end
+    return allowed, tokens, retry, reset, string.format('%d:%d:%d', tokens, last, now + reset), reset
   end
-  return allowed, tokens, retry, reset, write
+  return allowed, tokens, retry, reset
 end

@@ -20,31 +20,33 @@ import (
 
 // ArgsScript composes the one-decision script of s for a step that also
 // takes the call's arguments named names, after its parameters. In Lua the
-// step finds each in p under its name as the decimal string the store was
-// sent, not a Lua number, so that any int64 stays exact; the Go twin finds
-// them in p after the parameters, as int64s. name names the script.
+// step takes each as an argument after its parameters, named as in names,
+// as the decimal string the store was sent, not a Lua number, so that any
+// int64 stays exact; the Go twin finds them in p after the parameters, as
+// int64s. name names the script.
 //
 // The twin's step may also stage the deletion of its key, as a Lua step
 // that removes the last member of a set does: a State whose List is empty
 // but not nil deletes the key.
 func ArgsScript(s *Spec, name string, names []string) *core.Script {
+	checkSignature(s, false, names...)
 	all := make([]string, 0, len(s.Params)+len(names))
-	fields := make([]string, 0, len(s.Params)+len(names))
+	args := make([]string, 0, len(s.Params)+len(names))
 	for i, prm := range s.Params {
 		all = append(all, prm.Name)
-		fields = append(fields, fmt.Sprintf("%s = tonumber(ARGV[%d])", prm.Name, 4+i))
+		args = append(args, fmt.Sprintf("ARGV[%d] + 0", 4+i))
 	}
 	for i, n := range names {
 		all = append(all, n)
-		fields = append(fields, fmt.Sprintf("%s = ARGV[%d]", n, 4+len(s.Params)+i))
+		args = append(args, fmt.Sprintf("ARGV[%d]", 4+len(s.Params)+i))
 	}
 	lua := prelude + "\n" + strings.TrimSpace(s.Lua) + "\n\n" + fmt.Sprintf(`-- %[1]s: one call. KEYS[1] is the key; ARGV = now_us, n, mode, %[2]s.
-local now, client_clock = clock(tonumber(ARGV[1]))
-local allowed, remaining, retry, reset, write = %[3]s(KEYS[1], now, client_clock,
-  tonumber(ARGV[2]), tonumber(ARGV[3]), %[4]s)
-if write then write() end
+local now, client_clock = clock(ARGV[1] + 0)
+local allowed, remaining, retry, reset, value, ttl, write = %[3]s(KEYS[1], now, client_clock,
+  ARGV[2] + 0, ARGV[3] + 0, %[4]s)
+commit(KEYS[1], value, ttl, client_clock, write)
 return {allowed, remaining, retry, reset}
-`, name, strings.Join(all, ", "), s.Name, "{"+strings.Join(fields, ", ")+"}")
+`, name, strings.Join(all, ", "), s.Name, strings.Join(args, ", "))
 	twin := func(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
 		c := call(tx, args[0])
 		c.N, c.Mode = args[1], args[2]

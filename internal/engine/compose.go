@@ -21,6 +21,18 @@ import (
 //	               ARGV = now, n, mode, then for each limit: shadow (0 or
 //	               1), penalty_us (0 for none) and its params
 //
+// A step is called as name(key, now, client_clock, n, mode, params...),
+// its parameters in the order of Spec.Params, and returns allowed,
+// remaining, retry_us, reset_us, then what it writes: value, ttl_us and
+// write. A string value is the key's new value, set with a TTL of ttl_us;
+// a false value deletes the key; write, a function, writes what the step
+// staged in it (a sorted set's members); nil writes nothing (the prelude's
+// commit). The composed script runs the writes: at once for one decision
+// or a batch, only when the whole call is allowed for a policy. The
+// parameters as arguments and the value as a string keep the step free of
+// tables and closures on its common path: on the server those cost more
+// than the step's arithmetic.
+//
 // Every reply holds four integers per decision: allowed, remaining,
 // retry_after_us, reset_after_us; a policy's reply ends with two more, the
 // penalty block's (see PolicyScript).
@@ -31,30 +43,30 @@ func header(s *Spec) string {
 
 func singleLua(s *Spec) string {
 	return header(s) + fmt.Sprintf(`-- %[1]s: one decision. KEYS[1] is the key; ARGV = now_us, n, mode, %[2]s.
-local now, client_clock = clock(tonumber(ARGV[1]))
-local allowed, remaining, retry, reset, write = %[1]s(KEYS[1], now, client_clock,
-  tonumber(ARGV[2]), tonumber(ARGV[3]), %[3]s)
-if write then write() end
+local now, client_clock = clock(ARGV[1] + 0)
+local allowed, remaining, retry, reset, value, ttl, write = %[1]s(KEYS[1], now, client_clock,
+  ARGV[2] + 0, ARGV[3] + 0, %[3]s)
+commit(KEYS[1], value, ttl, client_clock, write)
 return {allowed, remaining, retry, reset}
-`, s.Name, paramNames(s), luaParams(s, 4, ""))
+`, s.Name, paramNames(s), luaArgs(len(s.Params), 4))
 }
 
 func batchLua(s *Spec) string {
 	k := len(s.Params)
 	return header(s) + fmt.Sprintf(`-- %[1]s: one decision per key, in order, at one time.
 -- ARGV = now_us, %[2]s, then n and mode for each key.
-local now, client_clock = clock(tonumber(ARGV[1]))
-local p = %[3]s
+local now, client_clock = clock(ARGV[1] + 0)
+local %[3]s = %[4]s
 local out = {}
 for i = 1, #KEYS do
-  local at = %[4]d + 2 * i
-  local allowed, remaining, retry, reset, write = %[1]s(KEYS[i], now, client_clock,
-    tonumber(ARGV[at]), tonumber(ARGV[at + 1]), p)
-  if write then write() end
+  local at, key = %[5]d + 2 * i, KEYS[i]
+  local allowed, remaining, retry, reset, value, ttl, write = %[1]s(key, now, client_clock,
+    ARGV[at] + 0, ARGV[at + 1] + 0, %[3]s)
+  commit(key, value, ttl, client_clock, write)
   out[4 * i - 3], out[4 * i - 2], out[4 * i - 1], out[4 * i] = allowed, remaining, retry, reset
 end
 return out
-`, s.Name, paramNames(s), luaParams(s, 2, ""), k)
+`, s.Name, paramNames(s), luaLocals(k), luaArgs(k, 2), k)
 }
 
 func paramNames(s *Spec) string {

@@ -46,8 +46,8 @@ func PolicyScript(specs []*Spec) *core.Script {
 	fmt.Fprintf(&b, `-- %[1]s: one request on %[2]d limits; counted by all of them, or by none.
 -- KEYS[i] is limit i's key, KEYS[%[3]d] the penalty key if any; ARGV = now_us,
 -- n, mode, then for each limit: shadow, penalty_us, its parameters.
-local now, client_clock = clock(tonumber(ARGV[1]))
-local n, mode = tonumber(ARGV[2]), tonumber(ARGV[3])
+local now, client_clock = clock(ARGV[1] + 0)
+local n, mode = ARGV[2] + 0, ARGV[3] + 0
 local block = KEYS[%[3]d]
 local until_us = 0
 if block then
@@ -58,46 +58,51 @@ if block then
     out[%[4]d + 1], out[%[4]d + 2] = -1, 0
     return out
   end
-  if b and b[1] > now then until_us = b[1] end
+  if b and b > now then until_us = b end
 end
 local blocked = until_us > 0
 local step_mode = mode
 if blocked and mode == 0 then step_mode = 1 end
-local out, writes, all, penalty = {}, {}, not blocked, 0
+local out, all, penalty = {}, not blocked, 0
 local allowed, remaining, retry, reset, shadow, pen
 `, name, len(specs), len(specs)+1, 4*len(specs))
+	// Each limit's writes wait in locals (v1, t1, w1, ...) until
+	// every limit has decided: a table or a closure per limit would cost
+	// the server more than the decision.
 	at := 4
 	for i, s := range specs {
-		fmt.Fprintf(&b, "shadow, pen = tonumber(ARGV[%d]), tonumber(ARGV[%d])\n", at, at+1)
-		fmt.Fprintf(&b, "allowed, remaining, retry, reset, writes[%d] = %s(KEYS[%d], now, client_clock, n, step_mode, %s)\n", i+1, s.Name, i+1, luaParams(s, at+2, ""))
+		k := len(s.Params)
+		fmt.Fprintf(&b, "local v%[1]d, t%[1]d, w%[1]d\n", i+1)
+		fmt.Fprintf(&b, "shadow, pen = ARGV[%d] + 0, ARGV[%d] + 0\n", at, at+1)
+		fmt.Fprintf(&b, "allowed, remaining, retry, reset, v%[1]d, t%[1]d, w%[1]d = %[2]s(KEYS[%[1]d], now, client_clock, n, step_mode, %[3]s)\n", i+1, s.Name, luaArgs(k, at+2))
 		fmt.Fprintf(&b, "out[%d], out[%d], out[%d], out[%d] = allowed, remaining, retry, reset\n", 4*i+1, 4*i+2, 4*i+3, 4*i+4)
 		b.WriteString("if allowed ~= 1 and shadow == 0 then\n  all = false\n  if pen > penalty then penalty = pen end\nend\n")
-		at += 2 + len(s.Params)
+		at += 2 + k
 	}
 	// A denied request counted nothing: the limits that allowed it report
 	// their state as a Peek would, not as if they had counted it.
 	b.WriteString("if mode == 0 and not all and not blocked then\n")
 	at = 4
 	for i, s := range specs {
-		fmt.Fprintf(&b, "  if out[%d] == 1 then\n    allowed, remaining, retry, reset = %s(KEYS[%d], now, client_clock, n, 1, %s)\n    out[%d], out[%d] = remaining, reset\n  end\n", 4*i+1, s.Name, i+1, luaParams(s, at+2, ""), 4*i+2, 4*i+4)
-		at += 2 + len(s.Params)
+		k := len(s.Params)
+		fmt.Fprintf(&b, "  if out[%d] == 1 then\n    allowed, remaining, retry, reset = %s(KEYS[%d], now, client_clock, n, 1, %s)\n    out[%d], out[%d] = remaining, reset\n  end\n", 4*i+1, s.Name, i+1, luaArgs(k, at+2), 4*i+2, 4*i+4)
+		at += 2 + k
 	}
-	b.WriteString("end\n")
-	fmt.Fprintf(&b, `if mode == 3 or (mode == 0 and all) then
-  for i = 1, %[1]d do
-    if writes[i] then writes[i]() end
-  end
-elseif mode == 0 and not blocked and penalty > 0 and block then
+	b.WriteString("end\nif mode == 3 or (mode == 0 and all) then\n")
+	for i := range specs {
+		fmt.Fprintf(&b, "  commit(KEYS[%[1]d], v%[1]d, t%[1]d, client_clock, w%[1]d)\n", i+1)
+	}
+	fmt.Fprintf(&b, `elseif mode == 0 and not blocked and penalty > 0 and block then
   until_us = now + penalty
-  write_state(block, {until_us}, penalty, client_clock)
+  commit(block, string.format('%%d', until_us), penalty, client_clock)
 end
 if until_us > 0 then
-  out[%[2]d + 1], out[%[2]d + 2] = until_us - now, 1
+  out[%[1]d + 1], out[%[1]d + 2] = until_us - now, 1
 else
-  out[%[2]d + 1], out[%[2]d + 2] = 0, 0
+  out[%[1]d + 1], out[%[1]d + 2] = 0, 0
 end
 return out
-`, len(specs), 4*len(specs))
+`, 4*len(specs))
 	return core.NewScript(name, b.String(), policyTwin(specs), false)
 }
 

@@ -16,7 +16,7 @@ var scheduled = engine.NewSpec(engine.Spec{
 		{Name: "limit", Field: "Limit", Kind: engine.Count},
 		{Name: "start_us", Field: "Start", Kind: engine.Scheduled},
 	},
-	Lua: "local function scheduled(key, now, client_clock, n, mode, p) return 1, 0, 0, 0 end",
+	Lua: "local function scheduled(key, now, client_clock, n, mode, limit, start_us) return 1, 0, 0, 0 end",
 	Step: func(core.Tx, string, engine.Call, []int64) (engine.Reply, engine.State) {
 		return engine.Reply{1, 0, 0, 0}, engine.State{}
 	},

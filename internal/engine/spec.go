@@ -86,9 +86,9 @@ type Spec struct {
 	Name   string
 	Params []Param
 	// Lua defines the step as a function named after the algorithm,
-	// called as name(key, now, client_clock, n, mode, p) and returning
-	// allowed, remaining, retry_us, reset_us and a function that writes
-	// the new state (nil when nothing is to be written).
+	// local function name(key, now, client_clock, n, mode, <Params' names
+	// in order>), returning allowed, remaining, retry_us, reset_us, and
+	// value, ttl_us, write: what it writes (see compose.go).
 	Lua  string
 	Step StepFunc
 
@@ -99,6 +99,7 @@ type Spec struct {
 // NewSpec composes s's scripts: one decision (read-write, and read-only
 // for Peek) and a batch of decisions on many keys.
 func NewSpec(s Spec) *Spec {
+	checkSignature(&s, true)
 	s.allow = core.NewScript(s.Name, singleLua(&s), singleTwin(&s), false)
 	s.peek = core.NewScript(s.Name, s.allow.Lua(), s.allow.Twin(), true)
 	s.batch = core.NewScript(s.Name+":batch", batchLua(&s), batchTwin(&s), false)
@@ -144,17 +145,45 @@ func (s *Spec) values(raw []int64) ([]int64, error) {
 	return out, nil
 }
 
-// luaParams returns the Lua table of s's parameters read from ARGV,
-// starting at ARGV[first + offset] where offset is a Lua expression.
-func luaParams(s *Spec, first int, offset string) string {
+// luaArgs returns k arguments read from ARGV as numbers, from
+// ARGV[first] on: "ARGV[4] + 0, ARGV[5] + 0" (arithmetic converts a
+// decimal string without the cost of calling tonumber).
+func luaArgs(k, first int) string {
 	var b strings.Builder
-	b.WriteString("{")
-	for i, p := range s.Params {
+	for i := range k {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%s = tonumber(ARGV[%s%d])", p.Name, offset, first+i)
+		fmt.Fprintf(&b, "ARGV[%d] + 0", first+i)
 	}
-	b.WriteString("}")
 	return b.String()
+}
+
+// luaLocals returns the names of k Lua locals holding parameters: "p1, p2".
+func luaLocals(k int) string {
+	names := make([]string, k)
+	for i := range names {
+		names[i] = fmt.Sprintf("p%d", i+1)
+	}
+	return strings.Join(names, ", ")
+}
+
+// checkSignature panics unless s.Lua defines its step as the composed
+// scripts call it: local function <Name>(key, now, client_clock, n, mode,
+// then Params' names in order, then extra (the names of a call's own
+// arguments, ArgsScript); with open, any further arguments may follow
+// (a step that ArgsScript also calls with arguments of its own). The
+// parameters' order is declared once, in Params; this keeps the Lua's
+// names from drifting from it. Specs are package variables, so a mismatch
+// fails every test of the package.
+func checkSignature(s *Spec, open bool, extra ...string) {
+	names := []string{"key", "now", "client_clock", "n", "mode"}
+	for _, p := range s.Params {
+		names = append(names, p.Name)
+	}
+	names = append(names, extra...)
+	want := "local function " + s.Name + "(" + strings.Join(names, ", ")
+	if !strings.Contains(s.Lua, want+")") && (!open || !strings.Contains(s.Lua, want+", ")) {
+		panic(fmt.Sprintf("engine: the Lua step of %s does not begin with %q", s.Name, want+")"))
+	}
 }
