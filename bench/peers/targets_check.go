@@ -143,20 +143,23 @@ const why = `## Why targets are missed here
   machinery allocates per command.
 * **Script cost against the guide's token bucket.** ratekit's scripts do
   more than the guide's in each call: the TTL goes in the same SET (the
-  guide sets none), numbers are formatted exactly with string.format
-  (the guide lets Redis format them), and in the default server-time mode
-  the script also calls TIME (the guide takes now from the client). With
-  a client clock the token bucket measured about 0.86x of the guide's
-  script at -P 16; with TIME about 0.73x.
+  guide sets none: PX alone costs the server about 6 000 instructions of
+  a call), the stored state is parsed with its checks and formatted
+  exactly, and in the default server-time mode the script also calls TIME
+  (the guide takes now from the client). cachegrind on redis-server: the
+  token bucket takes about 76 000 instructions per call with a client
+  clock, 85 000 with TIME, the guide's script 59 000 (docs/design.md,
+  "What a script costs").
 * **go-redis against a bare redis.NewScript(guide's script).Run.** On
   this machine the client, not the server, takes most of the CPU of a
   call (store/goredis BenchmarkAgainstBareScript: about 16-22 µs of
   client CPU per call at 64-256 goroutines, mostly the write and read
   system calls and goroutine wake-ups, the same for both), and ratekit's
-  script costs the server 1.8x the guide's per call (INFO commandstats):
+  script costs the server more than the guide's per call (INFO
+  commandstats; cachegrind: 85 000 instructions with TIME against 59 000):
   a TTL on every write alone costs the guide's script 1.2x (0.90x the
-  throughput), TIME about 1.1x, and the rest is the composed script's
-  checks and closures. At 64 and 256 goroutines that is what keeps
+  throughput), TIME about 1.1x, and the rest is the state's checked parse
+  and exact formatting. At 64 and 256 goroutines that is what keeps
   ratekit on go-redis at 0.66-0.81x the bare call; at 1 goroutine it is
   1.2-1.3x.
 * **The memory store against the in-process peers.** A decision
