@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/engine"
@@ -79,6 +81,7 @@ type Policy struct {
 	penalty  string // the penalty key prefix, "" when no limit has a penalty
 	limit    int64  // the largest cost every limit accepts
 	nargs    int    // the script's arguments after now, n and mode
+	lendKeys bool   // the store copies the keys it keeps (engine.LendsKeys)
 	onShadow func(ctx context.Context, key string, d PolicyDecision)
 }
 
@@ -174,6 +177,7 @@ func NewPolicy(cfg PolicyConfig) (*Policy, error) {
 			return nil, bad("PenaltyPrefix %q is a limit's prefix", p.penalty)
 		}
 	}
+	p.lendKeys = engine.LendsKeys(p.engines[0].Runner())
 	p.script = engine.PolicyScript(specs)
 	p.peek = core.NewScript(p.script.Name(), p.script.Lua(), p.script.Twin(), true)
 	return p, nil
@@ -266,15 +270,42 @@ func (p *Policy) run(ctx context.Context, key string, n int64, mode int64) (Poli
 	if err := engine.Ended(ctx); err != nil {
 		return PolicyDecision{}, err
 	}
-	keys := make([]string, len(p.engines), len(p.engines)+1)
-	for i, e := range p.engines {
-		keys[i] = keyspace.Key(e.Prefix(), key, "")
+	f := policyFrames.Get().(*policyFrame)
+	defer f.put()
+	keys := f.keys[:0]
+	if p.lendKeys {
+		// Every key goes in one buffer, grown first so that no append
+		// moves what the strings already point to (an escaped byte takes
+		// three).
+		need := (len(p.engines) + 1) * (3*len(key) + 2)
+		for _, e := range p.engines {
+			need += len(e.Prefix())
+		}
+		need += len(p.penalty)
+		if cap(f.key) < need {
+			f.key = make([]byte, 0, need)
+		}
+		b := f.key[:0]
+		for _, e := range p.engines {
+			at := len(b)
+			b = keyspace.AppendKey(b, e.Prefix(), key, "")
+			keys = append(keys, unsafe.String(&b[at], len(b)-at))
+		}
+		if p.penalty != "" {
+			at := len(b)
+			b = keyspace.AppendKey(b, p.penalty, key, "")
+			keys = append(keys, unsafe.String(&b[at], len(b)-at))
+		}
+	} else {
+		for _, e := range p.engines {
+			keys = append(keys, keyspace.Key(e.Prefix(), key, ""))
+		}
+		if p.penalty != "" {
+			keys = append(keys, keyspace.Key(p.penalty, key, ""))
+		}
 	}
-	if p.penalty != "" {
-		keys = append(keys, keyspace.Key(p.penalty, key, ""))
-	}
-	args := make([]int64, 0, 3+p.nargs)
-	args = append(args, now, n, mode)
+	f.keys = keys
+	args := append(f.args[:0], now, n, mode)
 	for i, l := range p.limits {
 		var shadow int64
 		if l.Shadow {
@@ -287,7 +318,11 @@ func (p *Policy) run(ctx context.Context, key string, n int64, mode int64) (Poli
 	if mode == engine.ModePeek {
 		s = p.peek
 	}
-	reply, err := e0.Runner().RunScript(ctx, s, keys, args, nil)
+	f.args = args
+	reply, err := e0.Runner().RunScript(ctx, s, keys, args, f.reply[:0])
+	if reply != nil {
+		f.reply = reply
+	}
 	if err != nil {
 		return PolicyDecision{}, err
 	}
@@ -356,4 +391,22 @@ func (p *Policy) decode(key string, reply []int64) (PolicyDecision, error) {
 func same(a, b core.ScriptRunner) bool {
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
 	return va.Type() == vb.Type() && va.Comparable() && vb.Comparable() && a == b
+}
+
+// policyFrame holds one call's buffers, reused across calls: the keys
+// (built in key when the store copies what it keeps), the arguments and
+// the reply.
+type policyFrame struct {
+	key   []byte
+	keys  []string
+	args  []int64
+	reply []int64
+}
+
+var policyFrames = sync.Pool{New: func() any { return new(policyFrame) }}
+
+// put clears the keys, which may point into key, and returns f to the pool.
+func (f *policyFrame) put() {
+	clear(f.keys)
+	policyFrames.Put(f)
 }

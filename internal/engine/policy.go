@@ -132,7 +132,12 @@ func policyTwin(specs []*Spec) core.TwinFunc {
 		if blocked && mode == ModeAllow {
 			c.Mode = ModePeek
 		}
-		states := make([]State, len(specs))
+		var buf [16]State // ratekit.MaxPolicyLimits: no allocation
+		states := buf[:0]
+		if len(specs) > len(buf) {
+			states = make([]State, 0, len(specs))
+		}
+		states = states[:len(specs)]
 		base := len(reply)
 		all := !blocked
 		var penalty int64
