@@ -127,6 +127,18 @@ const why = `## Why targets are missed here
   server and the same 2 cores; redis_rate's GCRA script is cheap, so 3x or
   2.5x its rate would need more than the server's ceiling for ratekit's
   script. The ratios show the pipelining gain, not a slower script.
+* **A two-limit policy against one limit.** The policy reads and writes
+  two keys (each limit keeps its state under its own limiter's prefix)
+  and runs two steps, so its script costs the server about 1.8x a single
+  limit's: cachegrind on redis-server counts 136 000 instructions per
+  call for the token bucket and fixed window policy against 76 000 for
+  the token bucket alone, of which the second key's GET and SET with its
+  TTL are 16 000. Where the server is the bottleneck (rueidis at 64 and
+  256 goroutines) the policy then makes about 0.56-0.65x a single limit's
+  decisions per second; 0.8x would need the second limit to add at most
+  a quarter of a call. Keeping both limits' state in one key would save
+  one GET and SET but parse and format twice the integers: estimated
+  0.67x, and the limits could no longer be read alone.
 * **Allocations.** On rueidis and valkey-go one allocation of ratekit's
   holds a call's key (copied, so the limiter can lend a reused buffer) and
   its arguments as strings; the rest are the client's own (its command and
