@@ -51,7 +51,7 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 			if count == 0 {
 				st.Write, st.List = true, []int64{} // deletes the key
 			} else {
-				next := make([]int64, count, count+1)
+				next := engine.Scratch(tx, int(count)+1)[:count]
 				copy(next, live)
 				st = engine.State{Write: true, TTL: params.TTL(fresh-now, c.ClientClock), List: append(next, fresh)}
 			}

@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/inproc"
 	"github.com/ratekit/ratekit/internal/keyspace"
 	"github.com/ratekit/ratekit/internal/params"
 )
@@ -31,6 +32,10 @@ type Engine struct {
 	// borrowKeys: the runner copies any key it keeps (core.KeyCopier), so
 	// a decision can lend it a key built in a reused buffer.
 	borrowKeys bool
+	// local, when set, is the runner itself, a store that runs a step on
+	// one key in process (InProcess): Decide and Run use it instead of
+	// the one-decision script.
+	local inproc.Store
 }
 
 // frame holds one decision's buffers, reused across calls, so that a
@@ -64,6 +69,7 @@ func New(runner core.ScriptRunner, clock core.Clock, prefix, defaultPrefix strin
 	}
 	e := &Engine{runner: runner, clock: clock, prefix: prefix, limit: limit, spec: spec, params: vals}
 	e.borrowKeys = LendsKeys(runner)
+	e.local = InProcess(runner)
 	return e, nil
 }
 
@@ -111,8 +117,9 @@ func (e *Engine) SetSchedule(schedule func(now int64, p []int64)) error {
 	return nil
 }
 
-// Decide validates the call and decides key at cost n in mode (ModeAllow
-// or ModePeek).
+// Decide validates the call and decides key at cost n in mode (ModeAllow,
+// ModePeek or ModeRefund): through the one-decision script, or on a store
+// that runs steps in process (InProcess) with the step itself.
 func (e *Engine) Decide(ctx context.Context, key string, n int64, mode int64) (core.Decision, error) {
 	if err := keyspace.CheckKey(key); err != nil {
 		return core.Decision{}, err
@@ -126,6 +133,13 @@ func (e *Engine) Decide(ctx context.Context, key string, n int64, mode int64) (c
 	}
 	if err := Ended(ctx); err != nil {
 		return core.Decision{}, err
+	}
+	if e.local != nil {
+		r, err := e.stepLocal(e.local, key, n, mode, now)
+		if err != nil {
+			return core.Decision{}, err
+		}
+		return e.Decode(key, r[:])
 	}
 	s := e.spec.allow
 	if mode == ModePeek {
@@ -173,6 +187,13 @@ func (e *Engine) Run(ctx context.Context, key string, n int64, mode int64) ([]in
 	}
 	if err := Ended(ctx); err != nil {
 		return nil, err
+	}
+	if e.local != nil {
+		r, err := e.stepLocal(e.local, key, n, mode, now)
+		if err != nil {
+			return nil, err
+		}
+		return r[:], nil
 	}
 	args := make([]int64, 0, len(e.params)+3)
 	args = append(args, now, n, mode)
@@ -230,13 +251,19 @@ func CheckRunner(runner core.ScriptRunner) error {
 // embedded runner, to copy every key it keeps (see core.KeyCopier).
 func LendsKeys(runner core.ScriptRunner) bool {
 	kc, ok := runner.(core.KeyCopier)
-	if !ok || !reflect.ValueOf(runner).Comparable() {
+	return ok && isSelf(runner, kc.CopiesKeysOf)
+}
+
+// isSelf reports whether self(), a method of runner that returns its
+// receiver, names runner itself and not a runner embedded in it.
+func isSelf(runner core.ScriptRunner, self func() core.ScriptRunner) bool {
+	if !reflect.ValueOf(runner).Comparable() {
 		return false
 	}
 	// A comparable type may hold an incomparable value (an interface field
 	// holding a slice): compare only values that compare without panicking.
-	self := kc.CopiesKeysOf()
-	return self != nil && reflect.TypeOf(self) == reflect.TypeOf(runner) && reflect.ValueOf(self).Comparable() && self == runner
+	s := self()
+	return s != nil && reflect.TypeOf(s) == reflect.TypeOf(runner) && reflect.ValueOf(s).Comparable() && s == runner
 }
 
 // Call returns the one-decision script call AllowN would send for key and

@@ -50,6 +50,12 @@ func Key(prefix, key, suffix string) string {
 func AppendKey(dst []byte, prefix, key, suffix string) []byte {
 	dst = append(dst, prefix...)
 	dst = append(dst, '{')
+	if !needsEscape(key) {
+		// Most keys: a check eight bytes at a time, then one copy.
+		dst = append(dst, key...)
+		dst = append(dst, '}')
+		return append(dst, suffix...)
+	}
 	for {
 		// Copy the runs between escaped bytes whole: most keys have none.
 		i := 0
@@ -88,4 +94,31 @@ func Tag(key string) string {
 		return key
 	}
 	return key[i+1 : i+1+j]
+}
+
+// needsEscape reports whether key holds a byte AppendKey escapes ('%',
+// '{' or '}'), eight bytes at a time: a word x has a zero byte exactly
+// when (x - 0x0101..) & ^x & 0x8080.. is not zero, and x is the word XOR
+// the escaped byte repeated.
+func needsEscape(key string) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	has := func(x uint64) bool {
+		x1, x2, x3 := x^('%'*ones), x^('{'*ones), x^('}'*ones)
+		return ((x1-ones)&^x1|(x2-ones)&^x2|(x3-ones)&^x3)&highs != 0
+	}
+	i := 0
+	for ; i+8 <= len(key); i += 8 {
+		k := key[i : i+8]
+		w := uint64(k[0]) | uint64(k[1])<<8 | uint64(k[2])<<16 | uint64(k[3])<<24 |
+			uint64(k[4])<<32 | uint64(k[5])<<40 | uint64(k[6])<<48 | uint64(k[7])<<56
+		if has(w) {
+			return true
+		}
+	}
+	for ; i < len(key); i++ {
+		if c := key[i]; c == '%' || c == '{' || c == '}' {
+			return true
+		}
+	}
+	return false
 }

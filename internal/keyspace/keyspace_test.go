@@ -84,3 +84,29 @@ func BenchmarkAppendKey(b *testing.B) {
 		buf = AppendKey(buf[:0], "rk:tb:", "user:1234", "")
 	}
 }
+
+// AppendKey's word-at-a-time check finds an escaped byte at any position
+// of keys of any length, among bytes of every value.
+func TestAppendKeyFindsEveryEscape(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		key := string(rapid.SliceOfN(rapid.OneOf(rapid.Byte(), rapid.SampledFrom([]byte("%{}"))), 1, 40).Draw(t, "key"))
+		var want strings.Builder
+		want.WriteString("p:{")
+		for i := 0; i < len(key); i++ {
+			switch c := key[i]; c {
+			case '%':
+				want.WriteString("%25")
+			case '{':
+				want.WriteString("%7B")
+			case '}':
+				want.WriteString("%7D")
+			default:
+				want.WriteByte(c)
+			}
+		}
+		want.WriteString("}:s")
+		if got := string(AppendKey(nil, "p:", key, ":s")); got != want.String() {
+			t.Fatalf("AppendKey(%q) = %q, want %q", key, got, want.String())
+		}
+	})
+}

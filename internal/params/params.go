@@ -8,6 +8,7 @@ package params
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ratekit/ratekit/core"
@@ -145,7 +146,7 @@ func Decision(reply []int64, limit int64) (core.Decision, error) {
 		return core.Decision{}, core.ErrCorruptState
 	}
 	if len(reply) != 4 || reply[0] < 0 || reply[0] > 1 || reply[2] < 0 || reply[3] < 0 {
-		return core.Decision{}, fmt.Errorf("%w: %w: want {allowed, remaining, retry_us, reset_us}, got %v", core.ErrStore, core.ErrUnexpectedReply, reply)
+		return core.Decision{}, fmt.Errorf("%w: %w: want {allowed, remaining, retry_us, reset_us}, got %v", core.ErrStore, core.ErrUnexpectedReply, slices.Clone(reply))
 	}
 	return core.Decision{
 		Allowed:    reply[0] == 1,

@@ -1,8 +1,14 @@
 package memory_test
 
 import (
+	"context"
+	"strconv"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/ratekit/ratekit/algorithms"
+	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/testkit/benchutil"
 	"github.com/ratekit/ratekit/store/memory"
 )
@@ -14,4 +20,68 @@ func BenchmarkTokenBucket(b *testing.B) {
 	}
 	defer s.Close()
 	benchutil.TokenBucket(b, s)
+}
+
+// BenchmarkAlgorithms decides on every algorithm of algorithms.All, with
+// limits so high that nothing is denied, on benchutil.Keys known keys
+// visited in a scattered order, from one goroutine and from GOMAXPROCS:
+// in process (the limiter's path on this store) and through the script
+// (the store behind scriptsOnly, as a wrapper makes it), side by side.
+func BenchmarkAlgorithms(b *testing.B) {
+	s, err := memory.New(memory.WithSweepInterval(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	keys := make([]string, benchutil.Keys)
+	for i := range keys {
+		keys[i] = "user:" + strconv.Itoa(i)
+	}
+	ctx := context.Background()
+	for _, a := range algorithms.All {
+		p := algorithms.Params{}
+		for _, prm := range a.Params {
+			p[prm.Name] = 1 << 30
+			if prm.Kind == algorithms.Duration {
+				p[prm.Name] = int64(time.Second)
+			}
+		}
+		if a.Name == "slidinglog" {
+			p["limit"] = 1000 // its log holds one entry per request in the window
+		}
+		for _, path := range []struct {
+			name   string
+			runner core.ScriptRunner
+		}{{"inprocess", s}, {"script", scriptsOnly{s}}} {
+			l, err := a.New(path.runner, p, nil, "bench:"+a.Name+":"+path.name+":")
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, k := range keys {
+				l.Allow(ctx, k)
+			}
+			b.Run(a.Name+"/"+path.name+"/serial", func(b *testing.B) {
+				b.ReportAllocs()
+				for i := 0; b.Loop(); i++ {
+					if _, err := l.Allow(ctx, keys[(i*7919)%len(keys)]); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run(a.Name+"/"+path.name+"/parallel", func(b *testing.B) {
+				b.ReportAllocs()
+				var next atomic.Int64
+				b.RunParallel(func(pb *testing.PB) {
+					i := int(next.Add(104729))
+					for pb.Next() {
+						i += 7919
+						if _, err := l.Allow(ctx, keys[i%len(keys)]); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
+		}
+	}
 }

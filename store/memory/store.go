@@ -44,7 +44,9 @@ type shard struct {
 	mu sync.Mutex
 	t  table // see table.go
 	tx tx    // reused under mu, so a call allocates no Tx
-	_  [64]byte
+	// key holds the storage key of an in-process call (Lock) under mu.
+	key []byte
+	_   [64]byte
 }
 
 // Option configures a Store.
@@ -219,7 +221,7 @@ func (s *Store) runTwin(sc *core.Script, twin core.TwinFunc, t errTx, keys []str
 		// A twin that panics is a bug in the twin; the caller gets an error,
 		// and the store stays usable.
 		if p := recover(); p != nil {
-			reply, err = nil, fmt.Errorf("%w: memory: script %q panicked: %v", core.ErrStore, sc.Name(), p)
+			reply, err = nil, panicError(sc.Name(), p)
 		}
 	}()
 	reply, err = twin(t, keys, args, buf)
@@ -227,9 +229,20 @@ func (s *Store) runTwin(sc *core.Script, twin core.TwinFunc, t errTx, keys []str
 		err = t.takeErr()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: memory: script %q: %w", core.ErrStore, sc.Name(), err)
+		return nil, scriptError(sc.Name(), err)
 	}
 	return reply, nil
+}
+
+// scriptError is the error of a script named name that failed with err.
+func scriptError(name string, err error) error {
+	return fmt.Errorf("%w: memory: script %q: %w", core.ErrStore, name, err)
+}
+
+// panicError is the error of a script named name whose twin panicked
+// with p: a bug in the twin, which the store survives.
+func panicError(name string, p any) error {
+	return fmt.Errorf("%w: memory: script %q panicked: %v", core.ErrStore, name, p)
 }
 
 // runMulti runs a script whose keys span shards, locking them in index

@@ -31,6 +31,8 @@ type tx struct {
 	lastHash uint64
 	last     *entry
 	scratch  scratch
+	// key is the storage key of an in-process call (Store.Lock).
+	key string
 }
 
 // begin readies t for a call at now whose first key, key, has hash h:

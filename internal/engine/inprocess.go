@@ -1,0 +1,39 @@
+package engine
+
+import (
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/inproc"
+)
+
+// InProcess returns runner as an inproc.Store when decisions on one key
+// may skip the script and run the step on it directly: when runner is
+// such a store itself, not a type that embeds one (see inproc), and nil
+// otherwise. A runner that wraps a store (to count, trace or break its
+// calls) is then always called through RunScript.
+func InProcess(runner core.ScriptRunner) inproc.Store {
+	if s, ok := runner.(inproc.Store); ok && isSelf(runner, s.InProcessOf) {
+		return s
+	}
+	return nil
+}
+
+// stepLocal makes one decision on key with the algorithm's step, on a
+// store that runs it in process: what the one-decision script's twin
+// (singleTwin) does, with the same step and the same commit, minus the
+// script call around them. now is the limiter's time, or ServerTime.
+func (e *Engine) stepLocal(st inproc.Store, key string, n, mode, now int64) (r Reply, err error) {
+	tx := st.Lock(e.prefix, key)
+	defer func() { err = tx.Unlock(e.spec.Name, recover()) }()
+	c := call(tx, now)
+	c.N, c.Mode = n, mode
+	p := e.params
+	if e.schedule != nil {
+		// Memory the store lends for the call: the schedule's copy of
+		// the parameters allocates nothing.
+		p = e.AppendParams(Scratch(tx, len(e.params))[:0], now)
+	}
+	skey := tx.Key()
+	r, state := e.spec.Step(tx, skey, c, p)
+	commit(tx, skey, &state)
+	return r, nil
+}

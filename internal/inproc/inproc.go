@@ -1,0 +1,39 @@
+// Package inproc is what the engine asks of a store that keeps its state
+// in this process (the memory store) to decide on one key without a
+// script: lock the key, lend a core.Tx for it, unlock. The engine then
+// runs the algorithm's step (the same Go function the composed script's
+// twin runs) and commits its staged state through that Tx, and skips
+// what a script call costs: the script's arguments, the reply buffer, the
+// twin's decoding of both.
+//
+// The path belongs to one store value, as core.KeyCopier's promise does:
+// a type that embeds the store (a wrapper that records or alters its
+// RunScript) inherits Lock but not the right to be bypassed, so the
+// engine uses a Store s only when s.InProcessOf() is s itself.
+package inproc
+
+import "github.com/ratekit/ratekit/core"
+
+// Store is a core.ScriptRunner that also runs one key's step in process.
+type Store interface {
+	core.ScriptRunner
+	// InProcessOf returns the store's own receiver, as a ScriptRunner:
+	// the engine takes the in-process path only for that value.
+	InProcessOf() core.ScriptRunner
+	// Lock locks the storage key keyspace.Key(prefix, key, "") and
+	// returns a Tx for it, at the store's time, until Tx.Unlock. The
+	// caller has checked key, and that its context has not ended.
+	Lock(prefix, key string) Tx
+}
+
+// Tx is a core.Tx on one locked key.
+type Tx interface {
+	core.Tx
+	// Key returns the storage key, valid until Unlock.
+	Key() string
+	// Unlock releases the key. It returns the error RunScript would have
+	// returned for a script named name that did what the caller did
+	// under the lock: a misuse of the Tx, or a panic (panicked is what
+	// recover returned, nil when none), each wrapping core.ErrStore.
+	Unlock(name string, panicked any) error
+}
