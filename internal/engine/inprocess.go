@@ -22,8 +22,8 @@ func InProcess(runner core.ScriptRunner) inproc.Store {
 // (singleTwin) does, with the same step and the same commit, minus the
 // script call around them. now is the limiter's time, or ServerTime.
 func (e *Engine) stepLocal(st inproc.Store, key string, n, mode, now int64) (r Reply, err error) {
-	tx := st.Lock(e.prefix, key)
-	defer func() { err = tx.Unlock(e.spec.Name, recover()) }()
+	tx, skey := st.Lock(e.prefix, key)
+	defer func() { err = st.Unlock(tx, e.spec.Name, recover()) }()
 	c := call(tx, now)
 	c.N, c.Mode = n, mode
 	p := e.params
@@ -32,7 +32,6 @@ func (e *Engine) stepLocal(st inproc.Store, key string, n, mode, now int64) (r R
 		// the parameters allocates nothing.
 		p = e.AppendParams(Scratch(tx, len(e.params))[:0], now)
 	}
-	skey := tx.Key()
 	r, state := e.spec.Step(tx, skey, c, p)
 	commit(tx, skey, &state)
 	return r, nil

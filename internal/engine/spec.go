@@ -71,7 +71,10 @@ type State struct {
 
 // Set stages a value of fixed size.
 func (s *State) Set(ttl time.Duration, vals ...int64) {
-	s.Write, s.TTL, s.N = true, ttl, copy(s.Vals[:], vals)
+	s.Write, s.TTL, s.N = true, ttl, len(vals)
+	for i, v := range vals { // a few values: cheaper than copy's memmove
+		s.Vals[i] = v
+	}
 }
 
 // StepFunc is the Go twin of an algorithm's Lua step: it decides key at

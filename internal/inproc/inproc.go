@@ -21,19 +21,14 @@ type Store interface {
 	// the engine takes the in-process path only for that value.
 	InProcessOf() core.ScriptRunner
 	// Lock locks the storage key keyspace.Key(prefix, key, "") and
-	// returns a Tx for it, at the store's time, until Tx.Unlock. The
-	// caller has checked key, and that its context has not ended.
-	Lock(prefix, key string) Tx
-}
-
-// Tx is a core.Tx on one locked key.
-type Tx interface {
-	core.Tx
-	// Key returns the storage key, valid until Unlock.
-	Key() string
-	// Unlock releases the key. It returns the error RunScript would have
-	// returned for a script named name that did what the caller did
-	// under the lock: a misuse of the Tx, or a panic (panicked is what
-	// recover returned, nil when none), each wrapping core.ErrStore.
-	Unlock(name string, panicked any) error
+	// returns a Tx on it, at the store's time, and the storage key, both
+	// valid until Unlock. The caller has checked key, and that its
+	// context has not ended.
+	Lock(prefix, key string) (tx core.Tx, skey string)
+	// Unlock releases the key tx was locked for. It returns the error
+	// RunScript would have returned for a script named name that did
+	// what the caller did under the lock: a misuse of the Tx, or a panic
+	// (panicked is what recover returned, nil when none), each wrapping
+	// core.ErrStore.
+	Unlock(tx core.Tx, name string, panicked any) error
 }

@@ -142,11 +142,8 @@ func State(vals []int64, n int) bool {
 // {allowed (0 or 1), remaining, retry_after_us, reset_after_us}, or
 // CorruptReply, which it returns as an error wrapping core.ErrCorruptState.
 func Decision(reply []int64, limit int64) (core.Decision, error) {
-	if len(reply) == 4 && reply[0] == Corrupt && reply[1] == 0 && reply[2] == 0 && reply[3] == 0 {
-		return core.Decision{}, core.ErrCorruptState
-	}
 	if len(reply) != 4 || reply[0] < 0 || reply[0] > 1 || reply[2] < 0 || reply[3] < 0 {
-		return core.Decision{}, fmt.Errorf("%w: %w: want {allowed, remaining, retry_us, reset_us}, got %v", core.ErrStore, core.ErrUnexpectedReply, slices.Clone(reply))
+		return core.Decision{}, badReply(reply)
 	}
 	return core.Decision{
 		Allowed:    reply[0] == 1,
@@ -155,4 +152,13 @@ func Decision(reply []int64, limit int64) (core.Decision, error) {
 		RetryAfter: time.Duration(reply[2]) * time.Microsecond,
 		ResetAfter: time.Duration(reply[3]) * time.Microsecond,
 	}, nil
+}
+
+// badReply is Decision's error for a reply that is not a decision:
+// core.ErrCorruptState for CorruptReply, else an unexpected reply.
+func badReply(reply []int64) error {
+	if len(reply) == 4 && reply[0] == Corrupt && reply[1] == 0 && reply[2] == 0 && reply[3] == 0 {
+		return core.ErrCorruptState
+	}
+	return fmt.Errorf("%w: %w: want {allowed, remaining, retry_us, reset_us}, got %v", core.ErrStore, core.ErrUnexpectedReply, slices.Clone(reply))
 }

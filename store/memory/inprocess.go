@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"hash/maphash"
 	"unsafe"
 
 	"github.com/ratekit/ratekit/core"
@@ -22,34 +21,39 @@ var _ inproc.Store = (*Store)(nil)
 func (s *Store) InProcessOf() core.ScriptRunner { return s }
 
 // Lock locks the shard of the storage key of (prefix, key) and returns
-// the shard's Tx on it, at the store's time now. The key is built on the
-// stack to be hashed, then copied into the shard's buffer once its lock
-// is held: the Tx's key lives as long as the call, and a decision
-// allocates nothing.
-func (s *Store) Lock(prefix, key string) inproc.Tx {
-	var buf [128]byte
-	k := keyspace.AppendKey(buf[:0], prefix, key, "")
-	h := maphash.Bytes(s.seed, k)
+// the shard's Tx on it, at the store's time now, and the key. It hashes
+// the key from its parts (hasher.parts) and finds its entry by comparing
+// the parts with the entry's key (table.findParts): only a key that is
+// not stored yet, or needs escapes, is built, in the shard's buffer. A
+// decision on a known key allocates nothing and copies no key.
+func (s *Store) Lock(prefix, key string) (core.Tx, string) {
+	h := s.hash.parts(prefix, key)
 	sh := &s.shards[h>>(64-shardBits)]
 	sh.mu.Lock()
-	sh.key = append(sh.key[:0], k...)
-	t := &sh.tx
-	t.key = unsafe.String(unsafe.SliceData(sh.key), len(sh.key))
-	t.begin(s.now(), t.key, h)
-	return t
+	e, sure := sh.t.findParts(h, prefix, key)
+	var skey string
+	if e != nil {
+		skey = e.key
+	} else {
+		sh.key = keyspace.AppendKey(sh.key[:0], prefix, key, "")
+		skey = unsafe.String(unsafe.SliceData(sh.key), len(sh.key))
+		if !sure {
+			e = sh.t.find(h, skey)
+		}
+	}
+	sh.tx.found(s.now(), skey, h, e)
+	return &sh.tx, skey
 }
 
-// Key returns the storage key of the call Lock began.
-func (t *tx) Key() string { return t.key }
-
-// Unlock ends the call Lock began and unlocks its shard.
-func (t *tx) Unlock(name string, panicked any) error {
-	err := t.takeErr()
-	t.key, t.lastKey, t.last = "", "", nil
-	if cap(t.sh.key) > keepScratch {
-		t.sh.key = nil
+// Unlock ends the call Lock began on t and unlocks its shard.
+func (s *Store) Unlock(t core.Tx, name string, panicked any) error {
+	tx := t.(*tx)
+	err := tx.takeErr()
+	tx.lastKey, tx.last = "", nil
+	if cap(tx.sh.key) > keepScratch {
+		tx.sh.key = nil
 	}
-	t.sh.mu.Unlock()
+	tx.sh.mu.Unlock()
 	switch {
 	case panicked != nil:
 		return panicError(name, panicked)

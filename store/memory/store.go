@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	"fmt"
-	"hash/maphash"
 	"slices"
 	"sync"
 	"time"
@@ -31,7 +30,7 @@ type Store struct {
 	mono       bool
 	start      time.Time
 	startUS    int64
-	seed       maphash.Seed
+	hash       hasher
 	sweepEvery time.Duration
 	shards     [numShards]shard
 
@@ -85,7 +84,7 @@ func New(opts ...Option) (*Store, error) {
 	s := &Store{
 		clock:      core.ClockFunc(time.Now),
 		mono:       true,
-		seed:       maphash.MakeSeed(),
+		hash:       newHasher(),
 		sweepEvery: DefaultSweepInterval,
 		stop:       make(chan struct{}),
 		done:       make(chan struct{}),
@@ -99,7 +98,7 @@ func New(opts ...Option) (*Store, error) {
 	s.startUS = s.start.UnixMicro()
 	for i := range s.shards {
 		s.shards[i].tx.sh = &s.shards[i]
-		s.shards[i].tx.seed = s.seed
+		s.shards[i].tx.hash = &s.hash
 	}
 	if s.sweepEvery > 0 {
 		go s.sweepLoop(s.sweepEvery)
@@ -174,7 +173,7 @@ func (s *Store) now() int64 {
 
 // shardOf returns the shard of key and the hash that finds it there.
 func (s *Store) shardOf(key string) (int, uint64) {
-	h := maphash.String(s.seed, key)
+	h := s.hash.key(key)
 	return int(h >> (64 - shardBits)), h
 }
 

@@ -21,8 +21,11 @@ type entry struct {
 	expireAt int64  // Unix µs on the store's clock
 	// vals is the value: inline[:n] when it fits there, so that reading a
 	// fixed-size state touches the entry alone, or an array of its own.
-	vals   []int64
-	key    string // kbuf[:len(key)] when it fits there
+	vals []int64
+	key  string // kbuf[:len(key)] when it fits there
+	// plain is plainAt(key): the length of its prefix when key is
+	// prefix{T} with nothing to escape in T, else -1.
+	plain  int
 	inline [inlineVals]int64
 	kbuf   [inlineKey]byte
 }
@@ -33,7 +36,7 @@ const (
 	inlineVals = 6
 	// inlineKey is the longest key kept inside its entry (the entry is
 	// then 160 bytes, one allocation size class).
-	inlineKey = 56
+	inlineKey = 48
 )
 
 type cell struct {
@@ -64,6 +67,37 @@ func (t *table) find(h uint64, key string) *entry {
 	}
 }
 
+// findParts returns the entry of keyspace.Key(prefix, key, "") (live or
+// expired), comparing the parts with the entries' keys instead of building
+// the key, and sure = true; or sure = false when an entry with hash h
+// holds a key that needs escapes, which only the built key can be
+// compared with (find).
+func (t *table) findParts(h uint64, prefix, key string) (e *entry, sure bool) {
+	if t.slots == nil {
+		return nil, true
+	}
+	mask := uint64(len(t.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.e == nil {
+			return nil, true
+		}
+		if s.h != h {
+			continue
+		}
+		e := s.e
+		if e.plain < 0 {
+			return nil, false
+		}
+		// A plain entry's tag holds nothing to escape: it equals key
+		// exactly when key needs no escape and the keys are equal.
+		if e.plain == len(prefix) && len(e.key) == len(prefix)+len(key)+2 &&
+			e.key[len(prefix)+1:len(e.key)-1] == key && e.key[:len(prefix)] == prefix {
+			return e, true
+		}
+	}
+}
+
 // insert adds an entry for key, which find did not find, copying the key
 // (it may be the caller's reused buffer).
 func (t *table) insert(h uint64, key string) *entry {
@@ -77,6 +111,7 @@ func (t *table) insert(h uint64, key string) *entry {
 	} else {
 		e.key = strings.Clone(key)
 	}
+	e.plain = plainAt(e.key)
 	t.place(e)
 	t.n++
 	return e

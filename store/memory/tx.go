@@ -2,7 +2,6 @@ package memory
 
 import (
 	"errors"
-	"hash/maphash"
 	"time"
 
 	"github.com/ratekit/ratekit/core"
@@ -21,7 +20,7 @@ var errBadTTL = errors.New("Put with a non-positive TTL")
 // is held.
 type tx struct {
 	sh    *shard
-	seed  maphash.Seed
+	hash  *hasher
 	nowUS int64
 	err   error
 	// The key the call's last Get looked up, its hash and its entry (nil
@@ -31,8 +30,6 @@ type tx struct {
 	lastHash uint64
 	last     *entry
 	scratch  scratch
-	// key is the storage key of an in-process call (Store.Lock).
-	key string
 }
 
 // begin readies t for a call at now whose first key, key, has hash h:
@@ -40,6 +37,13 @@ type tx struct {
 func (t *tx) begin(now int64, key string, h uint64) {
 	t.nowUS, t.lastKey, t.lastHash = now, key, h
 	t.last = t.sh.t.find(h, key)
+	t.scratch.reset()
+}
+
+// found is begin for a key whose entry (nil when absent) the caller
+// found.
+func (t *tx) found(now int64, key string, h uint64, e *entry) {
+	t.nowUS, t.lastKey, t.lastHash, t.last = now, key, h, e
 	t.scratch.reset()
 }
 
@@ -53,7 +57,7 @@ func (t *tx) lookup(key string) (uint64, *entry) {
 	if t.lastKey == key && t.lastKey != "" {
 		return t.lastHash, t.last
 	}
-	h := maphash.String(t.seed, key)
+	h := t.hash.key(key)
 	e := t.sh.t.find(h, key)
 	t.lastKey, t.lastHash, t.last = key, h, e
 	return h, e
