@@ -36,6 +36,8 @@ type Engine struct {
 	// one key in process (InProcess): Decide and Run use it instead of
 	// the one-decision script.
 	local inproc.Store
+	// prefixHash is local.PrefixHash(prefix).
+	prefixHash uint64
 }
 
 // frame holds one decision's buffers, reused across calls, so that a
@@ -69,7 +71,9 @@ func New(runner core.ScriptRunner, clock core.Clock, prefix, defaultPrefix strin
 	}
 	e := &Engine{runner: runner, clock: clock, prefix: prefix, limit: limit, spec: spec, params: vals}
 	e.borrowKeys = LendsKeys(runner)
-	e.local = InProcess(runner)
+	if e.local = InProcess(runner); e.local != nil {
+		e.prefixHash = e.local.PrefixHash(prefix)
+	}
 	return e, nil
 }
 
@@ -169,10 +173,21 @@ func (e *Engine) Decide(ctx context.Context, key string, n int64, mode int64) (c
 // and the key.
 func (e *Engine) Decode(key string, reply []int64) (core.Decision, error) {
 	d, err := params.Decision(reply, e.limit)
-	if err == core.ErrCorruptState {
-		err = fmt.Errorf("%w: %s state at key %q (prefix %q) was not written by a %s limiter; reset it or use another prefix", core.ErrCorruptState, e.spec.Name, key, e.prefix, e.spec.Name)
+	if err != nil {
+		return d, e.decodeError(key, err)
 	}
-	return d, err
+	return d, nil
+}
+
+// decodeError is Decode's error for a reply params.Decision refused: out
+// of Decode, so that decoding a decision stays a few instructions.
+//
+//go:noinline
+func (e *Engine) decodeError(key string, err error) error {
+	if err == core.ErrCorruptState {
+		return fmt.Errorf("%w: %s state at key %q (prefix %q) was not written by a %s limiter; reset it or use another prefix", core.ErrCorruptState, e.spec.Name, key, e.prefix, e.spec.Name)
+	}
+	return err
 }
 
 // Run validates key and the clock, runs the one-decision script in mode,

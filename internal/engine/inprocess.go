@@ -22,7 +22,7 @@ func InProcess(runner core.ScriptRunner) inproc.Store {
 // (singleTwin) does, with the same step and the same commit, minus the
 // script call around them. now is the limiter's time, or ServerTime.
 func (e *Engine) stepLocal(st inproc.Store, key string, n, mode, now int64) (r Reply, err error) {
-	tx, skey := st.Lock(e.prefix, key)
+	tx, skey := st.Lock(e.prefix, e.prefixHash, key)
 	defer func() { err = st.Unlock(tx, e.spec.Name, recover()) }()
 	c := call(tx, now)
 	c.N, c.Mode = n, mode

@@ -20,11 +20,14 @@ type Store interface {
 	// InProcessOf returns the store's own receiver, as a ScriptRunner:
 	// the engine takes the in-process path only for that value.
 	InProcessOf() core.ScriptRunner
+	// PrefixHash returns what Lock takes as ph for prefix: the caller
+	// computes it once per prefix.
+	PrefixHash(prefix string) uint64
 	// Lock locks the storage key keyspace.Key(prefix, key, "") and
 	// returns a Tx on it, at the store's time, and the storage key, both
-	// valid until Unlock. The caller has checked key, and that its
-	// context has not ended.
-	Lock(prefix, key string) (tx core.Tx, skey string)
+	// valid until Unlock. ph is PrefixHash(prefix). The caller has
+	// checked key, and that its context has not ended.
+	Lock(prefix string, ph uint64, key string) (tx core.Tx, skey string)
 	// Unlock releases the key tx was locked for. It returns the error
 	// RunScript would have returned for a script named name that did
 	// what the caller did under the lock: a misuse of the Tx, or a panic

@@ -156,6 +156,8 @@ func Decision(reply []int64, limit int64) (core.Decision, error) {
 
 // badReply is Decision's error for a reply that is not a decision:
 // core.ErrCorruptState for CorruptReply, else an unexpected reply.
+//
+//go:noinline
 func badReply(reply []int64) error {
 	if len(reply) == 4 && reply[0] == Corrupt && reply[1] == 0 && reply[2] == 0 && reply[3] == 0 {
 		return core.ErrCorruptState

@@ -41,10 +41,14 @@ func (h *hasher) key(k string) uint64 {
 	return mix(maphash.String(h.seed, p), th, sh)
 }
 
-// parts returns the hash of keyspace.Key(prefix, key, ""), for a prefix
-// without braces (keyspace.CheckPrefix) and a key that is not empty.
-func (h *hasher) parts(prefix, key string) uint64 {
-	return mix(maphash.String(h.seed, prefix), maphash.String(h.seed, key), h.none)
+// prefix returns the hash of a key prefix, which parts takes.
+func (h *hasher) prefix(prefix string) uint64 { return maphash.String(h.seed, prefix) }
+
+// parts returns the hash of keyspace.Key(prefix, key, ""), from ph =
+// h.prefix(prefix), for a prefix without braces (keyspace.CheckPrefix)
+// and a key that is not empty.
+func (h *hasher) parts(ph uint64, key string) uint64 {
+	return mix(ph, maphash.String(h.seed, key), h.none)
 }
 
 func mix(p, t, s uint64) uint64 {

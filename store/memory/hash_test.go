@@ -21,7 +21,7 @@ func TestHashAndFindByParts(t *testing.T) {
 		prefix := rapid.SampledFrom([]string{"", "p:", "rk:tb:"}).Draw(t, "prefix")
 		key := str(1, "key")
 		skey := keyspace.Key(prefix, key, "")
-		if got, want := h.parts(prefix, key), h.key(skey); got != want {
+		if got, want := h.parts(h.prefix(prefix), key), h.key(skey); got != want {
 			t.Fatalf("parts(%q, %q) = %x, key(%q) = %x", prefix, key, got, skey, want)
 		}
 		// With few hashes, entries share them, as keys of one hash would.

@@ -26,8 +26,8 @@ func (s *Store) InProcessOf() core.ScriptRunner { return s }
 // the parts with the entry's key (table.findParts): only a key that is
 // not stored yet, or needs escapes, is built, in the shard's buffer. A
 // decision on a known key allocates nothing and copies no key.
-func (s *Store) Lock(prefix, key string) (core.Tx, string) {
-	h := s.hash.parts(prefix, key)
+func (s *Store) Lock(prefix string, ph uint64, key string) (core.Tx, string) {
+	h := s.hash.parts(ph, key)
 	sh := &s.shards[h>>(64-shardBits)]
 	sh.mu.Lock()
 	e, sure := sh.t.findParts(h, prefix, key)
@@ -44,6 +44,9 @@ func (s *Store) Lock(prefix, key string) (core.Tx, string) {
 	sh.tx.found(s.now(), skey, h, e)
 	return &sh.tx, skey
 }
+
+// PrefixHash returns the hash of prefix that Lock takes with it.
+func (s *Store) PrefixHash(prefix string) uint64 { return s.hash.prefix(prefix) }
 
 // Unlock ends the call Lock began on t and unlocks its shard.
 func (s *Store) Unlock(t core.Tx, name string, panicked any) error {
