@@ -6,13 +6,14 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/slot"
 )
 
 const (
-	shardBits = 10
+	shardBits = 8
 	numShards = 1 << shardBits
 	// DefaultSweepInterval is how often the background sweep drops expired
 	// keys unless WithSweepInterval says otherwise.
@@ -23,7 +24,10 @@ const (
 // value is not usable (Check says so, and limiters refuse it when they are
 // built): build one with New and stop it with Close.
 type Store struct {
-	clock core.Clock
+	// shards come first: the Store is allocated page-aligned (it is
+	// large), so that every shard starts a cache line.
+	shards [numShards]shard
+	clock  core.Clock
 	// mono: clock is the default, read as the wall clock at New plus the
 	// monotonic time since (start): half the cost of time.Now, and it
 	// never steps back.
@@ -32,20 +36,26 @@ type Store struct {
 	startUS    int64
 	hash       hasher
 	sweepEvery time.Duration
-	shards     [numShards]shard
 
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
 }
 
+// shard is one lock and the keys it guards. Its size is a multiple of
+// a cache line, and the fields a decision touches come first, so that
+// a decision reads two or three lines of it and shards share none.
 type shard struct {
+	shardFields
+	_ [(64 - unsafe.Sizeof(shardFields{})%64) % 64]byte
+}
+
+type shardFields struct {
 	mu sync.Mutex
 	t  table // see table.go
 	tx tx    // reused under mu, so a call allocates no Tx
 	// key holds the storage key of an in-process call (Lock) under mu.
 	key []byte
-	_   [64]byte
 }
 
 // Option configures a Store.

@@ -15,19 +15,22 @@ import (
 // with string keys cost about twice as many cache misses (its header, its
 // groups, the entry, the key's own array) and a third of a decision's time.
 
-// entry is one key's value and expiry.
+// entry is one key's value and expiry. Its fields are in the order a
+// decision reads them: the key and how to compare it, the expiry, the
+// key's bytes, then the value, so that a small entry's first 128 bytes
+// hold all of it but the hash.
 type entry struct {
-	h        uint64 // the hash of key
-	expireAt int64  // Unix µs on the store's clock
-	// vals is the value: inline[:n] when it fits there, so that reading a
-	// fixed-size state touches the entry alone, or an array of its own.
-	vals []int64
-	key  string // kbuf[:len(key)] when it fits there
+	key string // kbuf[:len(key)] when it fits there
 	// plain is plainAt(key): the length of its prefix when key is
 	// prefix{T} with nothing to escape in T, else -1.
-	plain  int
+	plain    int
+	expireAt int64 // Unix µs on the store's clock
+	kbuf     [inlineKey]byte
+	// vals is the value: inline[:n] when it fits there, so that reading a
+	// fixed-size state touches the entry alone, or an array of its own.
+	vals   []int64
 	inline [inlineVals]int64
-	kbuf   [inlineKey]byte
+	h      uint64 // the hash of key
 }
 
 const (

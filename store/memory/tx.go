@@ -19,17 +19,19 @@ var errBadTTL = errors.New("Put with a non-positive TTL")
 // tx is the core.Tx of a call whose keys live in one shard; the shard's lock
 // is held.
 type tx struct {
-	sh    *shard
-	hash  *hasher
+	// What every call touches comes first: with the shard's lock and
+	// table, two cache lines.
 	nowUS int64
-	err   error
 	// The key the call's last Get looked up, its hash and its entry (nil
 	// when absent), so that the usual Get-then-Put of one key hashes and
 	// looks it up once.
 	lastKey  string
 	lastHash uint64
 	last     *entry
+	sh       *shard
 	scratch  scratch
+	badTTL   bool // the twin called Put with a TTL that is not positive
+	hash     *hasher
 }
 
 // begin readies t for a call at now whose first key, key, has hash h:
@@ -47,7 +49,13 @@ func (t *tx) found(now int64, key string, h uint64, e *entry) {
 	t.scratch.reset()
 }
 
-func (t *tx) takeErr() error { err := t.err; t.err = nil; return err }
+func (t *tx) takeErr() error {
+	if t.badTTL {
+		t.badTTL = false
+		return errBadTTL
+	}
+	return nil
+}
 
 func (t *tx) Now() int64 { return t.nowUS }
 
@@ -74,7 +82,7 @@ func (t *tx) Get(key string) ([]int64, bool) {
 func (t *tx) Put(key string, n int, ttl time.Duration) []int64 {
 	if ttl <= 0 {
 		// A twin bug, not a caller's: a key must never live forever.
-		t.err = errBadTTL
+		t.badTTL = true
 		return make([]int64, n)
 	}
 	h, e := t.lookup(key)
