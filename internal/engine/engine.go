@@ -232,9 +232,14 @@ func (e *Engine) Reset(ctx context.Context, key string) error {
 // ended, so that a call that cannot finish never reaches the store.
 func Ended(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%w: %w", core.ErrStore, err)
+		return endedError(err) // out of line: Ended inlines
 	}
 	return nil
+}
+
+//go:noinline
+func endedError(err error) error {
+	return fmt.Errorf("%w: %w", core.ErrStore, err)
 }
 
 // CheckRunner refuses a runner that cannot run scripts: nil, a typed nil

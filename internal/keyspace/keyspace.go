@@ -28,6 +28,14 @@ func CheckPrefix(prefix string) error {
 // CheckKey reports an error wrapping core.ErrInvalidKey when key cannot be
 // used.
 func CheckKey(key string) error {
+	if key == "" || len(key) > core.MaxKeyLen {
+		return keyError(key) // out of line: CheckKey inlines
+	}
+	return nil
+}
+
+//go:noinline
+func keyError(key string) error {
 	if key == "" {
 		return fmt.Errorf("%w: key is empty", core.ErrInvalidKey)
 	}

@@ -66,13 +66,18 @@ func Count(field string, v int64) error {
 
 // Cost checks a request's cost: 1 <= n <= limit.
 func Cost(n, limit int64) error {
+	if n <= 0 || n > limit {
+		return costError(n, limit) // out of line: Cost inlines
+	}
+	return nil
+}
+
+//go:noinline
+func costError(n, limit int64) error {
 	if n <= 0 {
 		return fmt.Errorf("%w: n must be positive, got %d", core.ErrInvalidCost, n)
 	}
-	if n > limit {
-		return fmt.Errorf("%w: n = %d can never be allowed, the limit is %d", core.ErrInvalidCost, n, limit)
-	}
-	return nil
+	return fmt.Errorf("%w: n = %d can never be allowed, the limit is %d", core.ErrInvalidCost, n, limit)
 }
 
 // Now returns the time to pass to a script: ServerTime when clock is nil,
@@ -82,6 +87,10 @@ func Now(clock core.Clock) (int64, error) {
 	if clock == nil {
 		return ServerTime, nil
 	}
+	return clockNow(clock) // out of line: Now inlines
+}
+
+func clockNow(clock core.Clock) (int64, error) {
 	t := clock.Now()
 	us := t.UnixMicro()
 	if us < 0 || us >= MaxTime {
@@ -142,7 +151,9 @@ func State(vals []int64, n int) bool {
 // {allowed (0 or 1), remaining, retry_after_us, reset_after_us}, or
 // CorruptReply, which it returns as an error wrapping core.ErrCorruptState.
 func Decision(reply []int64, limit int64) (core.Decision, error) {
-	if len(reply) != 4 || reply[0] < 0 || reply[0] > 1 || reply[2] < 0 || reply[3] < 0 {
+	// allowed is 0 or 1, retry and reset are not negative; checked
+	// cheaply enough that Decision inlines.
+	if len(reply) != 4 || uint64(reply[0]) > 1 || reply[2]|reply[3] < 0 {
 		return core.Decision{}, badReply(reply)
 	}
 	return core.Decision{
