@@ -12,10 +12,18 @@
 // it keeps, so limiters lend it keys in reused memory (CopiesKeysOf) and a
 // decision on a known key allocates nothing.
 //
-// Keys are sharded (1024 shards) by a hash of the whole key, each shard an
-// open-addressing table whose entries hold small values and short keys
-// inline, so a decision on a known key touches one lock, one slot and one
-// entry. A script whose keys fall in several shards locks them all, in
+// A limiter on the store decides one key in process: the engine locks the
+// key here and runs the algorithm's step, the Go function the composed
+// script's twin runs, on the shard's Tx, with no script call around it
+// (internal/inproc; the limiter's batches and policies still run scripts).
+// That path belongs to the Store itself: a type that embeds *Store, or
+// wraps it as a core.ScriptRunner, sees every call through RunScript.
+//
+// Keys are sharded (256 shards) by a hash of the key, taken from its parts
+// (prefix, hash tag unescaped, suffix) so that a limiter's call hashes its
+// key without building it. Each shard is an open-addressing table whose
+// entries hold small values and short keys inline, so a decision on a
+// known key touches one lock, one slot and one entry. A script whose keys fall in several shards locks them all, in
 // order; the sweep, which locks one shard at a time, holds up a caller for
 // one shard's scan at most. Every key has a time to live, measured on the
 // store's clock: an expired key reads as absent at once, its entry is

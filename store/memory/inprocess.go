@@ -11,7 +11,9 @@ import (
 // The in-process path (internal/inproc): a limiter on this store decides
 // one key by locking the key's shard here and running its algorithm's step
 // against the shard's Tx itself, the step and commit its script's twin
-// would run, without building a script call.
+// would run, without building a script call. InProcessOf, PrefixHash, Lock
+// and Unlock are that path's, for ratekit's limiters: a program has no use
+// for them.
 
 var _ inproc.Store = (*Store)(nil)
 

@@ -7,8 +7,8 @@ import (
 )
 
 // A shard's keys live in an open-addressing table of its own: slots of
-// (hash of the whole key, entry), probed linearly from the hash, at most
-// half full. A decision hashes its key once (maphash), finds the slot
+// (hash of the key, entry), probed linearly from the hash, at most
+// half full. A decision hashes its key once (hasher), finds the slot
 // whose hash matches, and compares the key once, on that entry; the key's
 // bytes sit inside the entry when they fit, beside its value. A decision
 // on a known key then touches the shard, one slot and one entry: a map
