@@ -205,15 +205,17 @@ func (t *table) sweep(now int64) int {
 }
 
 // fill makes e a zeroed value of n integers expiring ttl after now, and
-// returns it to be written. A value too large for the entry keeps its array
-// when it has room, and otherwise grows it by half again, so that a sliding
-// log that grows by a few entries per decision does not allocate on each.
+// returns it to be written. A value too large for the entry gets an array
+// of its own, grown by half again when it must grow, and kept when the
+// value shrinks, even to a few integers: a sliding log that grows by a
+// few entries per decision, or empties and fills again, allocates only
+// to pass its largest size yet.
 func fill(e *entry, n int, ttl time.Duration, now int64) []int64 {
 	switch {
-	case n <= inlineVals:
-		e.vals = e.inline[:n]
 	case cap(e.vals) >= n && !e.isInline():
 		e.vals = e.vals[:n]
+	case n <= inlineVals:
+		e.vals = e.inline[:n]
 	default:
 		e.vals = make([]int64, n, n+n/2)
 	}

@@ -74,14 +74,21 @@ func TestTableAgainstMap(t *testing.T) {
 	}
 }
 
-// A value grows in place, and moves between the entry and an array of its
-// own as its size crosses inlineVals.
+// A value lives in its entry until it outgrows it; from then on it keeps
+// an array of its own, grown in place by half again, even when it
+// shrinks: it allocates only past its largest size.
 func TestFill(t *testing.T) {
 	var e entry
+	big := false
 	for _, n := range []int{1, 6, 7, 8, 30, 3, 40, 6} {
+		before := cap(e.vals)
 		v := fill(&e, n, 1000, 0)
-		if len(v) != n || e.isInline() != (n <= inlineVals) {
+		big = big || n > inlineVals
+		if len(v) != n || e.isInline() == big {
 			t.Fatalf("fill(%d): len %d, inline %v", n, len(v), e.isInline())
+		}
+		if grew := cap(e.vals) != before; big && grew != (n > before) {
+			t.Fatalf("fill(%d): cap %d -> %d", n, before, cap(e.vals))
 		}
 		for i := range v {
 			if v[i] != 0 {
