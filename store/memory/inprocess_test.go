@@ -84,14 +84,14 @@ func TestPathsShareState(t *testing.T) {
 var (
 	panics = engine.NewSpec(engine.Spec{
 		Name: "panics", Params: []engine.Param{{Name: "x", Field: "X", Kind: engine.Count}},
-		Lua: "local function panics(key, now, client_clock, n, mode, p) error('x') end",
+		Lua: "local function panics(key, now, client_clock, n, mode, x) error('x') end",
 		Step: func(core.Tx, string, engine.Call, []int64) (engine.Reply, engine.State) {
 			panic("the step's bug")
 		},
 	})
 	noTTL = engine.NewSpec(engine.Spec{
 		Name: "nottl", Params: []engine.Param{{Name: "x", Field: "X", Kind: engine.Count}},
-		Lua: "local function nottl(key, now, client_clock, n, mode, p) return 1, 0, 0, 0 end",
+		Lua: "local function nottl(key, now, client_clock, n, mode, x) return 1, 0, 0, 0 end",
 		Step: func(core.Tx, string, engine.Call, []int64) (engine.Reply, engine.State) {
 			var st engine.State
 			st.Set(0, 1)
