@@ -1,0 +1,277 @@
+package scriptproto
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/ratekit/ratekit/core"
+)
+
+// Pipe is a Client that pipelines concurrent calls: it saves, when many
+// goroutines run scripts at once, the system calls and wake-ups of one
+// round trip per call, on the client and on the server.
+//
+// Nothing waits for company. A call to Do that finds fewer than its limit
+// of calls in flight is sent at once, alone, on its caller's goroutine,
+// exactly as the Client under it sends it. A call that finds the limit
+// reached is queued; when a call in flight returns, its caller hands the
+// whole queue to the queue's first waiter, which sends it as one DoMulti
+// (one write and one round trip per server), passes on the next queue
+// when the replies are back, and then hands each waiter its own reply or
+// error. Each call stays its own command: its own EVALSHA, its own
+// outcome, its own NOSCRIPT fallback (Runner.RunScript sends the EVAL
+// through the Pipe again). DoMulti goes to the Client under it directly.
+//
+// A call whose ctx ends while it is queued returns ctx.Err() at once, and
+// nothing is sent for it; one whose ctx ends after its pipeline went out
+// returns ctx.Err() at once too, but the server may still run its
+// command, as with any call whose ctx ends while the server runs it. A
+// pipeline is sent with no cancellation of its own (no caller leaving may
+// fail the others' commands) and the latest deadline of its calls, none
+// when one of them has none; its context carries the values of its first
+// call's ctx. The call that sends a pipeline returns when it is back.
+//
+// A Pipe starts no goroutine and holds nothing between calls but its
+// queue and a pool of waiters.
+type Pipe struct {
+	c      Client
+	limit  int // calls in flight at once, a pipeline counting as one
+	mu     sync.Mutex
+	flying int       // calls in flight
+	queue  []*waiter // what came while limit were
+	pool   sync.Pool // *waiter
+}
+
+// DefaultInFlight is the limit of calls in flight of NewPipe's default.
+const DefaultInFlight = 2
+
+// NewPipe returns a Pipe sending through c with up to inFlight calls (a
+// pipeline being one) in flight at once; inFlight below 1 is taken as 1.
+func NewPipe(c Client, inFlight int) *Pipe {
+	p := &Pipe{c: c, limit: max(1, inFlight)}
+	p.pool.New = func() any { return &waiter{wake: make(chan struct{}, 1)} }
+	return p
+}
+
+// A waiter's state: queued until a lead takes it into a pipeline (taken)
+// or makes it the lead; gone when its caller left before either.
+const (
+	queued int32 = iota
+	taken
+	lead
+	gone
+)
+
+// waiter is one call waiting in the queue. Its command's keys and
+// arguments are its own copies: its caller may leave, and reuse them,
+// while a lead still reads them.
+type waiter struct {
+	ctx   context.Context
+	cmd   Cmd
+	keys  []string
+	kbuf  []byte
+	args  []int64
+	reply []int64
+	err   error
+	state atomic.Int32
+	// wake is signalled once: the outcome is in reply and err (taken),
+	// or the waiter leads batch (lead).
+	wake  chan struct{}
+	batch []*waiter
+}
+
+// Do implements Client: c goes at once when fewer than the limit of calls
+// are in flight, in the next pipeline otherwise.
+func (p *Pipe) Do(ctx context.Context, c Cmd, reply []int64) ([]int64, error) {
+	p.mu.Lock()
+	if p.flying < p.limit {
+		p.flying++
+		p.mu.Unlock()
+		out, err := p.c.Do(ctx, c, reply)
+		p.done()
+		return out, err
+	}
+	w := p.waiter(ctx, c)
+	p.queue = append(p.queue, w)
+	p.mu.Unlock()
+	return p.wait(ctx, w, reply)
+}
+
+// DoMulti implements Client: it sends cmds through the Client under p,
+// whatever is in flight.
+func (p *Pipe) DoMulti(ctx context.Context, cmds []Cmd, out []core.ScriptResult) {
+	p.c.DoMulti(ctx, cmds, out)
+}
+
+// waiter returns a pooled waiter for c, its keys and arguments copied.
+func (p *Pipe) waiter(ctx context.Context, c Cmd) *waiter {
+	w := p.pool.Get().(*waiter)
+	w.ctx = ctx
+	n := 0
+	for _, k := range c.Keys {
+		n += len(k)
+	}
+	if cap(w.kbuf) < n {
+		w.kbuf = make([]byte, 0, n)
+	}
+	kb := w.kbuf[:0]
+	w.keys = w.keys[:0]
+	for _, k := range c.Keys {
+		start := len(kb)
+		kb = append(kb, k...) // within cap: the strings below stay valid
+		w.keys = append(w.keys, unsafe.String(unsafe.SliceData(kb[start:]), len(k)))
+	}
+	w.kbuf = kb
+	w.args = append(w.args[:0], c.Args...)
+	w.cmd = Cmd{Name: c.Name, Script: c.Script, Keys: w.keys, Args: w.args}
+	return w
+}
+
+// wait waits for w's outcome, or for w's turn to lead the next pipeline,
+// and appends w's reply to reply.
+func (p *Pipe) wait(ctx context.Context, w *waiter, reply []int64) ([]int64, error) {
+	select {
+	case <-w.wake:
+		if w.state.Load() == lead {
+			return p.lead(w, nil, reply)
+		}
+		return p.give(w, reply)
+	case <-ctx.Done():
+	}
+	if w.state.CompareAndSwap(queued, gone) {
+		// Never sent: a lead that finds it gone leaves it out. w is not
+		// pooled again: the queue may still hold it.
+		return nil, ctx.Err()
+	}
+	if w.state.Load() == lead {
+		// The pipeline is this caller's to send, the others' commands in
+		// it; its own stays out.
+		<-w.wake
+		return p.lead(w, ctx.Err(), nil)
+	}
+	// Taken: sent, or about to be, and it may run (the lead still writes
+	// to w, which is not pooled again); or gone, left out by a lead that
+	// saw ctx end.
+	return nil, ctx.Err()
+}
+
+// give returns a taken waiter's outcome, its reply appended to reply, and
+// pools it again.
+func (p *Pipe) give(w *waiter, reply []int64) ([]int64, error) {
+	out, err := w.reply, w.err
+	if err == nil {
+		out = append(reply, out...)
+	} else {
+		out = nil
+	}
+	p.free(w)
+	return out, err
+}
+
+// lead sends w.batch, the queue w was handed (w first), and hands each
+// waiter its outcome. When own is not nil, w's caller has left: its
+// command is left out and own is its error.
+func (p *Pipe) lead(w *waiter, own error, reply []int64) ([]int64, error) {
+	live := w.batch[:0] // the batch is w's alone now: filter it in place
+	for _, x := range w.batch {
+		switch {
+		case x == w:
+			if own == nil {
+				live = append(live, x)
+			}
+		case x.ctx.Err() != nil && x.state.CompareAndSwap(queued, gone):
+			// Its caller is leaving: nothing is sent for it.
+		case x.state.CompareAndSwap(queued, taken):
+			live = append(live, x)
+		}
+	}
+	w.batch = nil
+	p.send(live)
+	p.done() // the next pipeline goes out while this one's callers wake
+	for _, x := range live {
+		if x != w {
+			x.wake <- struct{}{} // x is its caller's from here on
+		}
+	}
+	if own != nil {
+		return nil, own
+	}
+	return p.give(w, reply)
+}
+
+// send sends the waiters' commands in one pipeline and leaves each one's
+// outcome in its reply and err.
+func (p *Pipe) send(live []*waiter) {
+	if len(live) == 0 {
+		return
+	}
+	ctx, cancel := batchContext(live)
+	defer cancel()
+	if len(live) == 1 {
+		x := live[0]
+		x.reply, x.err = p.c.Do(ctx, x.cmd, x.reply[:0])
+		return
+	}
+	cmds := make([]Cmd, len(live))
+	out := make([]core.ScriptResult, len(live))
+	for i, x := range live {
+		cmds[i] = x.cmd
+		out[i].Reply = x.reply[:0]
+	}
+	p.c.DoMulti(ctx, cmds, out)
+	for i, x := range live {
+		x.reply, x.err = out[i].Reply, out[i].Err
+	}
+}
+
+// batchContext returns the context a pipeline is sent with: its first
+// call's values, no cancellation, and the latest deadline among the
+// waiters (none when one has none).
+func batchContext(live []*waiter) (context.Context, context.CancelFunc) {
+	ctx := context.WithoutCancel(live[0].ctx)
+	var latest time.Time
+	for _, x := range live {
+		d, ok := x.ctx.Deadline()
+		if !ok {
+			return ctx, func() {}
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(ctx, latest)
+}
+
+// done ends a call in flight: it hands the queue, if any, to its first
+// waiter still queued, which sends it; otherwise one call fewer is in
+// flight.
+func (p *Pipe) done() {
+	for {
+		p.mu.Lock()
+		if len(p.queue) == 0 {
+			p.flying--
+			p.mu.Unlock()
+			return
+		}
+		batch := p.queue
+		p.queue = nil
+		p.mu.Unlock()
+		for i, x := range batch {
+			if x.state.CompareAndSwap(queued, lead) {
+				x.batch = batch[i:] // those before it are gone
+				x.wake <- struct{}{}
+				return
+			}
+		}
+		// Every waiter of the queue has gone: look again.
+	}
+}
+
+// free readies w for another call and pools it.
+func (p *Pipe) free(w *waiter) {
+	*w = waiter{wake: w.wake, keys: w.keys[:0], kbuf: w.kbuf[:0], args: w.args[:0], reply: w.reply[:0]}
+	p.pool.Put(w)
+}
