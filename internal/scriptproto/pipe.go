@@ -46,7 +46,7 @@ type Pipe struct {
 }
 
 // DefaultInFlight is the limit of calls in flight of NewPipe's default.
-const DefaultInFlight = 2
+const DefaultInFlight = 4
 
 // NewPipe returns a Pipe sending through c with up to inFlight calls (a
 // pipeline being one) in flight at once; inFlight below 1 is taken as 1.

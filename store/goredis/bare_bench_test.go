@@ -23,10 +23,11 @@ import (
 // same client options, ratekit's token bucket on go-redis beside the
 // bare call a go-redis user would write without ratekit:
 // redis.NewScript(the guide's token bucket).Run, at 1, 64 and 256
-// goroutines. Besides ns/op it reports the server's own time per script
-// call (server-µs/op, from INFO commandstats) and the client's CPU time
-// per call (client-cpu-ns/op, the benchmark process), which tell the
-// script's cost from the client's:
+// goroutines (ratekit-unpipelined: the store WithoutPipelining; the bare
+// call is never pipelined). Besides ns/op it reports the server's own
+// time per script call (server-µs/op, from INFO commandstats) and the
+// client's CPU time per call (client-cpu-ns/op, the benchmark process),
+// which tell the script's cost from the client's:
 //
 //	go test -run '^$' -bench AgainstBareScript -count 6 ./store/goredis/
 func BenchmarkAgainstBareScript(b *testing.B) {
@@ -47,6 +48,11 @@ func BenchmarkAgainstBareScript(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	cfg.Prefix = "rku:"
+	unpipelined, err := tokenbucket.New(goredisstore.New(rdb, goredisstore.WithoutPipelining()), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
 	cfg.Prefix, cfg.Clock = "rkc:", core.ClockFunc(time.Now)
 	clientTime, err := tokenbucket.New(goredisstore.New(rdb), cfg)
 	if err != nil {
@@ -62,6 +68,7 @@ func BenchmarkAgainstBareScript(b *testing.B) {
 	}{
 		{"bare-script", bare},
 		{"ratekit", func(ctx context.Context, key string) error { _, err := serverTime.Allow(ctx, key); return err }},
+		{"ratekit-unpipelined", func(ctx context.Context, key string) error { _, err := unpipelined.Allow(ctx, key); return err }},
 		{"ratekit-clientclock", func(ctx context.Context, key string) error { _, err := clientTime.Allow(ctx, key); return err }},
 	}
 	ctx := context.Background()

@@ -19,8 +19,8 @@ func TestMain(m *testing.M) {
 }
 
 // TestCluster runs the conformance suite on a real local Redis Cluster
-// through *redis.ClusterClient, then the cluster checks (which end with a
-// failover).
+// through *redis.ClusterClient, 64 goroutines pipelining, then the
+// cluster checks (which end with a failover).
 func TestCluster(t *testing.T) {
 	c := redistest.SharedCluster(t)
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), MaxRetries: -1, MaxRedirects: 8})
@@ -32,5 +32,11 @@ func TestCluster(t *testing.T) {
 		clustertest.OneAddress(t, c, goredisstore.New(one))
 	})
 	t.Run("Conformance", func(t *testing.T) { conformance.Run(t, conformance.Harness{Runner: r}) })
+	t.Run("Pipelining", func(t *testing.T) {
+		// go-redis splits each pipeline by node.
+		own := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), MaxRetries: -1, MaxRedirects: 8, PoolSize: 64})
+		t.Cleanup(func() { own.Close() })
+		pipelineExact(t, own)
+	})
 	clustertest.Run(t, c, r)
 }

@@ -47,6 +47,7 @@ import (
 type Runner struct {
 	p       scriptproto.Runner
 	plainRO bool
+	single  bool // one command per call, not pipelined (WithoutPipelining)
 }
 
 var (
@@ -67,6 +68,13 @@ func WithoutReadOnlyCommands() Option {
 	return func(r *Runner) { r.plainRO = true }
 }
 
+// WithoutPipelining sends each call as its own command, as go-redis sends
+// any command, however many goroutines call at once: see Runner for what
+// pipelining does, and when to turn it off.
+func WithoutPipelining() Option {
+	return func(r *Runner) { r.single = true }
+}
+
 // New returns a Runner that runs scripts with c. It sends nothing to Redis.
 func New(c redis.Scripter, opts ...Option) *Runner {
 	r := &Runner{}
@@ -76,10 +84,25 @@ func New(c redis.Scripter, opts ...Option) *Runner {
 	k := client{s: c}
 	k.p, _ = c.(processor)
 	k.pipe, _ = c.(pipeliner)
-	r.p = scriptproto.New("goredis", c, k, r.plainRO)
+	var sc scriptproto.Client = k
+	if !r.single && pipelines(c) {
+		sc = scriptproto.NewPipe(k, scriptproto.DefaultInFlight)
+	}
+	r.p = scriptproto.New("goredis", c, sc, r.plainRO)
 	_, one := c.(*redis.Client) // a Ring, a ClusterClient or an AutoPipeliner may span nodes
 	r.p.SetSingleNode(one)
 	return r
+}
+
+// pipelines reports whether calls through c are pipelined by default:
+// on the clients whose pipelines are one write per server, not on an
+// AutoPipeliner (which pipelines already) or another Scripter.
+func pipelines(c redis.Scripter) bool {
+	switch c.(type) {
+	case *redis.Client, *redis.ClusterClient, *redis.Ring:
+		return !scriptproto.IsNil(c)
+	}
+	return false
 }
 
 func (r *Runner) proto() *scriptproto.Runner {
