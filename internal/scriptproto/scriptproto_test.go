@@ -248,16 +248,35 @@ func TestRunScriptDoesNotAllocate(t *testing.T) {
 	if testing.CoverMode() != "" {
 		t.Skip("coverage instrumentation allocates")
 	}
-	r := New("static", static{}, static{}, false)
-	keys, args, reply := []string{"rk:{k}"}, []int64{-1, 1, 2}, make([]int64, 0, 8)
-	ctx := context.Background()
-	n := testing.AllocsPerRun(1000, func() {
-		if got, err := r.RunScript(ctx, rw, keys, args, reply); err != nil || len(got) != 4 {
-			t.Fatal(got, err)
+	for name, c := range map[string]Client{"alone": static{}, "through a Pipe": NewPipe(static{}, 1)} {
+		r := New("static", static{}, c, false)
+		keys, args, reply := []string{"rk:{k}"}, []int64{-1, 1, 2}, make([]int64, 0, 8)
+		ctx := context.Background()
+		n := testing.AllocsPerRun(1000, func() {
+			if got, err := r.RunScript(ctx, rw, keys, args, reply); err != nil || len(got) != 4 {
+				t.Fatal(got, err)
+			}
+		})
+		if n != 0 {
+			t.Errorf("RunScript %s allocates %v times", name, n)
 		}
-	})
-	if n != 0 {
-		t.Fatalf("RunScript allocates %v times", n)
+	}
+}
+
+// BenchmarkLoneCall is what a Pipe adds to a call that finds nothing in
+// flight: go test -bench LoneCall ./internal/scriptproto/.
+func BenchmarkLoneCall(b *testing.B) {
+	for name, c := range map[string]Client{"alone": static{}, "pipe": NewPipe(static{}, DefaultInFlight)} {
+		b.Run(name, func(b *testing.B) {
+			r := New("static", static{}, c, false)
+			keys, args, reply := []string{"rk:{k}"}, []int64{-1, 1, 2}, make([]int64, 0, 8)
+			ctx := context.Background()
+			for b.Loop() {
+				if _, err := r.RunScript(ctx, rw, keys, args, reply); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -15,6 +15,24 @@
 // context has already ended sends nothing. The protocol is the one every
 // ratekit Redis adapter shares.
 //
+// Pipelining: on a *redis.Client, *redis.ClusterClient or *redis.Ring, the
+// calls many goroutines make at once share round trips. Up to four calls
+// go as they come, each alone, on its caller's goroutine: a lone caller
+// waits for nothing and pays nothing. A call that comes while four are in
+// flight is queued, and the queue goes, as soon as one of them returns, as
+// one go-redis pipeline (one write and one read per node; go-redis splits
+// it by node), sent by one of the queued callers. Each call is still its
+// own EVALSHA with its own reply, error and EVAL fallback, so decisions are
+// those of calls sent one by one; what the client and the server save is
+// a write, a read and a wake-up per call. A caller whose context ends while
+// it is queued returns at once, with an error wrapping core.ErrStore and
+// the context's error, and nothing is sent for it; once its pipeline is
+// out it returns at once too, but its script may still run. A pipeline has
+// no cancellation of its own (no caller leaving fails the others' calls),
+// the latest deadline of its calls (none if one has none) and the values of
+// its first call's context, which is what go-redis hooks (tracing) see.
+// WithoutPipelining turns it off.
+//
 // Retries: go-redis retries a command after a network error (MaxRetries, 3 by
 // default), so a script whose reply was lost may run twice. ratekit does not
 // change the client it is given. A decision counted twice only ever denies
@@ -68,9 +86,16 @@ func WithoutReadOnlyCommands() Option {
 	return func(r *Runner) { r.plainRO = true }
 }
 
-// WithoutPipelining sends each call as its own command, as go-redis sends
-// any command, however many goroutines call at once: see Runner for what
-// pipelining does, and when to turn it off.
+// WithoutPipelining sends every call alone, as go-redis sends any command,
+// however many goroutines call at once (see the package doc for what
+// pipelining does). Turn it off when a queued call must not wait for a
+// call in flight to return: a queued call waits up to one round trip
+// before it is sent, and on a ClusterClient or Ring a pipeline returns when
+// its slowest node has answered, so one slow node delays the calls to the
+// others that share its pipeline. Also when go-redis hooks must see each
+// call under its own context (a pipeline carries its first call's), and
+// when the client pipelines already (an AutoPipeliner, which New never
+// pipelines again, nor any Scripter but the three clients).
 func WithoutPipelining() Option {
 	return func(r *Runner) { r.single = true }
 }
