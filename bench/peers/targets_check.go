@@ -111,9 +111,10 @@ const why = `## Why targets are missed here
   CPU of its own. The Go clients here share the machine's 2 cores with
   redis-server: every decision's client work (building the command, the
   goroutine hand-offs of auto pipelining, parsing the reply) is CPU taken
-  from the single Redis thread. rueidis pipelines concurrent calls, so it
-  comes closest; go-redis without AutoPipeline sends one command per pooled
-  connection and waits for each reply.
+  from the single Redis thread. rueidis pipelines concurrent calls, and so
+  does the go-redis store (a call that finds four in flight queues, and the
+  queue goes as one pipeline); redigo, and go-redis WithoutPipelining, send
+  one command per pooled connection and wait for each reply.
 * **AllowMany from one goroutine against the ceiling.** The ceiling is
   one decision per script call; a batch on one server makes up to 64
   decisions per call (100 random keys: two calls), so the call's parsing,
@@ -162,18 +163,21 @@ const why = `## Why targets are missed here
   token bucket takes about 76 000 instructions per call with a client
   clock, 85 000 with TIME, the guide's script 59 000 (docs/design.md,
   "What a script costs").
-* **go-redis against a bare redis.NewScript(guide's script).Run.** On
-  this machine the client, not the server, takes most of the CPU of a
-  call (store/goredis BenchmarkAgainstBareScript: about 16-22 µs of
-  client CPU per call at 64-256 goroutines, mostly the write and read
-  system calls and goroutine wake-ups, the same for both), and ratekit's
-  script costs the server more than the guide's per call (INFO
-  commandstats; cachegrind: 85 000 instructions with TIME against 59 000):
-  a TTL on every write alone costs the guide's script 1.2x (0.90x the
-  throughput), TIME about 1.1x, and the rest is the state's checked parse
-  and exact formatting. At 64 and 256 goroutines that is what keeps
-  ratekit on go-redis at 0.66-0.81x the bare call; at 1 goroutine it is
-  1.2-1.3x.
+* **go-redis against a bare redis.NewScript(guide's script).Run.** Sent
+  one by one, a call costs the client more CPU than the server here
+  (store/goredis BenchmarkAgainstBareScript: about 16-22 µs of client CPU
+  per call at 64-256 goroutines, mostly the write and read system calls
+  and goroutine wake-ups, the same for the bare call and for the store
+  WithoutPipelining, which made 0.7-0.9x the bare call). The store
+  pipelines concurrent calls, which brings that to 5-8 µs and puts it
+  ahead of the bare call at 64 and 256 goroutines (1.4x and 1.7x in that
+  benchmark), where the server's time per call bounds it. At 1 goroutine
+  there is nothing to share: what is left is ratekit's script, which
+  costs the server more than the guide's per call (INFO commandstats;
+  cachegrind: 85 000 instructions with TIME against 59 000): a TTL on
+  every write alone costs the guide's script 1.2x (0.90x the throughput),
+  TIME about 1.1x, and the rest is the state's checked parse and exact
+  formatting.
 * **The memory store against the in-process peers.** A limiter on the
   memory store decides one key in process: the engine locks the key's
   shard through internal/inproc and runs the algorithm's step and commit

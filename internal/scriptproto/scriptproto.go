@@ -20,7 +20,8 @@
 //
 // An adapter supplies only what its client's API forces, as a [Client]:
 // how to send one command, how to send many at once, and how its replies
-// look. [Runner] does the rest.
+// look. [Runner] does the rest. A [Pipe] around the Client pipelines
+// concurrent calls, for a client that sends one command per connection.
 package scriptproto
 
 import (
