@@ -35,7 +35,7 @@ type Engine struct {
 	// local, when set, is the runner itself, a store that runs a step on
 	// one key in process (InProcess): Decide and Run use it instead of
 	// the one-decision script.
-	local inproc.Store
+	local inproc.Path
 	// prefixHash is local.PrefixHash(prefix).
 	prefixHash uint64
 }

@@ -5,23 +5,28 @@ import (
 	"github.com/ratekit/ratekit/internal/inproc"
 )
 
-// InProcess returns runner as an inproc.Store when decisions on one key
-// may skip the script and run the step on it directly: when runner is
-// such a store itself, not a type that embeds one (see inproc), and nil
+// InProcess returns runner's in-process path when decisions on one key
+// may skip the script and run the step on it directly: when runner is an
+// inproc.Store itself, not a type that embeds one (see inproc), and nil
 // otherwise. A runner that wraps a store (to count, trace or break its
 // calls) is then always called through RunScript.
-func InProcess(runner core.ScriptRunner) inproc.Store {
-	if s, ok := runner.(inproc.Store); ok && isSelf(runner, s.InProcessOf) {
-		return s
+func InProcess(runner core.ScriptRunner) inproc.Path {
+	s, ok := runner.(inproc.Store)
+	if !ok {
+		return nil
 	}
-	return nil
+	self, path := s.InProcessOf()
+	if path == nil || !isSelf(runner, func() core.ScriptRunner { return self }) {
+		return nil
+	}
+	return path
 }
 
 // stepLocal makes one decision on key with the algorithm's step, on a
 // store that runs it in process: what the one-decision script's twin
 // (singleTwin) does, with the same step and the same commit, minus the
 // script call around them. now is the limiter's time, or ServerTime.
-func (e *Engine) stepLocal(st inproc.Store, key string, n, mode, now int64) (r Reply, err error) {
+func (e *Engine) stepLocal(st inproc.Path, key string, n, mode, now int64) (r Reply, err error) {
 	tx, skey := st.Lock(e.prefix, e.prefixHash, key)
 	defer func() { err = st.Unlock(tx, e.spec.Name, recover()) }()
 	c := call(tx, now)

@@ -8,8 +8,11 @@
 //
 // The path belongs to one store value, as core.KeyCopier's promise does:
 // a type that embeds the store (a wrapper that records or alters its
-// RunScript) inherits Lock but not the right to be bypassed, so the
-// engine uses a Store s only when s.InProcessOf() is s itself.
+// RunScript) inherits InProcessOf but not the right to be bypassed, so the
+// engine uses a Store s only when the runner InProcessOf returns is s
+// itself. The path's methods are on the Path InProcessOf returns, a value
+// of a type the store does not export: they are not part of the store's
+// API, and a program cannot lock a key by mistake.
 package inproc
 
 import "github.com/ratekit/ratekit/core"
@@ -17,9 +20,14 @@ import "github.com/ratekit/ratekit/core"
 // Store is a core.ScriptRunner that also runs one key's step in process.
 type Store interface {
 	core.ScriptRunner
-	// InProcessOf returns the store's own receiver, as a ScriptRunner:
-	// the engine takes the in-process path only for that value.
-	InProcessOf() core.ScriptRunner
+	// InProcessOf returns the store's own receiver, as a ScriptRunner
+	// (the engine takes the in-process path only for that value), and
+	// the path.
+	InProcessOf() (core.ScriptRunner, Path)
+}
+
+// Path is a Store's in-process path.
+type Path interface {
 	// PrefixHash returns what Lock takes as ph for prefix: the caller
 	// computes it once per prefix.
 	PrefixHash(prefix string) uint64

@@ -11,16 +11,20 @@ import (
 // The in-process path (internal/inproc): a limiter on this store decides
 // one key by locking the key's shard here and running its algorithm's step
 // against the shard's Tx itself, the step and commit its script's twin
-// would run, without building a script call. InProcessOf, PrefixHash, Lock
-// and Unlock are that path's, for ratekit's limiters: a program has no use
-// for them.
+// would run, without building a script call. InProcessOf returns that
+// path, for ratekit's limiters: a program has no use for it.
 
 var _ inproc.Store = (*Store)(nil)
 
-// InProcessOf returns s: limiters on s decide one key without a script.
-// A type that embeds *Store does not inherit that: the method names the
-// Store, so a wrapper's RunScript is never bypassed.
-func (s *Store) InProcessOf() core.ScriptRunner { return s }
+// InProcessOf returns s and its in-process path: limiters on s decide one
+// key without a script. A type that embeds *Store does not inherit that:
+// the runner returned is the Store, so a wrapper's RunScript is never
+// bypassed. Programs have no use for it.
+func (s *Store) InProcessOf() (core.ScriptRunner, inproc.Path) { return s, (*inProcess)(s) }
+
+// inProcess is the store's in-process path (inproc.Path), a type of its
+// own so that its methods are not the Store's.
+type inProcess Store
 
 // Lock locks the shard of the storage key of (prefix, key) and returns
 // the shard's Tx on it, at the store's time now, and the key. It hashes
@@ -28,7 +32,8 @@ func (s *Store) InProcessOf() core.ScriptRunner { return s }
 // the parts with the entry's key (table.findParts): only a key that is
 // not stored yet, or needs escapes, is built, in the shard's buffer. A
 // decision on a known key allocates nothing and copies no key.
-func (s *Store) Lock(prefix string, ph uint64, key string) (core.Tx, string) {
+func (p *inProcess) Lock(prefix string, ph uint64, key string) (core.Tx, string) {
+	s := (*Store)(p)
 	h := s.hash.parts(ph, key)
 	sh := &s.shards[h>>(64-shardBits)]
 	sh.mu.Lock()
@@ -48,10 +53,10 @@ func (s *Store) Lock(prefix string, ph uint64, key string) (core.Tx, string) {
 }
 
 // PrefixHash returns the hash of prefix that Lock takes with it.
-func (s *Store) PrefixHash(prefix string) uint64 { return s.hash.prefix(prefix) }
+func (p *inProcess) PrefixHash(prefix string) uint64 { return p.hash.prefix(prefix) }
 
 // Unlock ends the call Lock began on t and unlocks its shard.
-func (s *Store) Unlock(t core.Tx, name string, panicked any) error {
+func (p *inProcess) Unlock(t core.Tx, name string, panicked any) error {
 	tx := t.(*tx)
 	err := tx.takeErr()
 	tx.lastKey, tx.last = "", nil
