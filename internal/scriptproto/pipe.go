@@ -4,10 +4,10 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/gather"
 )
 
 // Pipe is a Client that pipelines concurrent calls: it saves, when many
@@ -232,22 +232,9 @@ func (p *Pipe) send(live []*waiter) {
 	}
 }
 
-// batchContext returns the context a pipeline is sent with: its first
-// call's values, no cancellation, and the latest deadline among the
-// waiters (none when one has none).
+// batchContext returns the context a pipeline is sent with (gather.Context).
 func batchContext(live []*waiter) (context.Context, context.CancelFunc) {
-	ctx := context.WithoutCancel(live[0].ctx)
-	var latest time.Time
-	for _, x := range live {
-		d, ok := x.ctx.Deadline()
-		if !ok {
-			return ctx, func() {}
-		}
-		if d.After(latest) {
-			latest = d
-		}
-	}
-	return context.WithDeadline(ctx, latest)
+	return gather.Context(live, func(w *waiter) context.Context { return w.ctx })
 }
 
 // done ends a call in flight: it hands the queue, if any, to its first
