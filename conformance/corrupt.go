@@ -3,6 +3,8 @@ package conformance
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,6 +40,57 @@ var stringPoisons = []poison{
 	newPoison("another type", `redis.call('HSET', KEYS[1], 'f', 'v'); redis.call('PEXPIRE', KEYS[1], 3600000)`, -1),
 }
 
+// stateLen is how many integers each algorithm that keeps one string per
+// key stores in it (its twin's params.State count).
+var stateLen = map[string]int{
+	"tokenbucket":    3,
+	"fixedwindow":    3,
+	"slidingcounter": 5,
+	"leakybucket":    4,
+	"gcra":           4,
+}
+
+// packedPoisons spoil state of n integers in its packed form (the byte 255,
+// then big-endian doubles; internal/engine/prelude.lua), which a server
+// with Lua's struct library reads without a parse. Where the server has
+// none (miniredis) each writes text that is not a state either. The twin's
+// values are what the memory store keeps in their place: integers it
+// refuses alike (it cannot hold a fraction, NaN or an infinity).
+func packedPoisons(n int) []poison {
+	packed := func(desc string, tag, first string, count int, twin ...int64) poison {
+		vals := make([]string, count)
+		for i := range vals {
+			vals[i] = "1"
+		}
+		if count > 0 {
+			vals[0] = first
+		}
+		lua := fmt.Sprintf(`local struct = rawget(_G, 'struct')
+if not struct then redis.call('SET', KEYS[1], 'packed', 'PX', 3600000) return {} end
+redis.call('SET', KEYS[1], struct.pack('>B%s', %s, %s), 'PX', 3600000)`,
+			strings.Repeat("d", count), tag, strings.Join(vals, ", "))
+		return newPoison("packed: "+desc, lua, twin...)
+	}
+	ones := func(count int, first int64) []int64 {
+		v := make([]int64, count)
+		for i := range v {
+			v[i] = 1
+		}
+		v[0] = first
+		return v
+	}
+	return []poison{
+		packed("a number just beyond what ratekit stores", "255", "6755399441055745", n, ones(n, 6755399441055745)...),
+		packed("a fraction", "255", "1.5", n, ones(n, -1)...),
+		packed("a negative number", "255", "-5", n, ones(n, -5)...),
+		packed("NaN", "255", "0/0", n, ones(n, -1)...),
+		packed("an infinity", "255", "1/0", n, ones(n, -1)...),
+		packed("one integer too many", "255", "1", n+1, ones(n+1, 1)...),
+		packed("one integer too few", "255", "1", n-1, ones(n-1, -1)...),
+		packed("a first byte ratekit does not write", "7", "1", n, ones(n, -1)...),
+	}
+}
+
 // logPoisons spoil the sliding log's sorted set.
 var logPoisons = []poison{
 	newPoison("another type", `redis.call('SET', KEYS[1], 'abc', 'PX', 3600000)`, -5, 3),
@@ -54,9 +107,14 @@ func checkCorrupt(t *rapid.T, h Harness, a algorithm) {
 	v := a.draw(t, nil)
 	_, ref, limClock := reference(t, h)
 	defer ref.Close()
-	poisons := stringPoisons
-	if a.name == "slidinglog" {
+	var poisons []poison
+	switch n, ok := stateLen[a.name]; {
+	case a.name == "slidinglog":
 		poisons = logPoisons
+	case ok:
+		poisons = append(slices.Clone(stringPoisons), packedPoisons(n)...)
+	default:
+		t.Fatalf("conformance: no stateLen for %s: add its state's count to corrupt.go", a.name)
 	}
 	ctx := context.Background()
 	for _, p := range poisons {

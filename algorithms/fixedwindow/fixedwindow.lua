@@ -1,8 +1,8 @@
 -- ratekit fixed window counter: the step. twin.go makes the same decision
 -- in Go; internal/engine composes the scripts that call it.
 --
--- key      the window: a string "count:start_us:end_us", or absent. end_us
---          is start_us + window_us of the configuration that wrote it.
+-- key      the window: the state (prelude) count, start_us, end_us, or
+--          absent. end_us is start_us + window_us of the configuration that wrote it.
 -- limit, window_us, start_us (0, or the calendar period's start): the
 --          parameters
 -- returns  allowed, remaining, retry_after_us, reset_after_us, and the
@@ -57,11 +57,11 @@ local function fixedwindow(key, now, client_clock, n, mode, limit, window_us, st
   if allowed == 0 then retry = stop - now end
   if count > 0 then reset = stop - now end
   if allowed == 1 and not peek then
-    return allowed, limit - count, retry, reset, string.format('%d:%d:%d', count, start, stop), reset
+    return allowed, limit - count, retry, reset, state(count, start, stop), reset
   elseif refunded and count == 0 then
     return allowed, limit - count, retry, reset, false
   elseif refunded then
-    return allowed, limit - count, retry, reset, string.format('%d:%d:%d', count, start, stop), stop - now
+    return allowed, limit - count, retry, reset, state(count, start, stop), stop - now
   end
   return allowed, limit - count, retry, reset
 end

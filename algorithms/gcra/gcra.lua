@@ -1,8 +1,8 @@
 -- ratekit GCRA (generic cell rate algorithm): the step. twin.go makes the
 -- same decision in Go; internal/engine composes the scripts that call it.
 --
--- key      the theoretical arrival time (TAT): a string
---          "tat_us:frac:rate:written_us", the time tat_us + frac/rate µs,
+-- key      the theoretical arrival time (TAT): the state (prelude)
+--          tat_us, frac, rate, written_us: the time tat_us + frac/rate µs,
 --          and the time of the write; or absent. One GET, one SET with TTL.
 -- mode     0: allow n, 1: peek for n, 2: allow at most n
 -- rate, period_us, burst: the parameters
@@ -60,7 +60,7 @@ local function gcra(key, now, client_clock, n, mode, rate, period_us, burst)
   local reset = behind + idiv(x + rate - 1, rate)
   local write
   if (allowed == 1 and mode ~= 1) or refunded then
-    write = string.format('%d:%d:%d:%d', t + idiv(x, rate), x % rate, rate, t)
+    write = state(t + idiv(x, rate), x % rate, rate, t)
     avail = idiv(cap - x, period)
   end
   if mode == 2 and allowed == 1 then allowed = m end

@@ -1,8 +1,8 @@
 -- ratekit leaky bucket (policing): the step. twin.go makes the same
 -- decision in Go; internal/engine composes the scripts that call it.
 --
--- key      the bucket: a string "level:last_leak_us:per_us:fresh_at_us", or
---          absent (empty). fresh_at_us is when the bucket is empty again.
+-- key      the bucket: the state (prelude) level, last_leak_us, per_us,
+--          fresh_at_us, or absent (empty). fresh_at_us is when the bucket is empty again.
 --          level is scaled by per_us, so that a leak of rate units per
 --          per_us drains exactly rate scaled units every microsecond.
 -- capacity, leak_rate, per_us: the parameters
@@ -67,7 +67,7 @@ local function leakybucket(key, now, client_clock, n, mode, capacity, leak_rate,
     retry, reset = math.min(retry, fresh - now), math.min(reset, fresh - now)
   end
   if writes or refunded then
-    return allowed, idiv(full - level, per), retry, reset, string.format('%d:%d:%d:%d', level, t, per, now + reset), reset
+    return allowed, idiv(full - level, per), retry, reset, state(level, t, per, now + reset), reset
   end
   return allowed, idiv(full - level, per), retry, reset
 end

@@ -1,9 +1,8 @@
 -- ratekit sliding window counter: the step. twin.go makes the same decision
 -- in Go; internal/engine composes the scripts that call it.
 --
--- key      both windows in one string
---          "window_number:previous:current:window_us:fresh_at_us", or
---          absent. Windows are aligned to the epoch, as in the guide;
+-- key      both windows in one state (prelude): window_number, previous,
+--          current, window_us, fresh_at_us; or absent. Windows are aligned to the epoch, as in the guide;
 --          fresh_at_us is when both counts have left the estimate.
 -- limit, window_us: the parameters
 -- returns  allowed, remaining, retry_after_us, reset_after_us, and the
@@ -105,7 +104,7 @@ local function slidingcounter(key, now, client_clock, n, mode, limit, window_us)
   end
   local write
   if writes or refunded then
-    write = string.format('%d:%d:%d:%d:%d', wn, prev, curr, W, now + reset)
+    write = state(wn, prev, curr, W, now + reset)
   end
 
   -- Remaining: how many requests of cost 1 would pass now.

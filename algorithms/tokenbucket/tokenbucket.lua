@@ -1,8 +1,8 @@
 -- ratekit token bucket: the step. twin.go makes the same decision in Go,
 -- step by step; internal/engine composes the scripts that call it.
 --
--- key      the bucket: a string "tokens:last_refill_us:fresh_at_us", or
---          absent (full). fresh_at_us is when the bucket is full again, the
+-- key      the bucket: the state (prelude) tokens, last_refill_us,
+--          fresh_at_us, or absent (full). fresh_at_us is when the bucket is full again, the
 --          moment from which the state decides like an absent key.
 -- capacity, refill_rate, refill_interval_us: the parameters
 -- returns  allowed, tokens_left, retry_after_us, reset_after_us, and the
@@ -69,7 +69,7 @@ local function tokenbucket(key, now, client_clock, n, mode, capacity, refill_rat
     if fresh and (allowed == 0 or peek) and reset > fresh - now then reset = fresh - now end
   end
   if (allowed == 1 and not peek) or (refund and fresh) then
-    return allowed, tokens, retry, reset, string.format('%d:%d:%d', tokens, last, now + reset), reset
+    return allowed, tokens, retry, reset, state(tokens, last, now + reset), reset
   end
   return allowed, tokens, retry, reset
 end

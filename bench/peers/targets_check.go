@@ -130,11 +130,11 @@ const why = `## Why targets are missed here
   script. The ratios show the pipelining gain, not a slower script.
 * **A two-limit policy against one limit.** The policy reads and writes
   two keys (each limit keeps its state under its own limiter's prefix)
-  and runs two steps, so its script costs the server about 1.8x a single
-  limit's: cachegrind on redis-server counts 136 000 instructions per
-  call for the token bucket and fixed window policy against 76 000 for
-  the token bucket alone, of which the second key's GET and SET with its
-  TTL are 16 000. Where the server is the bottleneck (rueidis at 64 and
+  and runs two steps, so its script costs the server about 1.65-1.75x a
+  single limit's: cachegrind on redis-server counts 129 000 instructions
+  per call for the token bucket and fixed window policy against 78 000
+  for the token bucket alone (both with TIME), of which the second key's
+  GET and SET with its TTL are 16 000. Where the server is the bottleneck (rueidis at 64 and
   256 goroutines) the policy then makes about 0.56-0.65x a single limit's
   decisions per second; 0.8x would need the second limit to add at most
   a quarter of a call. Keeping both limits' state in one key would save
@@ -157,12 +157,11 @@ const why = `## Why targets are missed here
 * **Script cost against the guide's token bucket.** ratekit's scripts do
   more than the guide's in each call: the TTL goes in the same SET (the
   guide sets none: PX alone costs the server about 6 000 instructions of
-  a call), the stored state is parsed with its checks and formatted
-  exactly, and in the default server-time mode the script also calls TIME
-  (the guide takes now from the client). cachegrind on redis-server: the
-  token bucket takes about 76 000 instructions per call with a client
-  clock, 85 000 with TIME, the guide's script 59 000 (docs/design.md,
-  "What a script costs").
+  a call), the stored state is checked, and in the default server-time
+  mode the script also calls TIME (the guide takes now from the client).
+  cachegrind on redis-server: the token bucket takes about 68 000
+  instructions per call with a client clock, 78 000 with TIME, the
+  guide's script 58 000 (docs/design.md, "What a script costs").
 * **go-redis against a bare redis.NewScript(guide's script).Run.** Sent
   one by one, a call costs the client more CPU than the server here
   (store/goredis BenchmarkAgainstBareScript: about 16-22 µs of client CPU

@@ -94,7 +94,7 @@ local allowed, remaining, retry, reset, shadow, pen
 	}
 	fmt.Fprintf(&b, `elseif mode == 0 and not blocked and penalty > 0 and block then
   until_us = now + penalty
-  commit(block, string.format('%%d', until_us), penalty, client_clock)
+  commit(block, state(until_us), penalty, client_clock)
 end
 if until_us > 0 then
   out[%[1]d + 1], out[%[1]d + 2] = until_us - now, 1

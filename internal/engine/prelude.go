@@ -3,7 +3,7 @@ package engine
 import _ "embed"
 
 // prelude is the Lua every composed script starts with: clock, idiv,
-// read_state, ttl_ms and commit, the Lua side of internal/params.
+// read_state, state, ttl_ms and commit, the Lua side of internal/params.
 //
 //go:embed prelude.lua
 var prelude string

@@ -13,6 +13,8 @@ package seedtest
 
 import (
 	"context"
+	"encoding/binary"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -110,8 +112,9 @@ func Ours(t interface{ Fatalf(string, ...any) }, lim core.Limiter, key string, s
 	return s
 }
 
-// State reads ratekit's state string at key ("" when absent) and parses
-// its colon-separated integers.
+// State reads ratekit's state at key (nil when absent): packed, the byte
+// 255 then big-endian doubles, as ratekit writes it on a real Redis, or
+// colon-separated decimal integers, as it writes it on miniredis.
 func State(t interface{ Fatalf(string, ...any) }, c *redis.Client, key string) []int64 {
 	v, err := c.Get(context.Background(), key).Result()
 	if err == redis.Nil {
@@ -121,6 +124,16 @@ func State(t interface{ Fatalf(string, ...any) }, c *redis.Client, key string) [
 		t.Fatalf("GET %s: %v", key, err)
 	}
 	var out []int64
+	if len(v) > 0 && v[0] == 255 && len(v)%8 == 1 {
+		for b := []byte(v[1:]); len(b) > 0; b = b[8:] {
+			f := math.Float64frombits(binary.BigEndian.Uint64(b))
+			if f != math.Trunc(f) || f < 0 || f > 1<<53 {
+				t.Fatalf("state %q at %s: %v is not a stored integer", v, key, f)
+			}
+			out = append(out, int64(f))
+		}
+		return out
+	}
 	for _, f := range strings.Split(v, ":") {
 		n, err := strconv.ParseInt(f, 10, 64)
 		if err != nil {
