@@ -125,7 +125,7 @@ func (e *Engine) runGroups(ctx context.Context, now int64, items []item, groups 
 		n += len(c)
 	}
 	// One backing array for every call's arguments and one for its keys.
-	args := make([]int64, 0, n*(k+3)+len(chunks)*(k+1))
+	args := make([]int64, 0, n*(k+3)+len(chunks)*(k+2))
 	keys := make([]string, 0, n)
 	for _, c := range chunks {
 		start, kstart := len(args), len(keys)
@@ -140,9 +140,7 @@ func (e *Engine) runGroups(ctx context.Context, now int64, items []item, groups 
 			s = e.spec.batch
 			args = append(args, now)
 			args = e.AppendParams(args, now)
-			for _, i := range c {
-				args = append(args, items[i].n, ModeAllow)
-			}
+			args = appendCosts(args, items, c)
 		}
 		calls = append(calls, core.ScriptCall{
 			Script:  s,
@@ -187,6 +185,23 @@ func (e *Engine) runGroups(ctx context.Context, now int64, items []item, groups 
 		}
 	}
 	return retry
+}
+
+// appendCosts appends the costs of the items at indexes c as a batch
+// script reads them: one cost when every item has it (the common case of
+// AllowMany: the server reads one argument instead of one per key), one
+// per item otherwise.
+func appendCosts(args []int64, items []item, c []int) []int64 {
+	n := items[c[0]].n
+	for _, i := range c[1:] {
+		if items[i].n != n {
+			for _, i := range c {
+				args = append(args, items[i].n)
+			}
+			return args
+		}
+	}
+	return append(args, n)
 }
 
 // groupByTag splits the items at indexes idx into groups of the same

@@ -85,9 +85,10 @@ func TestAllowManyOneCallPerNode(t *testing.T) {
 					if want := keyspace.Key("", r.Key, ""); !strings.HasSuffix(key, want) {
 						t.Fatalf("call %d key %d = %q, want it to end in %q", j, x, key, want)
 					}
-					// ARGV = now, params..., then n and mode per key.
-					k := len(c.Args) - 2*len(c.Keys)
-					if n := c.Args[k+2*x]; n != r.N {
+					// ARGV = now, params..., then n per key (the costs
+					// differ).
+					k := len(c.Args) - len(c.Keys)
+					if n := c.Args[k+x]; n != r.N {
 						t.Fatalf("call %d key %d: cost %d, want %d", j, x, n, r.N)
 					}
 					next++
@@ -97,6 +98,42 @@ func TestAllowManyOneCallPerNode(t *testing.T) {
 				t.Fatalf("%d requests sent of %d", next, len(reqs))
 			}
 		})
+	}
+}
+
+// A batch whose requests all cost the same sends that cost once: the
+// script then reads one argument instead of one per key.
+func TestAllowManyOneCost(t *testing.T) {
+	o := newOneNode()
+	l, err := algorithms[0].new(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := requests(10)
+	for i := range reqs {
+		reqs[i].N = 2
+	}
+	plain, err := algorithms[0].new(newOneNode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := plain.(interface {
+		Call(key string, n int64) (core.ScriptCall, error)
+	}).Call("x", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := len(one.Args) - 3 // now, n, mode, params...
+	for i, r := range l.AllowMany(context.Background(), reqs) {
+		if r.Err != nil || !r.Decision.Allowed {
+			t.Fatalf("result %d: %+v", i, r)
+		}
+	}
+	if len(o.calls) != 1 {
+		t.Fatalf("%d calls, want 1", len(o.calls))
+	}
+	if args := o.calls[0].Args; len(args) != 1+params+1 || args[len(args)-1] != 2 {
+		t.Fatalf("args %v: want now, %d parameters, then the one cost 2", args, params)
 	}
 }
 

@@ -16,7 +16,8 @@ import (
 // ARGV layouts (every time in µs; now = -1 reads the server's TIME):
 //
 //	one decision   KEYS = {key}; ARGV = now, n, mode, params...
-//	batch          KEYS = keys;  ARGV = now, params..., then n, mode per key
+//	batch          KEYS = keys;  ARGV = now, params..., then n for each
+//	               key, or one n for every key; every decision AllowN
 //	policy         KEYS = one key per limit, then the penalty key if any;
 //	               ARGV = now, n, mode, then for each limit: shadow (0 or
 //	               1), penalty_us (0 for none) and its params
@@ -54,19 +55,22 @@ return {allowed, remaining, retry, reset}
 func batchLua(s *Spec) string {
 	k := len(s.Params)
 	return header(s) + fmt.Sprintf(`-- %[1]s: one decision per key, in order, at one time.
--- ARGV = now_us, %[2]s, then n and mode for each key.
+-- ARGV = now_us, %[2]s, then n for each key, or one n for every key.
 local now, client_clock = clock(ARGV[1] + 0)
 local %[3]s = %[4]s
+local same = #ARGV == %[5]d
+local n = same and ARGV[%[5]d] + 0
 local out = {}
 for i = 1, #KEYS do
-  local at, key = %[5]d + 2 * i, KEYS[i]
+  local key = KEYS[i]
+  if not same then n = ARGV[%[6]d + i] + 0 end
   local allowed, remaining, retry, reset, value, ttl, write = %[1]s(key, now, client_clock,
-    ARGV[at] + 0, ARGV[at + 1] + 0, %[3]s)
+    n, %[7]d, %[3]s)
   commit(key, value, ttl, client_clock, write)
   out[4 * i - 3], out[4 * i - 2], out[4 * i - 1], out[4 * i] = allowed, remaining, retry, reset
 end
 return out
-`, s.Name, paramNames(s), luaLocals(k), luaArgs(k, 2), k)
+`, s.Name, paramNames(s), luaLocals(k), luaArgs(k, 2), k+2, k+1, ModeAllow)
 }
 
 func paramNames(s *Spec) string {
@@ -111,10 +115,16 @@ func singleTwin(s *Spec) core.TwinFunc {
 func batchTwin(s *Spec) core.TwinFunc {
 	return func(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
 		c := call(tx, args[0])
+		c.Mode = ModeAllow
 		k := len(s.Params)
 		p := args[1 : 1+k]
+		costs, same := args[1+k:], len(args) == k+2
 		for i, key := range keys {
-			c.N, c.Mode = args[1+k+2*i], args[2+k+2*i]
+			if same {
+				c.N = costs[0]
+			} else {
+				c.N = costs[i]
+			}
 			r, st := s.Step(tx, key, c, p)
 			commit(tx, key, &st)
 			reply = append(reply, r[:]...)
