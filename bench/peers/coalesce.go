@@ -29,7 +29,10 @@ func coalesceJobs(store string, open core.Limiter, goroutines []int) ([]job, err
 	c := ratekit.Coalesce(l)
 	var jobs []job
 	for _, g := range goroutines {
-		jobs = append(jobs, job{caseKey{coalesced(store), "tokenbucket", "open", g}, allowFunc(c), 1})
+		jobs = append(jobs, job{key: caseKey{coalesced(store), "tokenbucket", "open", g}, decide: allowFunc(c), per: 1,
+			// Its targets are ratios to the plain limiter: measured next
+			// to it, a drift within a round falls on both.
+			beside: caseKey{"ratekit/" + store, "tokenbucket", "open", g}})
 	}
 	return jobs, nil
 }

@@ -38,8 +38,8 @@ func hotKeyJobs(l core.Limiter, store string, goroutines []int) (hotKeyCases, er
 	var c hotKeyCases
 	for _, g := range goroutines {
 		c.jobs = append(c.jobs,
-			job{caseKey{"ratekit/" + store, "gcra", "onekey", g}, oneKey(l), 1},
-			job{caseKey{"ratekit/" + store, "gcra", "hotkey", g}, oneKey(b), 1},
+			job{key: caseKey{"ratekit/" + store, "gcra", "onekey", g}, decide: oneKey(l), per: 1},
+			job{key: caseKey{"ratekit/" + store, "gcra", "hotkey", g}, decide: oneKey(b), per: 1},
 		)
 	}
 	c.close = func() { b.Close(context.Background()) }

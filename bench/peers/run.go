@@ -134,6 +134,32 @@ type job struct {
 	key    caseKey
 	decide decideFunc
 	per    int // decisions per call of decide
+	// beside, when set, is the case this one runs next to in every round
+	// (in either order), because a target compares the two.
+	beside caseKey
+}
+
+// units groups jobs (by index) into what a round shuffles: each job alone,
+// or with the job it runs beside.
+func units(jobs []job) [][]int {
+	at := map[caseKey]int{}
+	for i, j := range jobs {
+		at[j.key] = i
+	}
+	paired := map[int]bool{}
+	var out [][]int
+	for i, j := range jobs {
+		if p, ok := at[j.beside]; ok && j.beside != (caseKey{}) && !paired[p] && !paired[i] {
+			paired[i], paired[p] = true, true
+			out = append(out, []int{p, i})
+		}
+	}
+	for i := range jobs {
+		if !paired[i] {
+			out = append(out, []int{i})
+		}
+	}
+	return out
 }
 
 func runAll(ctx context.Context, o options, t *target, m *meter) (*results, error) {
@@ -172,7 +198,7 @@ func runAll(ctx context.Context, o options, t *target, m *meter) (*results, erro
 				return nil, err
 			}
 			for _, g := range o.goroutines {
-				jobs = append(jobs, job{caseKey{"ratekit/" + st, a.name, "open", g}, allowFunc(open), 1})
+				jobs = append(jobs, job{key: caseKey{"ratekit/" + st, a.name, "open", g}, decide: allowFunc(open), per: 1})
 			}
 			if a.name == "tokenbucket" {
 				cj, err := coalesceJobs(st, open, o.goroutines)
@@ -185,13 +211,13 @@ func runAll(ctx context.Context, o options, t *target, m *meter) (*results, erro
 					return nil, err
 				}
 				for _, g := range o.goroutines {
-					jobs = append(jobs, job{caseKey{"ratekit/" + st, a.name, "policy2", g}, pol, 1})
+					jobs = append(jobs, job{key: caseKey{"ratekit/" + st, a.name, "policy2", g}, decide: pol, per: 1})
 				}
 				b, err := batchFunc(open, keys, batchSize)
 				if err != nil {
 					return nil, err
 				}
-				jobs = append(jobs, job{caseKey{"ratekit/" + st, a.name, "batch", 1}, b, batchSize})
+				jobs = append(jobs, job{key: caseKey{"ratekit/" + st, a.name, "batch", 1}, decide: b, per: batchSize})
 			}
 			if a.name == "gcra" && o.hotKey {
 				hk, err := hotKeyJobs(open, st, o.goroutines)
@@ -209,13 +235,13 @@ func runAll(ctx context.Context, o options, t *target, m *meter) (*results, erro
 			if err != nil {
 				return nil, fmt.Errorf("%s/%s: %w", st, a.name, err)
 			}
-			jobs = append(jobs, job{caseKey{"ratekit/" + st, a.name, "deny90", 64}, d90, 1})
+			jobs = append(jobs, job{key: caseKey{"ratekit/" + st, a.name, "deny90", 64}, decide: d90, per: 1})
 			if o.denyCache && a.name == "tokenbucket" {
 				dc, err := deny90(ctx, open, denycache.New(tight), keys)
 				if err != nil {
 					return nil, err
 				}
-				jobs = append(jobs, job{caseKey{"ratekit/" + st + "+denycache", a.name, "deny90", 64}, dc, 1})
+				jobs = append(jobs, job{key: caseKey{"ratekit/" + st + "+denycache", a.name, "deny90", 64}, decide: dc, per: 1})
 			}
 		}
 	}
@@ -227,7 +253,7 @@ func runAll(ctx context.Context, o options, t *target, m *meter) (*results, erro
 			}
 			closers = append(closers, closeFn)
 			for _, g := range o.goroutines {
-				jobs = append(jobs, job{caseKey{p, "tokenbucket", "open", g}, decide, 1})
+				jobs = append(jobs, job{key: caseKey{p, "tokenbucket", "open", g}, decide: decide, per: 1})
 			}
 		}
 	}
@@ -235,7 +261,15 @@ func runAll(ctx context.Context, o options, t *target, m *meter) (*results, erro
 		// Interleave: every round runs every case once, in a fresh order,
 		// so that a noisy moment hurts one sample of many cases rather
 		// than every sample of one.
-		order := rand.Perm(len(jobs))
+		var order []int
+		us := units(jobs)
+		for _, u := range rand.Perm(len(us)) {
+			unit := us[u]
+			if len(unit) == 2 && rand.IntN(2) == 0 {
+				unit = []int{unit[1], unit[0]}
+			}
+			order = append(order, unit...)
+		}
 		var ran []caseKey
 		roundStart := m.sample()
 		for i, j := range order {

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"slices"
+	"testing"
+)
+
+// Every job is in exactly one unit, and a job with beside set shares its
+// unit with that job, so the two always run next to each other.
+func TestUnitsPairJobsBeside(t *testing.T) {
+	plain := caseKey{"ratekit/rueidis", "tokenbucket", "open", 1}
+	jobs := []job{
+		{key: plain},
+		{key: caseKey{"ratekit/rueidis", "tokenbucket", "open", 256}},
+		{key: caseKey{"ratekit/rueidis+coalesce", "tokenbucket", "open", 1}, beside: plain},
+		{key: caseKey{"redis_rate", "tokenbucket", "open", 1}},
+		{key: caseKey{"orphan", "tokenbucket", "open", 1}, beside: caseKey{"missing", "", "", 1}},
+	}
+	var seen []int
+	for _, u := range units(jobs) {
+		seen = append(seen, u...)
+		if slices.Contains(u, 2) && !slices.Equal(u, []int{0, 2}) {
+			t.Fatalf("the coalesced job's unit is %v, want [0 2]", u)
+		}
+	}
+	slices.Sort(seen)
+	if !slices.Equal(seen, []int{0, 1, 2, 3, 4}) {
+		t.Fatalf("units hold jobs %v, want each of 0-4 once", seen)
+	}
+}
