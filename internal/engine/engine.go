@@ -143,6 +143,9 @@ func (e *Engine) Decide(ctx context.Context, key string, n int64, mode int64) (c
 		if err != nil {
 			return core.Decision{}, err
 		}
+		if d, ok := params.Decoded(r, e.limit); ok {
+			return d, nil
+		}
 		return e.Decode(key, r[:])
 	}
 	s := e.spec.allow

@@ -151,18 +151,29 @@ func State(vals []int64, n int) bool {
 // {allowed (0 or 1), remaining, retry_after_us, reset_after_us}, or
 // CorruptReply, which it returns as an error wrapping core.ErrCorruptState.
 func Decision(reply []int64, limit int64) (core.Decision, error) {
-	// allowed is 0 or 1, retry and reset are not negative; checked
-	// cheaply enough that Decision inlines.
-	if len(reply) != 4 || uint64(reply[0]) > 1 || reply[2]|reply[3] < 0 {
-		return core.Decision{}, badReply(reply)
+	if len(reply) == 4 {
+		if d, ok := Decoded([4]int64(reply), limit); ok {
+			return d, nil
+		}
+	}
+	return core.Decision{}, badReply(reply)
+}
+
+// Decoded is Decision for a reply of four integers, reporting ok = false
+// where Decision returns an error. It inlines: the in-process path decodes
+// its step's reply with it and calls Decision only for the error.
+func Decoded(r [4]int64, limit int64) (d core.Decision, ok bool) {
+	// allowed is 0 or 1, retry and reset are not negative.
+	if uint64(r[0]) > 1 || r[2]|r[3] < 0 {
+		return d, false
 	}
 	return core.Decision{
-		Allowed:    reply[0] == 1,
+		Allowed:    r[0] == 1,
 		Limit:      limit,
-		Remaining:  reply[1],
-		RetryAfter: time.Duration(reply[2]) * time.Microsecond,
-		ResetAfter: time.Duration(reply[3]) * time.Microsecond,
-	}, nil
+		Remaining:  r[1],
+		RetryAfter: time.Duration(r[2]) * time.Microsecond,
+		ResetAfter: time.Duration(r[3]) * time.Microsecond,
+	}, true
 }
 
 // badReply is Decision's error for a reply that is not a decision:

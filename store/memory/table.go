@@ -211,8 +211,15 @@ func (t *table) sweep(now int64) int {
 // few entries per decision, or empties and fills again, allocates only
 // to pass its largest size yet.
 func fill(e *entry, n int, ttl time.Duration, now int64) []int64 {
+	e.expireAt = now + int64(ttl/time.Microsecond)
+	if n <= inlineVals && !e.isLong() {
+		// A fixed-size state: three stores zero it, without clear's call.
+		e.inline = [inlineVals]int64{}
+		e.vals = e.inline[:n]
+		return e.vals
+	}
 	switch {
-	case cap(e.vals) >= n && !e.isInline():
+	case cap(e.vals) >= n && e.isLong():
 		e.vals = e.vals[:n]
 	case n <= inlineVals:
 		e.vals = e.inline[:n]
@@ -220,10 +227,10 @@ func fill(e *entry, n int, ttl time.Duration, now int64) []int64 {
 		e.vals = make([]int64, n, n+n/2)
 	}
 	clear(e.vals)
-	e.expireAt = now + int64(ttl/time.Microsecond)
 	return e.vals
 }
 
-func (e *entry) isInline() bool {
-	return cap(e.vals) > 0 && &e.vals[:1][0] == &e.inline[0]
+// isLong reports whether e's value has an array of its own.
+func (e *entry) isLong() bool {
+	return cap(e.vals) > inlineVals || cap(e.vals) > 0 && &e.vals[:1][0] != &e.inline[0]
 }

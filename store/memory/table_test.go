@@ -84,8 +84,8 @@ func TestFill(t *testing.T) {
 		before := cap(e.vals)
 		v := fill(&e, n, 1000, 0)
 		big = big || n > inlineVals
-		if len(v) != n || e.isInline() == big {
-			t.Fatalf("fill(%d): len %d, inline %v", n, len(v), e.isInline())
+		if len(v) != n || e.isLong() != big {
+			t.Fatalf("fill(%d): len %d, own array %v", n, len(v), e.isLong())
 		}
 		if grew := cap(e.vals) != before; big && grew != (n > before) {
 			t.Fatalf("fill(%d): cap %d -> %d", n, before, cap(e.vals))
