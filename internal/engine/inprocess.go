@@ -28,7 +28,15 @@ func InProcess(runner core.ScriptRunner) inproc.Path {
 // script call around them. now is the limiter's time, or ServerTime.
 func (e *Engine) stepLocal(st inproc.Path, key string, n, mode, now int64) (r Reply, err error) {
 	tx, skey := st.Lock(e.prefix, e.prefixHash, key)
-	defer func() { err = st.Unlock(tx, e.spec.Name, recover()) }()
+	// The deferred call unlocks only when the step panics: its recover
+	// then turns the panic into Unlock's error. Otherwise the unlock
+	// below runs, without a call to recover.
+	done := false
+	defer func() {
+		if !done {
+			err = st.Unlock(tx, e.spec.Name, recover())
+		}
+	}()
 	c := call(tx, now)
 	c.N, c.Mode = n, mode
 	p := e.params
@@ -39,5 +47,6 @@ func (e *Engine) stepLocal(st inproc.Path, key string, n, mode, now int64) (r Re
 	}
 	r, state := e.spec.Step(tx, skey, c, p)
 	commit(tx, skey, &state)
-	return r, nil
+	done = true
+	return r, st.Unlock(tx, e.spec.Name, nil)
 }
