@@ -185,24 +185,34 @@ const why = `## Why targets are missed here
   is hashed and compared by its parts). That took a token bucket
   decision from about 2 150 to about 1 500 instructions (cachegrind),
   and from 7.3 to 5.6 L2 misses (cachegrind with a 512 KB L2), on the
-  harness's 10 000 keys. x/time/rate per key in a sync.Map makes about
-  750 instructions and 8.3 L2 misses, sethvargo's memorystore about 320
-  and 3.6: one mutable struct per key, no TTL, no checks, an answer of a
-  bool. What ratekit's 1 500 hold (valgrind, per decision): about 520 in
-  the layers every decision crosses (Allow, AllowN, Decide's checks of
-  key, cost, clock and context, the deferred unlock that turns a
-  panicking step into an error, the decoding of the reply into a
-  Decision), 370 in the store's lookup (hashing the user key with
-  maphash, the shard lock, the probe and the two compares of prefix and
-  key), 110 reading the store's clock (the monotonic clock, one vDSO
-  call), and 440 in the step and its Tx (the interface calls, the
-  96-byte staged State copied back, exact integer arithmetic with two or
-  three 64-bit divisions, the state's bounds checks and its TTL). In a
-  CPU profile of one key (all in cache) the clock is 17% of the time.
-  Reaching sethvargo would need a decision of about a third of that:
-  not the engine's generic step, Tx and Decision, but code per algorithm,
-  which would be a second copy of each algorithm beside its Lua and Go
-  twin.
+  harness's 10 000 keys; trimming the layers then took it to about 1 280
+  (callgrind, 100 000 decisions on 10 000 known keys, the benchmark's
+  loop left out): the reply decoded by code that inlines, Allow without
+  AllowN's frame, recover called only when the step panicked, fixed-size
+  writes without memmove and memclr. x/time/rate per key in a sync.Map
+  makes about 750 instructions and 8.3 L2 misses, sethvargo's memorystore
+  about 320 and 3.6: one mutable struct per key, no TTL, no checks, an
+  answer of a bool. What ratekit's 1 280 hold (callgrind, per decision):
+  about 380 in the layers every decision crosses (Allow, Decide's checks
+  of key, cost, clock and context, the deferred unlock that turns a
+  panicking step into an error, the 96-byte staged State and the reply
+  copied back from the step, the Decision), 350 in the store's lookup
+  (hashing the user key with maphash, the shard lock, the probe and the
+  two compares of prefix and key, the unlock), 110 reading the store's
+  clock (the monotonic clock, one vDSO call; valgrind counts the system
+  call it falls back to), and 440 in the step and its Tx (the interface
+  calls, exact integer arithmetic with two or three 64-bit divisions, the
+  state's bounds checks, its TTL, the write). In a CPU profile of one key
+  (all in cache) the clock is 17% of the time. Two ideas measured and not
+  kept: the step filling a State the caller passes by pointer instead of
+  returning one (a pointer passed through the step's func value escapes,
+  so the State must come from memory the store lends: 23 instructions
+  fewer, 1.7%), and reading the clock before the lookup so that its wait
+  for earlier loads overlaps the entry's cache misses (no change in
+  go test -bench InProcess). Reaching sethvargo would need a decision of
+  about a third of that: not the engine's generic step, Tx and Decision,
+  but code per algorithm, which would be a second copy of each algorithm
+  beside its Lua and Go twin.
 * **The sliding log's allocations.** Its allowed decisions build the next
   log in memory the store lends and copy it into the key's array, which
   is kept when the log shrinks: what this table counts is that array
