@@ -118,11 +118,19 @@ const why = `## Why targets are missed here
 * **AllowMany from one goroutine against the ceiling.** The ceiling is
   one decision per script call; a batch on one server makes up to 64
   decisions per call (100 random keys: two calls), so the call's parsing,
-  script lookup and reply are paid once per 64 decisions and a batch can
-  pass the ceiling. What holds it back: one goroutine sends a batch, waits
-  for it, then builds the next, and while it formats commands and parses
-  replies the server is idle, whereas the ceiling keeps it busy from 50
-  connections. On a cluster only keys sharing a slot share a call, so
+  script lookup, TIME and reply are paid once per 64 decisions: on the
+  server a key of a batch costs half a call of its own (cachegrind: about
+  37 000 instructions against 78 000), and redis-benchmark from one
+  connection, one 100-key call at a time, made 2.1-2.2x the ceiling. One
+  goroutine of a Go client pays more per round trip: while it builds a
+  batch, and while its client's goroutines read the reply and wake it,
+  the server is idle (it ran at about two thirds of a core). A bare
+  rueidis DoMulti of the same two calls made about 1.5-1.6x the ceiling,
+  ratekit's AllowMany 0.93x of that (the keys' checks and escaping, the
+  decisions built). Splitting the batch into parts sent concurrently, so
+  that the server starts on the first while the rest is built, made it
+  slower here (0.86-0.96x): the extra goroutines and round trips take the
+  same two cores. On a cluster only keys sharing a slot share a call, so
   random keys gain the round trip and not the per-call cost.
 * **Ratios to redis_rate.** Both are bounded by the same single-threaded
   server and the same 2 cores; redis_rate's GCRA script is cheap, so 3x or
