@@ -139,6 +139,35 @@ type job struct {
 	beside caseKey
 }
 
+// measureUnit measures a unit's jobs for d each. A pair runs A B B A, each
+// for d/2, and each job's sample is the mean of its two halves: a drift
+// of the machine during the unit falls on both alike.
+func measureUnit(jobs []job, unit []int, d time.Duration, keys []string) []sample {
+	run := func(i int, d time.Duration) sample {
+		jb := jobs[unit[i]]
+		return measure(jb.decide, jb.key.g, jb.per, d, keys)
+	}
+	if len(unit) == 1 {
+		return []sample{run(0, d)}
+	}
+	a1, b1 := run(0, d/2), run(1, d/2)
+	b2, a2 := run(1, d/2), run(0, d/2)
+	return []sample{meanSample(a1, a2), meanSample(b1, b2)}
+}
+
+// meanSample is the mean of two samples of one case of equal durations.
+func meanSample(x, y sample) sample {
+	return sample{
+		ops:    (x.ops + y.ops) / 2,
+		p50:    (x.p50 + y.p50) / 2,
+		p99:    (x.p99 + y.p99) / 2,
+		allocs: (x.allocs + y.allocs) / 2,
+		bytes:  (x.bytes + y.bytes) / 2,
+		denied: (x.denied + y.denied) / 2,
+		errors: x.errors + y.errors,
+	}
+}
+
 // units groups jobs (by index) into what a round shuffles: each job alone,
 // or with the job it runs beside.
 func units(jobs []job) [][]int {
@@ -261,27 +290,24 @@ func runAll(ctx context.Context, o options, t *target, m *meter) (*results, erro
 		// Interleave: every round runs every case once, in a fresh order,
 		// so that a noisy moment hurts one sample of many cases rather
 		// than every sample of one.
-		var order []int
+		var ran []caseKey
+		roundStart := m.sample()
 		us := units(jobs)
-		for _, u := range rand.Perm(len(us)) {
+		for i, u := range rand.Perm(len(us)) {
 			unit := us[u]
 			if len(unit) == 2 && rand.IntN(2) == 0 {
 				unit = []int{unit[1], unit[0]}
 			}
-			order = append(order, unit...)
-		}
-		var ran []caseKey
-		roundStart := m.sample()
-		for i, j := range order {
-			jb := jobs[j]
-			s := measure(jb.decide, jb.key.g, jb.per, o.duration, keys)
-			res.samples[jb.key] = append(res.samples[jb.key], s)
-			ran = append(ran, jb.key)
-			if s.errors > 0 {
-				log.Printf("round %d: %v: %d errors", r+1, jb.key, s.errors)
+			for j, s := range measureUnit(jobs, unit, o.duration, keys) {
+				jb := jobs[unit[j]]
+				res.samples[jb.key] = append(res.samples[jb.key], s)
+				ran = append(ran, jb.key)
+				if s.errors > 0 {
+					log.Printf("round %d: %v: %d errors", r+1, jb.key, s.errors)
+				}
 			}
 			if i%50 == 0 {
-				log.Printf("round %d/%d: %d/%d cases", r+1, o.rounds, i, len(jobs))
+				log.Printf("round %d/%d: %d/%d units", r+1, o.rounds, i, len(us))
 			}
 		}
 		res.rounds = append(res.rounds, ran)

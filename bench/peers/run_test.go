@@ -28,3 +28,11 @@ func TestUnitsPairJobsBeside(t *testing.T) {
 		t.Fatalf("units hold jobs %v, want each of 0-4 once", seen)
 	}
 }
+
+// A pair's sample is the mean of its two halves; errors add up.
+func TestMeanSample(t *testing.T) {
+	got := meanSample(sample{ops: 100, p99: 4, errors: 1}, sample{ops: 300, p99: 8, errors: 2})
+	if got.ops != 200 || got.p99 != 6 || got.errors != 3 {
+		t.Fatalf("meanSample = %+v, want ops 200, p99 6, errors 3", got)
+	}
+}
