@@ -9,10 +9,12 @@ import "github.com/ratekit/ratekit/internal/engine"
 // not the decision, is most of the server's work.
 //
 // Nothing waits for company. A call is sent at once, alone and exactly as
-// l sends it, when no call of its group is in flight; the calls that come
-// while one is in flight are queued, and go together, as one batch (up to
-// 64 decisions per script call, all in one round trip), as soon as it
-// returns. A lone call therefore costs what it costs on l. A group is
+// l sends it, when fewer than two calls of its group are in flight; the
+// calls that come while two are in flight are queued, and go together, as
+// one batch (up to 64 decisions per script call, all in one round trip),
+// as soon as one of them returns. Two in flight keep the server busy: the
+// next batch is there while the last one's reply travels back. A lone
+// call therefore costs what it costs on l. A group is
 // every key on a store that is one node (core.SingleNode: a Redis server
 // that is not a cluster), and one cluster slot on any other, where only
 // calls on the same key share a script call (ratekit makes each key its
@@ -28,8 +30,8 @@ import "github.com/ratekit/ratekit/internal/engine"
 // with a call whose ctx ends while Redis runs it. A batch is sent with no
 // cancellation (one caller leaving cancels no one else's decision) and
 // the latest deadline of its calls, none when one of them has none; its
-// context carries the values of its first call's ctx. While a call is in
-// flight the calls of its group wait for it: give calls deadlines, and
+// context carries the values of its first call's ctx. While two calls
+// are in flight the calls of their group wait for one: give calls deadlines, and
 // the client a timeout, as for any call to a store.
 //
 // Peek, Refund, Reset and AllowMany go to l's store directly, and a

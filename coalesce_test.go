@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,8 @@ import (
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/fakeclock"
+	"github.com/ratekit/ratekit/internal/keyspace"
+	"github.com/ratekit/ratekit/internal/slot"
 	"github.com/ratekit/ratekit/store/memory"
 )
 
@@ -143,22 +146,46 @@ func TestCoalesceLoneCall(t *testing.T) {
 	}
 }
 
-// The calls that come while one is in flight go together, in the order
-// they came, as one batch script call once it returns.
+// slotTwins returns n keys other than key whose storage keys share its
+// cluster slot: calls on them share key's group (on a store that is not
+// one node) without deciding on key.
+func slotTwins(key string, n int) []string {
+	want := slot.Of(keyspace.Key("", key, ""))
+	var out []string
+	for i := 0; len(out) < n; i++ {
+		if k := "twin" + strconv.Itoa(i); slot.Of(keyspace.Key("", k, "")) == want {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// The calls that come while two are in flight go together, in the order
+// they came, as one batch script call once one returns.
 func TestCoalesceQueueIsOneBatch(t *testing.T) {
 	g := newGate(t)
 	lim := coalescing(t, g, 4)
 	ctx := context.Background()
 	g.close()
-	first := start(t, g, lim, ctx, "hot", 1)
+	// Two calls of hot's group in flight, alone, on other keys: the batch
+	// may run before or after either.
+	var inFlight []chan result
+	for _, k := range slotTwins("hot", 2) {
+		inFlight = append(inFlight, start(t, g, lim, ctx, k, 1))
+	}
 	var rest []chan result
-	for _, n := range []int64{2, 2, 1, 1, 5} {
+	for _, n := range []int64{1, 2, 2, 1, 1, 5} {
 		rest = append(rest, start(t, g, lim, ctx, "hot", n))
 	}
 	g.open()
+	for _, ch := range inFlight {
+		if r := <-ch; r.err != nil || !r.d.Allowed || r.d.Remaining != 3 {
+			t.Fatalf("a call in flight: %+v, %v", r.d, r.err)
+		}
+	}
 	want := []string{"true 3 <nil>", "true 1 <nil>", "false 1 <nil>", "true 0 <nil>", "false 0 <nil>", "false 0 invalid cost"}
 	var got []string
-	for _, ch := range append([]chan result{first}, rest...) {
+	for _, ch := range rest {
 		r := <-ch
 		e := fmt.Sprint(r.err)
 		if errors.Is(r.err, core.ErrInvalidCost) {
@@ -169,9 +196,9 @@ func TestCoalesceQueueIsOneBatch(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("decisions %q\nwant      %q", got, want)
 	}
-	// The first alone; the four valid ones queued behind it in one batch
-	// (the invalid cost never queues).
-	if calls := g.sent(); fmt.Sprint(calls) != "[tokenbucket/1 tokenbucket:batch/4]" {
+	// The first two alone; the five valid ones queued behind them in one
+	// batch (the invalid cost never queues).
+	if calls := g.sent(); fmt.Sprint(calls) != "[tokenbucket/1 tokenbucket/1 tokenbucket:batch/5]" {
 		t.Fatalf("sent %v", calls)
 	}
 }
@@ -183,7 +210,10 @@ func TestCoalesceCancelWhileQueued(t *testing.T) {
 	lim := coalescing(t, g, 10)
 	ctx := context.Background()
 	g.close()
-	first := start(t, g, lim, ctx, "hot", 1)
+	var inFlight []chan result
+	for _, k := range slotTwins("hot", 2) {
+		inFlight = append(inFlight, start(t, g, lim, ctx, k, 1))
+	}
 	a := start(t, g, lim, ctx, "hot", 1)
 	cctx, cancel := context.WithCancel(ctx)
 	b := start(t, g, lim, cctx, "hot", 5)
@@ -198,16 +228,21 @@ func TestCoalesceCancelWhileQueued(t *testing.T) {
 		t.Fatal("the cancelled call did not return while the gate was shut")
 	}
 	g.open()
-	for i, ch := range []chan result{first, a, c} {
+	for _, ch := range inFlight {
+		if r := <-ch; r.err != nil || !r.d.Allowed {
+			t.Fatalf("a call in flight: %+v, %v", r.d, r.err)
+		}
+	}
+	for i, ch := range []chan result{a, c} {
 		r := <-ch
 		if r.err != nil || !r.d.Allowed || r.d.Remaining != int64(9-i) {
 			t.Fatalf("call %d: %+v, %v", i, r.d, r.err)
 		}
 	}
-	if calls := g.sent(); fmt.Sprint(calls) != "[tokenbucket/1 tokenbucket:batch/2]" {
+	if calls := g.sent(); fmt.Sprint(calls) != "[tokenbucket/1 tokenbucket/1 tokenbucket:batch/2]" {
 		t.Fatalf("sent %v", calls)
 	}
-	if d, err := lim.Peek(ctx, "hot"); err != nil || d.Remaining != 7 {
+	if d, err := lim.Peek(ctx, "hot"); err != nil || d.Remaining != 8 {
 		t.Fatalf("Peek: %+v, %v; the cancelled cost of 5 counted?", d, err)
 	}
 }

@@ -37,7 +37,11 @@ func coalesced(t *rapid.T, l core.Limiter) core.Limiter {
 // opened, saying so on arrived. It runs batches as the store does
 // (core.BatchRunner; one call at a time when the store has none) and is
 // one node when the store is (core.SingleNode). It counts the keys of
-// each call sent during a burst.
+// each call sent during a burst, and runs those calls one at a time in
+// the order they arrived: a group has two calls in flight, and a batch
+// queued behind them may otherwise reach the store before the second,
+// an order the one-by-one reference cannot follow (and need not: the
+// calls are concurrent).
 type gate struct {
 	next core.ScriptRunner
 
@@ -46,6 +50,10 @@ type gate struct {
 	arrived chan struct{}
 	rec     bool  // counting: from close to the end of a burst
 	sizes   []int // each call's number of keys, while counting
+	// During a burst each call takes a ticket as it arrives and runs
+	// when every earlier ticket's call has returned.
+	tickets, served int
+	turn            *sync.Cond
 }
 
 var (
@@ -53,27 +61,49 @@ var (
 	_ core.SingleNode  = (*gate)(nil)
 )
 
-func newGate(next core.ScriptRunner) *gate { return &gate{next: next} }
+func newGate(next core.ScriptRunner) *gate {
+	g := &gate{next: next}
+	g.turn = sync.NewCond(&g.mu)
+	return g
+}
 
 // hold runs before each call: it records the call and, while the gate is
-// shut, waits for it to open.
-func (g *gate) hold(keys ...[]string) {
+// shut, waits for it to open; during a burst it then waits for the call's
+// turn. The caller calls the function it returns when the call returns.
+func (g *gate) hold(keys ...[]string) (release func()) {
 	g.mu.Lock()
 	shut, arrived := g.shut, g.arrived
+	ticket := -1
 	if g.rec {
 		for _, k := range keys {
 			g.sizes = append(g.sizes, len(k))
 		}
+		ticket = g.tickets
+		g.tickets++
 	}
 	g.mu.Unlock()
 	if shut != nil {
 		arrived <- struct{}{}
 		<-shut
 	}
+	if ticket < 0 {
+		return func() {}
+	}
+	g.mu.Lock()
+	for g.served != ticket {
+		g.turn.Wait()
+	}
+	g.mu.Unlock()
+	return func() {
+		g.mu.Lock()
+		g.served++
+		g.turn.Broadcast()
+		g.mu.Unlock()
+	}
 }
 
 func (g *gate) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
-	g.hold(keys)
+	defer g.hold(keys)()
 	return g.next.RunScript(ctx, s, keys, args, reply)
 }
 
@@ -82,7 +112,7 @@ func (g *gate) RunScripts(ctx context.Context, calls []core.ScriptCall) []core.S
 	for i, c := range calls {
 		keys[i] = c.Keys
 	}
-	g.hold(keys...)
+	defer g.hold(keys...)()
 	if br, ok := g.next.(core.BatchRunner); ok {
 		return br.RunScripts(ctx, calls)
 	}
@@ -103,6 +133,7 @@ func (g *gate) close() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.shut, g.arrived, g.rec, g.sizes = make(chan struct{}), make(chan struct{}, 1024), true, nil
+	g.tickets, g.served = 0, 0
 }
 
 // open lets every held call through.
@@ -134,8 +165,8 @@ type decided struct {
 
 // burst sends reqs through l, a coalescing limiter over g, as concurrent
 // calls: with g shut, each call starts once the one before it is held at
-// g (the first of its group, sent at once), queued behind such a call, or
-// answered (a bad request); then g opens. It returns each call's answer,
+// g (one of the first two of its group, sent at once), queued behind
+// such calls, or answered (a bad request); then g opens. It returns each call's answer,
 // and the number of keys of each call the store was sent.
 func burst(t *rapid.T, g *gate, l core.Limiter, reqs []core.Request) ([]decided, []int) {
 	g.close()
@@ -174,8 +205,8 @@ func burst(t *rapid.T, g *gate, l core.Limiter, reqs []core.Request) ([]decided,
 // alike), decided through the coalescing limiter and compared, key by
 // key in order, with the same requests one by one on the reference.
 // It also checks that they went as batches: per group (every key on a
-// store that is one node, a slot on any other) the first alone, then
-// what queued behind it in one call (one per key, unless one node).
+// store that is one node, a slot on any other) the first two alone, then
+// what queued behind them in one call (one per key, unless one node).
 func burstAction(g *gate, prefix string, cur func() (want, gotC core.Limiter, v variant), keyGen *rapid.Generator[string], cost func(*rapid.T, string) int64, sync func(), check func(t *rapid.T, what, key string, d core.Decision, allowedN int64)) func(*rapid.T) {
 	return func(t *rapid.T) {
 		want, gotC, v := cur()
@@ -199,12 +230,14 @@ func burstAction(g *gate, prefix string, cur func() (want, gotC core.Limiter, v 
 				check(t, what, r.Key, dw, r.N)
 			}
 		}
-		// The calls the store saw: per group, the first request alone,
-		// then the valid ones queued behind it, one call per key (one
+		// The calls the store saw: per group, the first two requests
+		// alone (a group has two calls in flight: ratekit.Coalesce), then
+		// the valid ones queued behind them, one call per key (one
 		// request: the single script).
+		const inFlight = 2
 		single := g.SingleNode()
 		queued := map[int]map[string]int{} // group -> key -> requests
-		first := map[int]bool{}
+		alone := map[int]int{}             // group -> requests sent alone
 		for _, r := range reqs {
 			if r.N < 1 || r.N > v.maxCost {
 				continue // refused before it queues
@@ -213,8 +246,8 @@ func burstAction(g *gate, prefix string, cur func() (want, gotC core.Limiter, v 
 			if !single {
 				grp = slot.Of(keyspace.Key(prefix+v.tag, r.Key, ""))
 			}
-			if !first[grp] {
-				first[grp] = true
+			if alone[grp] < inFlight {
+				alone[grp]++
 				continue
 			}
 			if queued[grp] == nil {
@@ -222,7 +255,10 @@ func burstAction(g *gate, prefix string, cur func() (want, gotC core.Limiter, v 
 			}
 			queued[grp][r.Key]++
 		}
-		wantCalls, batches := len(first), 0
+		wantCalls, batches := 0, 0
+		for _, n := range alone {
+			wantCalls += n
+		}
 		for _, byKey := range queued {
 			switch {
 			case single && len(byKey) > 0:
