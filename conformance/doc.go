@@ -17,10 +17,11 @@
 // failing case shrinks to a minimal sequence that rapid prints and replays.
 // Decisions also go, at random, through a coalescing limiter
 // (ratekit.Coalesce) over the same store and keys, and bursts of
-// concurrent calls are made to queue behind a call held in flight, so
-// that they reach the store as batches: each call's decision must be the
-// reference's for the same requests one by one, and the store must see
-// each group's first call alone and what queued behind it as one call.
+// concurrent calls are made to queue behind the two calls a group may
+// have in flight, held there, so that they reach the store as batches:
+// each call's decision must be the reference's for the same requests one
+// by one, and the store must see each group's first two calls alone and
+// what queued behind them as one call.
 // An algorithm of the registry that the suite has no configurations for
 // fails the suite, by name. The concurrency limiter (algorithms/concurrency,
 // not in the registry) has a state machine of its own: random acquires,
