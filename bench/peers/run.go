@@ -139,9 +139,10 @@ type job struct {
 	beside caseKey
 }
 
-// measureUnit measures a unit's jobs for d each. A pair runs A B B A, each
-// for d/2, and each job's sample is the mean of its two halves: a drift
-// of the machine during the unit falls on both alike.
+// measureUnit measures a unit's jobs for d each. A pair runs A B B A
+// pairCycles times, each for d/(2*pairCycles), and each job's sample is
+// the mean of its slices: a drift of the machine during the unit falls
+// on both alike.
 func measureUnit(jobs []job, unit []int, d time.Duration, keys []string) []sample {
 	run := func(i int, d time.Duration) sample {
 		jb := jobs[unit[i]]
@@ -150,22 +151,36 @@ func measureUnit(jobs []job, unit []int, d time.Duration, keys []string) []sampl
 	if len(unit) == 1 {
 		return []sample{run(0, d)}
 	}
-	a1, b1 := run(0, d/2), run(1, d/2)
-	b2, a2 := run(1, d/2), run(0, d/2)
-	return []sample{meanSample(a1, a2), meanSample(b1, b2)}
+	slice := d / (2 * pairCycles)
+	var a, b []sample
+	for range pairCycles {
+		a, b = append(a, run(0, slice)), append(b, run(1, slice))
+		b, a = append(b, run(1, slice)), append(a, run(0, slice))
+	}
+	return []sample{meanSample(a), meanSample(b)}
 }
 
-// meanSample is the mean of two samples of one case of equal durations.
-func meanSample(x, y sample) sample {
-	return sample{
-		ops:    (x.ops + y.ops) / 2,
-		p50:    (x.p50 + y.p50) / 2,
-		p99:    (x.p99 + y.p99) / 2,
-		allocs: (x.allocs + y.allocs) / 2,
-		bytes:  (x.bytes + y.bytes) / 2,
-		denied: (x.denied + y.denied) / 2,
-		errors: x.errors + y.errors,
+// pairCycles is how many times a pair runs A B B A in a round: at one
+// goroutine a call's latency drifts over tens of milliseconds here, so
+// the pair alternates more often than once.
+const pairCycles = 4
+
+// meanSample is the mean of samples of one case of equal durations.
+func meanSample(s []sample) sample {
+	var m sample
+	for _, x := range s {
+		m.ops += x.ops
+		m.p50 += x.p50
+		m.p99 += x.p99
+		m.allocs += x.allocs
+		m.bytes += x.bytes
+		m.denied += x.denied
+		m.errors += x.errors
 	}
+	n := float64(len(s))
+	m.ops, m.allocs, m.bytes, m.denied = m.ops/n, m.allocs/n, m.bytes/n, m.denied/n
+	m.p50, m.p99 = m.p50/time.Duration(len(s)), m.p99/time.Duration(len(s))
+	return m
 }
 
 // units groups jobs (by index) into what a round shuffles: each job alone,

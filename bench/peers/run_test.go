@@ -29,9 +29,9 @@ func TestUnitsPairJobsBeside(t *testing.T) {
 	}
 }
 
-// A pair's sample is the mean of its two halves; errors add up.
+// A pair's sample is the mean of its slices; errors add up.
 func TestMeanSample(t *testing.T) {
-	got := meanSample(sample{ops: 100, p99: 4, errors: 1}, sample{ops: 300, p99: 8, errors: 2})
+	got := meanSample([]sample{{ops: 100, p99: 4, errors: 1}, {ops: 300, p99: 8, errors: 2}})
 	if got.ops != 200 || got.p99 != 6 || got.errors != 3 {
 		t.Fatalf("meanSample = %+v, want ops 200, p99 6, errors 3", got)
 	}

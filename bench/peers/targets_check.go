@@ -137,10 +137,11 @@ const why = `## Why targets are missed here
   through the plain limiter's code path, plus one mutex and a counter:
   store/rueidis alternating the two 25 times for 150 ms in one process
   read 0.99-1.01x, before and after concurrent calls had turned on the
-  client's pipelining. Here each case is measured A B B A beside its
-  plain limiter, but at about 13 000 calls per second a round's figure
-  still moves by several percent: full runs read 0.87-0.94x on rueidis
-  and 1.04-1.11x on the other clients, targeted runs 0.99-1.01x.
+  client's pipelining. Here each case is measured beside its plain
+  limiter, A B B A four times, but at about 13 000 calls per second a
+  round's figure still moves by several percent: full runs with one
+  A B B A read 0.87-0.94x on rueidis and 0.93-1.11x on the other
+  clients, targeted runs 0.99-1.01x.
 * **Ratios to redis_rate.** Both are bounded by the same single-threaded
   server and the same 2 cores; redis_rate's GCRA script is cheap, so 3x or
   2.5x its rate would need more than the server's ceiling for ratekit's
