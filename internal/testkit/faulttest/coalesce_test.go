@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -83,6 +84,17 @@ func TestContentionCoalesced(t *testing.T) {
 // deadline of up to a millisecond. Every caller that stays gets its
 // decision, and the key counts each allowed request once, plus at most
 // one per caller that left after its batch went out.
+//
+// Except on the clients that share one connection between concurrent
+// calls (rueidis, valkey-go): there a call whose deadline passes while
+// the connection is in the client's one-call-at-a-time mode can take the
+// connection down, and calls on it that had no deadline of their own
+// fail with a timeout (context.DeadlineExceeded, or the redial's i/o
+// timeout). The plain limiter shows the same, more often: in this test
+// without Coalesce, on a loaded machine, up to 15 callers of 4,000 per
+// client. A coalescing group has two calls in flight, so it meets that
+// too. Such a call may or may not have counted: it is collateral, bounded
+// like a caller that left.
 func TestCoalescedCallersLeaving(t *testing.T) {
 	const (
 		goroutines = 64
@@ -104,7 +116,8 @@ func TestCoalescedCallersLeaving(t *testing.T) {
 				}
 				lims[i], peek = coalesce(t, l), l
 			}
-			var allowed, left, errs atomic.Int64
+			sharedConn := a.name == "rueidis" || a.name == "valkey"
+			var allowed, left, collateral, errs atomic.Int64
 			var firstErr atomic.Value
 			var wg sync.WaitGroup
 			for g := 0; g < goroutines; g++ {
@@ -126,6 +139,8 @@ func TestCoalescedCallersLeaving(t *testing.T) {
 							// Its deadline passed: a context error, or the
 							// client's own timeout (go-redis' i/o timeout).
 							left.Add(1)
+						case err != nil && sharedConn && isTimeout(err):
+							collateral.Add(1)
 						case err != nil:
 							errs.Add(1)
 							firstErr.CompareAndSwap(nil, err)
@@ -147,10 +162,17 @@ func TestCoalescedCallersLeaving(t *testing.T) {
 				t.Fatal(err)
 			}
 			counted, a := limit-d.Remaining, allowed.Load()
-			t.Logf("allowed %d, counted %d, left %d", a, counted, left.Load())
-			if counted < a || counted > a+left.Load() {
-				t.Fatalf("the key counted %d with %d allowed and %d callers that left", counted, a, left.Load())
+			t.Logf("allowed %d, counted %d, left %d, collateral timeouts %d", a, counted, left.Load(), collateral.Load())
+			if counted < a || counted > a+left.Load()+collateral.Load() {
+				t.Fatalf("the key counted %d with %d allowed, %d callers that left and %d collateral timeouts", counted, a, left.Load(), collateral.Load())
 			}
 		})
 	}
+}
+
+// isTimeout reports whether err is a deadline's: the context's, or the
+// network's (a redial's i/o timeout).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
