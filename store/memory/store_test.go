@@ -3,6 +3,8 @@ package memory_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -159,6 +161,19 @@ func TestErrors(t *testing.T) {
 	}, false)
 	if _, err := s.RunScript(ctx, badTTL, []string{"k"}, nil, nil); !errors.Is(err, core.ErrStore) || s.Len() != 0 {
 		t.Errorf("Put without TTL: %v, %d keys", err, s.Len())
+	}
+	for _, n := range []int{-1, math.MaxInt32 + 1} {
+		for _, keys := range [][]string{{"k"}, {"k", "other"}} { // one shard's Tx, and many shards'
+			badLen := core.NewScript("bad-len", "", func(tx core.Tx, k []string, _ []int64, _ []int64) ([]int64, error) {
+				if v := tx.Put(k[0], n, time.Second); v != nil {
+					return nil, fmt.Errorf("Put(%d) returned %d integers", n, len(v))
+				}
+				return []int64{1}, nil
+			}, false)
+			if _, err := s.RunScript(ctx, badLen, keys, nil, nil); !errors.Is(err, core.ErrStore) || s.Len() != 0 {
+				t.Errorf("Put of %d integers on %d keys: %v, %d keys", n, len(keys), err, s.Len())
+			}
+		}
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()

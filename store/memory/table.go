@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"math"
 	"strings"
 	"time"
 	"unsafe"
@@ -15,32 +16,51 @@ import (
 // with string keys cost about twice as many cache misses (its header, its
 // groups, the entry, the key's own array) and a third of a decision's time.
 
-// entry is one key's value and expiry. Its fields are in the order a
-// decision reads them: the key and how to compare it, the expiry, the
-// key's bytes, then the value, so that a small entry's first 128 bytes
-// hold all of it but the hash.
+// entry is one key's value and expiry, in three cache lines (192 bytes,
+// a size class whose objects start on a line): the key with its bytes
+// when they fit; what a decision reads and writes (the expiry and a value
+// of up to six integers); and what it seldom touches (the hash, a long
+// value's array). A decision on a known key with a short key and a
+// fixed-size state reads two lines of its entry and writes one, which
+// another core then takes over: the first two lines hold nothing that
+// changes while the key lives.
 type entry struct {
-	key string // kbuf[:len(key)] when it fits there
+	key  string // kbuf[:len(key)] when it fits there
+	kbuf [inlineKey]byte
+
 	// plain is plainAt(key): the length of its prefix when key is
 	// prefix{T} with nothing to escape in T, else -1.
-	plain    int
+	plain int32
+	// n is the value's length: inline[:n] when n <= inlineVals, else
+	// long[:n].
+	n        int32
 	expireAt int64 // Unix µs on the store's clock
-	kbuf     [inlineKey]byte
-	// vals is the value: inline[:n] when it fits there, so that reading a
-	// fixed-size state touches the entry alone, or an array of its own.
-	vals   []int64
-	inline [inlineVals]int64
-	h      uint64 // the hash of key
+	inline   [inlineVals]int64
+
+	// long is the array of a value too long for inline, kept when the
+	// value shrinks so that it allocates only past its largest size.
+	long []int64
+	h    uint64 // the hash of key
+	_    [32]byte
 }
 
 const (
 	// inlineVals is the largest value kept inside its entry: every
 	// algorithm but the sliding log stores at most this many integers.
 	inlineVals = 6
-	// inlineKey is the longest key kept inside its entry (the entry is
-	// then 160 bytes, one allocation size class).
+	// inlineKey is the longest key kept inside its entry.
 	inlineKey = 48
+	// maxVals is the longest value an entry holds (n is an int32).
+	maxVals = math.MaxInt32
 )
+
+// value returns e's value.
+func (e *entry) value() []int64 {
+	if e.n <= inlineVals {
+		return e.inline[:e.n]
+	}
+	return e.long[:e.n]
+}
 
 type cell struct {
 	h uint64
@@ -94,7 +114,7 @@ func (t *table) findParts(h uint64, prefix, key string) (e *entry, sure bool) {
 		}
 		// A plain entry's tag holds nothing to escape: it equals key
 		// exactly when key needs no escape and the keys are equal.
-		if e.plain == len(prefix) && len(e.key) == len(prefix)+len(key)+2 &&
+		if int(e.plain) == len(prefix) && len(e.key) == len(prefix)+len(key)+2 &&
 			e.key[len(prefix)+1:len(e.key)-1] == key && e.key[:len(prefix)] == prefix {
 			return e, true
 		}
@@ -114,7 +134,10 @@ func (t *table) insert(h uint64, key string) *entry {
 	} else {
 		e.key = strings.Clone(key)
 	}
-	e.plain = plainAt(e.key)
+	e.plain = -1
+	if p := plainAt(e.key); p <= math.MaxInt32 {
+		e.plain = int32(p)
+	}
 	t.place(e)
 	t.n++
 	return e
@@ -204,33 +227,25 @@ func (t *table) sweep(now int64) int {
 	return dropped
 }
 
-// fill makes e a zeroed value of n integers expiring ttl after now, and
-// returns it to be written. A value too large for the entry gets an array
-// of its own, grown by half again when it must grow, and kept when the
-// value shrinks, even to a few integers: a sliding log that grows by a
-// few entries per decision, or empties and fills again, allocates only
-// to pass its largest size yet.
+// fill makes e a zeroed value of n integers (at most maxVals) expiring
+// ttl after now, and returns it to be written. A value too large for the
+// entry goes to its own array (long), grown by half again when it must
+// grow and kept when the value shrinks, even to a few integers: a sliding
+// log that grows by a few entries per decision, or empties and fills
+// again, allocates only to pass its largest size yet.
 func fill(e *entry, n int, ttl time.Duration, now int64) []int64 {
 	e.expireAt = now + int64(ttl/time.Microsecond)
-	if n <= inlineVals && !e.isLong() {
+	e.n = int32(n)
+	if n <= inlineVals {
 		// A fixed-size state: three stores zero it, without clear's call.
 		e.inline = [inlineVals]int64{}
-		e.vals = e.inline[:n]
-		return e.vals
+		return e.inline[:n]
 	}
-	switch {
-	case cap(e.vals) >= n && e.isLong():
-		e.vals = e.vals[:n]
-	case n <= inlineVals:
-		e.vals = e.inline[:n]
-	default:
-		e.vals = make([]int64, n, n+n/2)
+	if cap(e.long) < n {
+		e.long = make([]int64, n, n+n/2)
+		return e.long
 	}
-	clear(e.vals)
-	return e.vals
-}
-
-// isLong reports whether e's value has an array of its own.
-func (e *entry) isLong() bool {
-	return cap(e.vals) > inlineVals || cap(e.vals) > 0 && &e.vals[:1][0] != &e.inline[0]
+	e.long = e.long[:n]
+	clear(e.long)
+	return e.long
 }

@@ -81,14 +81,17 @@ func TestFill(t *testing.T) {
 	var e entry
 	big := false
 	for _, n := range []int{1, 6, 7, 8, 30, 3, 40, 6} {
-		before := cap(e.vals)
+		before := cap(e.long)
 		v := fill(&e, n, 1000, 0)
 		big = big || n > inlineVals
-		if len(v) != n || e.isLong() != big {
-			t.Fatalf("fill(%d): len %d, own array %v", n, len(v), e.isLong())
+		if len(v) != n || (e.long != nil) != big || len(e.value()) != n || &e.value()[0] != &v[0] {
+			t.Fatalf("fill(%d): len %d, own array %v", n, len(v), e.long != nil)
 		}
-		if grew := cap(e.vals) != before; big && grew != (n > before) {
-			t.Fatalf("fill(%d): cap %d -> %d", n, before, cap(e.vals))
+		if (n <= inlineVals) != (&v[0] == &e.inline[0]) {
+			t.Fatalf("fill(%d): inline %v", n, &v[0] == &e.inline[0])
+		}
+		if grew := cap(e.long) != before; big && grew != (n > before) {
+			t.Fatalf("fill(%d): cap %d -> %d", n, before, cap(e.long))
 		}
 		for i := range v {
 			if v[i] != 0 {

@@ -3,6 +3,7 @@ package memory
 import (
 	"errors"
 	"time"
+	"unsafe"
 
 	"github.com/ratekit/ratekit/core"
 )
@@ -14,7 +15,10 @@ type errTx interface {
 	takeErr() error
 }
 
-var errBadTTL = errors.New("Put with a non-positive TTL")
+var (
+	errBadTTL = errors.New("Put with a non-positive TTL")
+	errBadLen = errors.New("Put of a negative length, or of more than 2^31-1 integers")
+)
 
 // tx is the core.Tx of a call whose keys live in one shard; the shard's lock
 // is held.
@@ -30,7 +34,7 @@ type tx struct {
 	last     *entry
 	sh       *shard
 	scratch  scratch
-	badTTL   bool // the twin called Put with a TTL that is not positive
+	bad      error // the twin's misuse of Put: errBadTTL or errBadLen
 	hash     *hasher
 }
 
@@ -50,11 +54,9 @@ func (t *tx) found(now int64, key string, h uint64, e *entry) {
 }
 
 func (t *tx) takeErr() error {
-	if t.badTTL {
-		t.badTTL = false
-		return errBadTTL
-	}
-	return nil
+	err := t.bad
+	t.bad = nil
+	return err
 }
 
 func (t *tx) Now() int64 { return t.nowUS }
@@ -62,7 +64,10 @@ func (t *tx) Now() int64 { return t.nowUS }
 // lookup returns key's hash and entry, from the last Get when it was the
 // same key.
 func (t *tx) lookup(key string) (uint64, *entry) {
-	if t.lastKey == key && t.lastKey != "" {
+	// A step's Get and the commit's Put pass the very string Lock
+	// returned: the same bytes, compared without reading them.
+	if len(key) == len(t.lastKey) && key != "" &&
+		(unsafe.StringData(key) == unsafe.StringData(t.lastKey) || key == t.lastKey) {
 		return t.lastHash, t.last
 	}
 	h := t.hash.key(key)
@@ -76,14 +81,13 @@ func (t *tx) Get(key string) ([]int64, bool) {
 	if e == nil || e.expireAt <= t.nowUS {
 		return nil, false
 	}
-	return e.vals, true
+	return e.value(), true
 }
 
 func (t *tx) Put(key string, n int, ttl time.Duration) []int64 {
-	if ttl <= 0 {
-		// A twin bug, not a caller's: a key must never live forever.
-		t.badTTL = true
-		return make([]int64, n)
+	if err := checkPut(n, ttl); err != nil {
+		t.bad = err
+		return discard(n)
 	}
 	h, e := t.lookup(key)
 	if e == nil {
@@ -91,6 +95,28 @@ func (t *tx) Put(key string, n int, ttl time.Duration) []int64 {
 		t.lastKey, t.last = e.key, e
 	}
 	return fill(e, n, ttl, t.nowUS)
+}
+
+// checkPut returns the error of a twin's Put of n integers with ttl that
+// the store refuses: a key must never live forever, and an entry holds at
+// most maxVals integers. Both are twin bugs, not a caller's.
+func checkPut(n int, ttl time.Duration) error {
+	switch {
+	case ttl <= 0:
+		return errBadTTL
+	case n < 0 || n > maxVals:
+		return errBadLen
+	}
+	return nil
+}
+
+// discard returns what a refused Put returns: n integers the twin may
+// write, which nothing keeps, or none when n is too many to allocate.
+func discard(n int) []int64 {
+	if n < 0 || n > maxVals {
+		return nil
+	}
+	return make([]int64, n)
 }
 
 func (t *tx) Del(key string) bool {
@@ -127,13 +153,13 @@ func (t *multiTx) Get(key string) ([]int64, bool) {
 	if e == nil || e.expireAt <= t.nowUS {
 		return nil, false
 	}
-	return e.vals, true
+	return e.value(), true
 }
 
 func (t *multiTx) Put(key string, n int, ttl time.Duration) []int64 {
-	if ttl <= 0 {
-		t.err = errBadTTL
-		return make([]int64, n)
+	if err := checkPut(n, ttl); err != nil {
+		t.err = err
+		return discard(n)
 	}
 	sh, h := t.shard(key)
 	e := sh.find(h, key)
