@@ -51,9 +51,11 @@ type shard struct {
 }
 
 type shardFields struct {
+	// mu and what a call writes in tx share the shard's first line: a
+	// decision writes that line of the shard and no other.
 	mu sync.Mutex
-	t  table // see table.go
 	tx tx    // reused under mu, so a call allocates no Tx
+	t  table // see table.go
 	// key holds the storage key of an in-process call (Lock) under mu.
 	key []byte
 }

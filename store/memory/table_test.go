@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // The table against a map, with hashes drawn from a few values so that
@@ -99,5 +100,31 @@ func TestFill(t *testing.T) {
 			}
 			v[i] = int64(i + 1)
 		}
+	}
+}
+
+// The layouts the comments on entry and shardFields promise: a decision
+// on a known key writes one line of its entry and one of its shard.
+func TestLayout(t *testing.T) {
+	var e entry
+	var sh shardFields
+	for _, c := range []struct {
+		what        string
+		first, last uintptr // offsets of the first and last byte
+		wantLine    uintptr
+	}{
+		{"entry's key", unsafe.Offsetof(e.key), unsafe.Offsetof(e.kbuf) + inlineKey - 1, 0},
+		{"entry's written fields", unsafe.Offsetof(e.n), unsafe.Offsetof(e.inline) + unsafe.Sizeof(e.inline) - 1, 1},
+		{"shard's written fields", unsafe.Offsetof(sh.mu), unsafe.Offsetof(sh.tx) + unsafe.Offsetof(sh.tx.last) + unsafe.Sizeof(sh.tx.last) - 1, 0},
+	} {
+		if c.first/64 != c.wantLine || c.last/64 != c.wantLine {
+			t.Errorf("%s: bytes %d-%d, want them on line %d", c.what, c.first, c.last, c.wantLine)
+		}
+	}
+	if unsafe.Sizeof(e) != 192 {
+		t.Errorf("entry is %d bytes, want 192 (a size class whose objects start a line)", unsafe.Sizeof(e))
+	}
+	if unsafe.Offsetof(e.plain) != unsafe.Offsetof(e.n)-4 || unsafe.Offsetof(e.plain)/64 != 1 {
+		t.Errorf("plain at %d: a lookup reads it with the value's line", unsafe.Offsetof(e.plain))
 	}
 }

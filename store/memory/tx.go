@@ -23,8 +23,8 @@ var (
 // tx is the core.Tx of a call whose keys live in one shard; the shard's lock
 // is held.
 type tx struct {
-	// What every call touches comes first: with the shard's lock and
-	// table, two cache lines.
+	// What every call writes comes first, on the line of the shard's
+	// lock (see shardFields); the rest is written only when it changes.
 	nowUS int64
 	// The key the call's last Get looked up, its hash and its entry (nil
 	// when absent), so that the usual Get-then-Put of one key hashes and
@@ -55,7 +55,9 @@ func (t *tx) found(now int64, key string, h uint64, e *entry) {
 
 func (t *tx) takeErr() error {
 	err := t.bad
-	t.bad = nil
+	if err != nil {
+		t.bad = nil
+	}
 	return err
 }
 
@@ -199,7 +201,9 @@ func (s *scratch) take(n int) []int64 {
 }
 
 func (s *scratch) reset() {
-	s.used = 0
+	if s.used != 0 { // a write only when needed: see shardFields
+		s.used = 0
+	}
 	if cap(s.buf) > keepScratch {
 		s.buf = nil
 	}
