@@ -35,7 +35,7 @@ import (
 type Coalescer struct {
 	e *Engine
 	// one is every key's group on a store that is one node.
-	one group
+	one *group
 	// slots holds a group per cluster slot, made on first use, for any
 	// other store.
 	slotsOnce sync.Once
@@ -54,41 +54,35 @@ const maxInFlight = 2
 
 // group is the calls of one batch script's reach: a slot, or every key.
 type group struct {
-	mu       sync.Mutex
-	inFlight int       // calls of the group in flight
-	queue    []*waiter // what came while maxInFlight were
+	line gather.Line[*waiter]
 }
 
-// A waiter's state: queued until a lead takes it into a batch (taken) or
-// makes it the lead; gone when its caller left before either.
-const (
-	queued int32 = iota
-	taken
-	lead
-	gone
-)
+func newGroup() *group {
+	g := new(group)
+	g.line.Limit = maxInFlight
+	return g
+}
 
 // waiter is one call waiting in a group's queue.
 type waiter struct {
-	ctx   context.Context
-	key   string // the user's
-	skey  string // the storage key, possibly in buf
-	buf   []byte
-	n     int64
-	state atomic.Int32
-	// wake is signalled once: the decision is in d and err (taken), or
-	// the waiter leads batch (lead).
-	wake  chan struct{}
-	d     core.Decision
-	err   error
-	batch []*waiter
+	gather.Waiter[*waiter]
+	key  string // the user's
+	skey string // the storage key, possibly in buf
+	buf  []byte
+	n    int64
+	// d and err are the decision once the call was taken and woken.
+	d   core.Decision
+	err error
 }
+
+// Waiting returns the part of w the group's line keeps.
+func (w *waiter) Waiting() *gather.Waiter[*waiter] { return &w.Waiter }
 
 // NewCoalescer returns a Coalescer deciding with e. It starts nothing and
 // holds nothing but its groups.
 func NewCoalescer(e *Engine) *Coalescer {
-	c := &Coalescer{e: e}
-	c.waiters.New = func() any { return &waiter{wake: make(chan struct{}, 1), buf: make([]byte, 0, 96)} }
+	c := &Coalescer{e: e, one: newGroup()}
+	c.waiters.New = func() any { return &waiter{buf: make([]byte, 0, 96)} }
 	return c
 }
 
@@ -115,29 +109,26 @@ func (c *Coalescer) Decide(ctx context.Context, key string, n int64) (core.Decis
 	}
 	// On one node every key is in one group, and a lone call needs no
 	// waiter: it is made only if the call queues.
-	g, w := &c.one, (*waiter)(nil)
+	g, w := c.one, (*waiter)(nil)
 	if !c.e.singleNode() {
 		w = c.waiter(key, n)
 		g = c.slot(slot.Of(w.skey))
 	}
-	g.mu.Lock()
-	if g.inFlight < maxInFlight {
-		g.inFlight++
-		g.mu.Unlock()
+	q, alone := g.line.Enter(ctx, func() *waiter {
+		if w == nil {
+			w = c.waiter(key, n)
+		}
+		return w
+	})
+	if alone {
 		if w != nil {
 			c.free(w)
 		}
 		d, err := c.e.Decide(ctx, key, n, ModeAllow)
-		c.done(g)
+		g.line.Done()
 		return d, err
 	}
-	if w == nil {
-		w = c.waiter(key, n)
-	}
-	w.ctx = ctx
-	g.queue = append(g.queue, w)
-	g.mu.Unlock()
-	return c.wait(ctx, g, w)
+	return c.wait(ctx, g, q)
 }
 
 // waiter returns a pooled waiter for key at cost n, its storage key built.
@@ -160,59 +151,36 @@ func (c *Coalescer) slot(s int) *group {
 	if g := p.Load(); g != nil {
 		return g
 	}
-	p.CompareAndSwap(nil, new(group))
+	p.CompareAndSwap(nil, newGroup())
 	return p.Load()
 }
 
 // wait waits for w's decision, or for w's turn to lead the next batch.
 func (c *Coalescer) wait(ctx context.Context, g *group, w *waiter) (core.Decision, error) {
-	select {
-	case <-w.wake:
-		if w.state.Load() == lead {
-			return c.lead(g, w, nil)
-		}
+	switch g.line.Wait(ctx, w) {
+	case gather.Taken:
 		d, err := w.d, w.err
 		c.free(w)
 		return d, err
-	case <-ctx.Done():
-	}
-	if w.state.CompareAndSwap(queued, gone) {
-		// Never sent: a lead that finds it gone leaves it out. w is not
-		// reused: the group's queue may still hold it.
-		return core.Decision{}, Ended(ctx)
-	}
-	if w.state.Load() == lead {
+	case gather.Lead:
+		return c.lead(g, w, nil)
+	case gather.LeadLeft:
 		// The batch is this caller's to send, the others' decisions with
 		// it; its own request stays out.
-		<-w.wake
 		return c.lead(g, w, Ended(ctx))
 	}
-	// Taken: sent, or about to be, and the decision may count (the lead
-	// still writes to w, which is not reused); or gone, left out by a
-	// lead that saw ctx end.
+	// Left: never sent, or sent and the decision may count (a lead may
+	// still write to w, which is not reused).
 	return core.Decision{}, Ended(ctx)
 }
 
-// lead sends w.batch, the queue w was handed (w first), and hands each
-// waiter its decision. When own is not nil, w's caller has left: its
-// request is left out and own is its answer.
+// lead sends the batch w leads and hands each waiter its decision. When
+// own is not nil, w's caller has left: its request is left out and own is
+// its answer.
 func (c *Coalescer) lead(g *group, w *waiter, own error) (core.Decision, error) {
-	live := w.batch[:0] // the batch is w's alone now: filter it in place
-	for _, x := range w.batch {
-		switch {
-		case x == w:
-			if own == nil {
-				live = append(live, x)
-			}
-		case x.ctx.Err() != nil && x.state.CompareAndSwap(queued, gone):
-			// Its caller is leaving: nothing is sent for it.
-		case x.state.CompareAndSwap(queued, taken):
-			live = append(live, x)
-		}
-	}
-	w.batch = nil
-	out := c.send(live)
-	c.done(g) // the next batch goes out while this one's callers wake
+	live := g.line.Batch(w, own == nil)
+	out := c.send(g, live)
+	g.line.Done() // the next batch goes out while this one's callers wake
 	var d core.Decision
 	var err error = own
 	for i, x := range live {
@@ -221,7 +189,7 @@ func (c *Coalescer) lead(g *group, w *waiter, own error) (core.Decision, error) 
 			continue
 		}
 		x.d, x.err = out[i].Decision, out[i].Err
-		x.wake <- struct{}{} // x is its caller's from here on
+		g.line.Wake(x) // x is its caller's from here on
 	}
 	if own == nil {
 		c.free(w)
@@ -230,7 +198,7 @@ func (c *Coalescer) lead(g *group, w *waiter, own error) (core.Decision, error) 
 }
 
 // send decides the waiters' requests in one batch, at one time.
-func (c *Coalescer) send(live []*waiter) []core.Result {
+func (c *Coalescer) send(g *group, live []*waiter) []core.Result {
 	out := make([]core.Result, len(live))
 	if len(live) == 0 {
 		return out
@@ -248,43 +216,15 @@ func (c *Coalescer) send(live []*waiter) []core.Result {
 		items[i] = item{key: x.key, skey: x.skey, n: x.n}
 		idx[i] = i
 	}
-	ctx, cancel := batchContext(live)
+	ctx, cancel := g.line.Context(live)
 	defer cancel()
 	c.e.decideItems(ctx, now, items, idx, out)
 	return out
 }
 
-// batchContext returns the context a batch is sent with (gather.Context).
-func batchContext(live []*waiter) (context.Context, context.CancelFunc) {
-	return gather.Context(live, func(w *waiter) context.Context { return w.ctx })
-}
-
-// done ends a group's call in flight: it hands the queue, if any, to its
-// first waiter still queued, which sends it; otherwise the group is idle.
-func (c *Coalescer) done(g *group) {
-	for {
-		g.mu.Lock()
-		if len(g.queue) == 0 {
-			g.inFlight--
-			g.mu.Unlock()
-			return
-		}
-		batch := g.queue
-		g.queue = nil
-		g.mu.Unlock()
-		for i, x := range batch {
-			if x.state.CompareAndSwap(queued, lead) {
-				x.batch = batch[i:] // those before it are gone
-				x.wake <- struct{}{}
-				return
-			}
-		}
-		// Every waiter of the queue has gone: look again.
-	}
-}
-
 // free readies w for another call and pools it.
 func (c *Coalescer) free(w *waiter) {
-	*w = waiter{wake: w.wake, buf: w.buf[:0]}
+	w.Reset()
+	w.key, w.skey, w.buf, w.n, w.d, w.err = "", "", w.buf[:0], 0, core.Decision{}, nil
 	c.waiters.Put(w)
 }

@@ -3,7 +3,6 @@ package scriptproto
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/ratekit/ratekit/core"
@@ -37,12 +36,9 @@ import (
 // A Pipe starts no goroutine and holds nothing between calls but its
 // queue and a pool of waiters.
 type Pipe struct {
-	c      Client
-	limit  int // calls in flight at once, a pipeline counting as one
-	mu     sync.Mutex
-	flying int       // calls in flight
-	queue  []*waiter // what came while limit were
-	pool   sync.Pool // *waiter
+	c    Client
+	line gather.Line[*waiter]
+	pool sync.Pool // *waiter
 }
 
 // DefaultInFlight is the limit of calls in flight a store gives its Pipe:
@@ -56,52 +52,38 @@ const DefaultInFlight = 4
 // NewPipe returns a Pipe sending through c with up to inFlight calls (a
 // pipeline being one) in flight at once; inFlight below 1 is taken as 1.
 func NewPipe(c Client, inFlight int) *Pipe {
-	p := &Pipe{c: c, limit: max(1, inFlight)}
-	p.pool.New = func() any { return &waiter{wake: make(chan struct{}, 1)} }
+	p := &Pipe{c: c}
+	p.line.Limit = max(1, inFlight)
+	p.pool.New = func() any { return new(waiter) }
 	return p
 }
-
-// A waiter's state: queued until a lead takes it into a pipeline (taken)
-// or makes it the lead; gone when its caller left before either.
-const (
-	queued int32 = iota
-	taken
-	lead
-	gone
-)
 
 // waiter is one call waiting in the queue. Its command's keys and
 // arguments are its own copies: its caller may leave, and reuse them,
 // while a lead still reads them.
 type waiter struct {
-	ctx   context.Context
-	cmd   Cmd
-	keys  []string
-	kbuf  []byte
-	args  []int64
+	gather.Waiter[*waiter]
+	cmd  Cmd
+	keys []string
+	kbuf []byte
+	args []int64
+	// reply and err are the outcome once the call was taken and woken.
 	reply []int64
 	err   error
-	state atomic.Int32
-	// wake is signalled once: the outcome is in reply and err (taken),
-	// or the waiter leads batch (lead).
-	wake  chan struct{}
-	batch []*waiter
 }
+
+// Waiting returns the part of w the Pipe's line keeps.
+func (w *waiter) Waiting() *gather.Waiter[*waiter] { return &w.Waiter }
 
 // Do implements Client: c goes at once when fewer than the limit of calls
 // are in flight, in the next pipeline otherwise.
 func (p *Pipe) Do(ctx context.Context, c Cmd, reply []int64) ([]int64, error) {
-	p.mu.Lock()
-	if p.flying < p.limit {
-		p.flying++
-		p.mu.Unlock()
+	w, alone := p.line.Enter(ctx, func() *waiter { return p.waiter(c) })
+	if alone {
 		out, err := p.c.Do(ctx, c, reply)
-		p.done()
+		p.line.Done()
 		return out, err
 	}
-	w := p.waiter(ctx, c)
-	p.queue = append(p.queue, w)
-	p.mu.Unlock()
 	return p.wait(ctx, w, reply)
 }
 
@@ -112,9 +94,8 @@ func (p *Pipe) DoMulti(ctx context.Context, cmds []Cmd, out []core.ScriptResult)
 }
 
 // waiter returns a pooled waiter for c, its keys and arguments copied.
-func (p *Pipe) waiter(ctx context.Context, c Cmd) *waiter {
+func (p *Pipe) waiter(c Cmd) *waiter {
 	w := p.pool.Get().(*waiter)
-	w.ctx = ctx
 	n := 0
 	for _, k := range c.Keys {
 		n += len(k)
@@ -138,28 +119,18 @@ func (p *Pipe) waiter(ctx context.Context, c Cmd) *waiter {
 // wait waits for w's outcome, or for w's turn to lead the next pipeline,
 // and appends w's reply to reply.
 func (p *Pipe) wait(ctx context.Context, w *waiter, reply []int64) ([]int64, error) {
-	select {
-	case <-w.wake:
-		if w.state.Load() == lead {
-			return p.lead(w, nil, reply)
-		}
+	switch p.line.Wait(ctx, w) {
+	case gather.Taken:
 		return p.give(w, reply)
-	case <-ctx.Done():
-	}
-	if w.state.CompareAndSwap(queued, gone) {
-		// Never sent: a lead that finds it gone leaves it out. w is not
-		// pooled again: the queue may still hold it.
-		return nil, ctx.Err()
-	}
-	if w.state.Load() == lead {
+	case gather.Lead:
+		return p.lead(w, nil, reply)
+	case gather.LeadLeft:
 		// The pipeline is this caller's to send, the others' commands in
 		// it; its own stays out.
-		<-w.wake
 		return p.lead(w, ctx.Err(), nil)
 	}
-	// Taken: sent, or about to be, and it may run (the lead still writes
-	// to w, which is not pooled again); or gone, left out by a lead that
-	// saw ctx end.
+	// Left: never sent, or sent and it may run (a lead may still write
+	// to w, which is not pooled again).
 	return nil, ctx.Err()
 }
 
@@ -180,25 +151,12 @@ func (p *Pipe) give(w *waiter, reply []int64) ([]int64, error) {
 // waiter its outcome. When own is not nil, w's caller has left: its
 // command is left out and own is its error.
 func (p *Pipe) lead(w *waiter, own error, reply []int64) ([]int64, error) {
-	live := w.batch[:0] // the batch is w's alone now: filter it in place
-	for _, x := range w.batch {
-		switch {
-		case x == w:
-			if own == nil {
-				live = append(live, x)
-			}
-		case x.ctx.Err() != nil && x.state.CompareAndSwap(queued, gone):
-			// Its caller is leaving: nothing is sent for it.
-		case x.state.CompareAndSwap(queued, taken):
-			live = append(live, x)
-		}
-	}
-	w.batch = nil
+	live := p.line.Batch(w, own == nil)
 	p.send(live)
-	p.done() // the next pipeline goes out while this one's callers wake
+	p.line.Done() // the next pipeline goes out while this one's callers wake
 	for _, x := range live {
 		if x != w {
-			x.wake <- struct{}{} // x is its caller's from here on
+			p.line.Wake(x) // x is its caller's from here on
 		}
 	}
 	if own != nil {
@@ -213,7 +171,7 @@ func (p *Pipe) send(live []*waiter) {
 	if len(live) == 0 {
 		return
 	}
-	ctx, cancel := batchContext(live)
+	ctx, cancel := p.line.Context(live)
 	defer cancel()
 	if len(live) == 1 {
 		x := live[0]
@@ -232,38 +190,9 @@ func (p *Pipe) send(live []*waiter) {
 	}
 }
 
-// batchContext returns the context a pipeline is sent with (gather.Context).
-func batchContext(live []*waiter) (context.Context, context.CancelFunc) {
-	return gather.Context(live, func(w *waiter) context.Context { return w.ctx })
-}
-
-// done ends a call in flight: it hands the queue, if any, to its first
-// waiter still queued, which sends it; otherwise one call fewer is in
-// flight.
-func (p *Pipe) done() {
-	for {
-		p.mu.Lock()
-		if len(p.queue) == 0 {
-			p.flying--
-			p.mu.Unlock()
-			return
-		}
-		batch := p.queue
-		p.queue = nil
-		p.mu.Unlock()
-		for i, x := range batch {
-			if x.state.CompareAndSwap(queued, lead) {
-				x.batch = batch[i:] // those before it are gone
-				x.wake <- struct{}{}
-				return
-			}
-		}
-		// Every waiter of the queue has gone: look again.
-	}
-}
-
 // free readies w for another call and pools it.
 func (p *Pipe) free(w *waiter) {
-	*w = waiter{wake: w.wake, keys: w.keys[:0], kbuf: w.kbuf[:0], args: w.args[:0], reply: w.reply[:0]}
+	w.Reset()
+	w.cmd, w.keys, w.kbuf, w.args, w.reply, w.err = Cmd{}, w.keys[:0], w.kbuf[:0], w.args[:0], w.reply[:0], nil
 	p.pool.Put(w)
 }

@@ -92,9 +92,7 @@ func (g *gated) sent() [][]string {
 func waitQueued(t *testing.T, p *Pipe, n int) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		p.mu.Lock()
-		got := len(p.queue)
-		p.mu.Unlock()
+		got := p.line.Queued()
 		if got == n {
 			return
 		}
