@@ -11,6 +11,7 @@ import (
 	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms/gcra"
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/engine"
 	"github.com/ratekit/ratekit/internal/keyspace"
 	"github.com/ratekit/ratekit/internal/slot"
 )
@@ -230,11 +231,11 @@ func burstAction(g *gate, prefix string, cur func() (want, gotC core.Limiter, v 
 				check(t, what, r.Key, dw, r.N)
 			}
 		}
-		// The calls the store saw: per group, the first two requests
-		// alone (a group has two calls in flight: ratekit.Coalesce), then
-		// the valid ones queued behind them, one call per key (one
-		// request: the single script).
-		const inFlight = 2
+		// The calls the store saw: per group, the first requests alone
+		// (as many as a group has calls in flight), then the valid ones
+		// queued behind them, one call per key (one request: the single
+		// script).
+		const inFlight = engine.MaxInFlight
 		single := g.SingleNode()
 		queued := map[int]map[string]int{} // group -> key -> requests
 		alone := map[int]int{}             // group -> requests sent alone

@@ -21,9 +21,9 @@ import (
 // Calls are grouped as a batch script allows: every key together on a
 // store that is one node (core.SingleNode), by cluster slot on any other
 // (where AllowMany's calls then split a batch by key).
-// A group has at most maxInFlight calls in flight. A call that finds
+// A group has at most MaxInFlight calls in flight. A call that finds
 // fewer is sent at once, alone, exactly as Engine.Decide sends it: no
-// timer, no wait. A call that finds maxInFlight joins the group's queue;
+// timer, no wait. A call that finds MaxInFlight joins the group's queue;
 // when a call in flight returns, its caller hands the whole queue to the
 // queue's first waiter, which sends it as one batch (AllowMany's calls of
 // up to maxBatch decisions, in one round trip), passes on the next queue
@@ -43,14 +43,14 @@ type Coalescer struct {
 	waiters   sync.Pool // *waiter
 }
 
-// maxInFlight is how many calls (or batches) of a group may be in flight
+// MaxInFlight is how many calls (or batches) of a group may be in flight
 // at once. With one, the server idles while a batch's reply travels back,
 // its caller wakes the next lead and the next batch is built; with two,
 // the next batch is at the server while the last one's reply is read. In
 // make bench (rueidis and go-redis, 256 goroutines) two made 1.2-1.4x the
 // decisions per second of one; three no more than two, four fewer (the
 // batches get smaller).
-const maxInFlight = 2
+const MaxInFlight = 2
 
 // group is the calls of one batch script's reach: a slot, or every key.
 type group struct {
@@ -59,7 +59,7 @@ type group struct {
 
 func newGroup() *group {
 	g := new(group)
-	g.line.Limit = maxInFlight
+	g.line.Limit = MaxInFlight
 	return g
 }
 
@@ -87,7 +87,7 @@ func NewCoalescer(e *Engine) *Coalescer {
 }
 
 // Decide decides key at cost n, as Engine.Decide does in ModeAllow, with
-// the same errors: alone when fewer than maxInFlight calls of its group
+// the same errors: alone when fewer than MaxInFlight calls of its group
 // are in flight, in the next batch otherwise.
 //
 // When ctx ends while the call waits in the queue, the call returns an
