@@ -2,7 +2,6 @@ package grpclimit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
@@ -17,6 +16,7 @@ import (
 	"github.com/ratekit/ratekit/algorithms/concurrency"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/logpace"
+	"github.com/ratekit/ratekit/internal/ratelimitfield"
 )
 
 // Limiter is the one method the interceptors need of a rate limiter; every
@@ -180,7 +180,7 @@ func New(cfg Config) (*Interceptors, error) {
 		return nil, fmt.Errorf("%w: grpclimit: no limit: set Policy, PolicyFor, Policies or Concurrency", core.ErrInvalidConfig)
 	}
 	cfg.Policies = slices.Clone(cfg.Policies)
-	names := map[string]bool{}
+	names := ratelimitfield.Names{}
 	for i := range cfg.Policies {
 		p := &cfg.Policies[i]
 		if p.Limiter == nil {
@@ -193,18 +193,8 @@ func New(cfg Config) (*Interceptors, error) {
 			}
 			p.Key = k
 		}
-		if p.Name == "" {
-			p.Name = "default"
-		}
-		if err := checkName(p.Name); err != nil {
-			return nil, fmt.Errorf("%w: grpclimit: Policies[%d].Name: %w", core.ErrInvalidConfig, i, err)
-		}
-		if names[p.Name] {
-			return nil, fmt.Errorf("%w: grpclimit: Policies[%d].Name %q is used twice", core.ErrInvalidConfig, i, p.Name)
-		}
-		names[p.Name] = true
-		if p.Window < 0 {
-			return nil, fmt.Errorf("%w: grpclimit: Policies[%d].Window is negative", core.ErrInvalidConfig, i)
+		if err := names.Check(i, &p.Name, p.Window); err != nil {
+			return nil, fmt.Errorf("%w: grpclimit: %w", core.ErrInvalidConfig, err)
 		}
 	}
 	if c := cfg.Concurrency; c != nil {
@@ -215,7 +205,7 @@ func New(cfg Config) (*Interceptors, error) {
 		if cc.Name == "" {
 			cc.Name = "concurrency"
 		}
-		if err := checkName(cc.Name); err != nil {
+		if err := ratelimitfield.CheckName(cc.Name); err != nil {
 			return nil, fmt.Errorf("%w: grpclimit: Concurrency.Name: %w", core.ErrInvalidConfig, err)
 		}
 		if cc.Key != nil {
@@ -256,18 +246,6 @@ func New(cfg Config) (*Interceptors, error) {
 func isNil(v any) bool {
 	rv := reflect.ValueOf(v)
 	return rv.Kind() == reflect.Pointer && rv.IsNil()
-}
-
-func checkName(name string) error {
-	if len(name) > 64 {
-		return errors.New("longer than 64 bytes")
-	}
-	for i := 0; i < len(name); i++ {
-		if name[i] < 0x20 || name[i] > 0x7e {
-			return fmt.Errorf("byte %#x is not printable ASCII", name[i])
-		}
-	}
-	return nil
 }
 
 // Unary returns the unary server interceptor: each call is decided before

@@ -146,7 +146,7 @@ func newMiddleware(cfg Config, now func() time.Time) (func(http.Handler) http.Ha
 		return nil, fmt.Errorf("%w: httplimit: Counts needs Policy or PolicyFor (a ratekit.Policy refunds)", core.ErrInvalidConfig)
 	}
 	cfg.Policies = slices.Clone(cfg.Policies)
-	names := map[string]bool{}
+	names := ratelimitfield.Names{}
 	for i := range cfg.Policies {
 		p := &cfg.Policies[i]
 		if p.Limiter == nil {
@@ -159,18 +159,8 @@ func newMiddleware(cfg Config, now func() time.Time) (func(http.Handler) http.Ha
 			}
 			p.Key = k
 		}
-		if p.Name == "" {
-			p.Name = "default"
-		}
-		if err := checkName(p.Name); err != nil {
-			return nil, fmt.Errorf("%w: httplimit: Policies[%d].Name: %w", core.ErrInvalidConfig, i, err)
-		}
-		if names[p.Name] {
-			return nil, fmt.Errorf("%w: httplimit: Policies[%d].Name %q is used twice", core.ErrInvalidConfig, i, p.Name)
-		}
-		names[p.Name] = true
-		if p.Window < 0 {
-			return nil, fmt.Errorf("%w: httplimit: Policies[%d].Window is negative", core.ErrInvalidConfig, i)
+		if err := names.Check(i, &p.Name, p.Window); err != nil {
+			return nil, fmt.Errorf("%w: httplimit: %w", core.ErrInvalidConfig, err)
 		}
 	}
 	if cfg.Key == nil {
@@ -210,18 +200,6 @@ func checkKeyer(k Keyer) (Keyer, error) {
 		return nil, err
 	}
 	return p, nil
-}
-
-func checkName(name string) error {
-	if len(name) > 64 {
-		return errors.New("longer than 64 bytes")
-	}
-	for i := 0; i < len(name); i++ {
-		if name[i] < 0x20 || name[i] > 0x7e {
-			return fmt.Errorf("byte %#x is not printable ASCII", name[i])
-		}
-	}
-	return nil
 }
 
 // logEvery is the least time between two lines a middleware logs at

@@ -8,6 +8,8 @@
 package ratelimitfield
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +51,49 @@ func CeilSeconds(d time.Duration) int64 {
 		return 0
 	}
 	return int64((d + time.Second - 1) / time.Second)
+}
+
+// DefaultName names a policy its configuration leaves unnamed.
+const DefaultName = "default"
+
+// CheckName returns why name cannot name a policy in the fields, or nil:
+// a Structured Field string holds printable ASCII only (RFC 8941), and a
+// name is at most 64 bytes.
+func CheckName(name string) error {
+	if len(name) > 64 {
+		return errors.New("longer than 64 bytes")
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] < 0x20 || name[i] > 0x7e {
+			return fmt.Errorf("byte %#x is not printable ASCII", name[i])
+		}
+	}
+	return nil
+}
+
+// Names checks the policies of one middleware in order (Check), and
+// remembers their names: no two may share one, since a client tells the
+// fields' items apart by name.
+type Names map[string]bool
+
+// Check checks Policies[i] of a configuration, its name (an empty name
+// becomes DefaultName) and its window (not negative), and returns an
+// error that names the field.
+func (seen Names) Check(i int, name *string, window time.Duration) error {
+	if *name == "" {
+		*name = DefaultName
+	}
+	if err := CheckName(*name); err != nil {
+		return fmt.Errorf("Policies[%d].Name: %w", i, err)
+	}
+	if seen[*name] {
+		return fmt.Errorf("Policies[%d].Name %q is used twice", i, *name)
+	}
+	seen[*name] = true
+	if window < 0 {
+		return fmt.Errorf("Policies[%d].Window is negative", i)
+	}
+	return nil
 }
 
 // quote quotes s as a Structured Field string (RFC 8941).

@@ -1,6 +1,7 @@
 package ratelimitfield_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +23,35 @@ func TestFields(t *testing.T) {
 	for d, want := range map[time.Duration]int64{0: 1, time.Nanosecond: 1, time.Second: 1, time.Second + 1: 2, -time.Second: 1} {
 		if got := ratelimitfield.RetryAfter(d); got != want {
 			t.Errorf("RetryAfter(%v) = %d, want %d", d, got, want)
+		}
+	}
+}
+
+func TestNames(t *testing.T) {
+	seen := ratelimitfield.Names{}
+	for i, c := range []struct {
+		name   string
+		window time.Duration
+		want   string // the name after Check, or the error
+	}{
+		{"", time.Minute, ratelimitfield.DefaultName},
+		{"api", 0, "api"},
+		{"api", time.Second, `Policies[2].Name "api" is used twice`},
+		{"default", 0, `Policies[3].Name "default" is used twice`},
+		{"tab\there", 0, "Policies[4].Name: byte 0x9 is not printable ASCII"},
+		{strings.Repeat("n", 65), 0, "Policies[5].Name: longer than 64 bytes"},
+		{strings.Repeat("n", 64), 0, strings.Repeat("n", 64)},
+		{"back", -time.Second, "Policies[7].Window is negative"},
+	} {
+		name := c.name
+		var got string
+		if err := seen.Check(i, &name, c.window); err != nil {
+			got = err.Error()
+		} else {
+			got = name
+		}
+		if got != c.want {
+			t.Errorf("Check(%d, %q, %v) = %q, want %q", i, c.name, c.window, got, c.want)
 		}
 	}
 }
