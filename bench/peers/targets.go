@@ -241,7 +241,11 @@ func openPeer(name string, t *target) (decideFunc, func(), error) {
 	case "redis_rate":
 		c := newClient()
 		l := redis_rate.NewLimiter(prefixed{c, t.prefix})
-		lim := redis_rate.Limit{Rate: int(big), Burst: int(big), Period: time.Second}
+		// A rate its floating-point time can count: at 2^30 per second a
+		// request's increment (1 ns) is lost in the rounding of the
+		// seconds since 2017 (about 60 ns), and redis_rate then writes
+		// no state at all.
+		lim := redis_rate.Limit{Rate: 1_000_000, Burst: 1_000_000, Period: time.Second}
 		return func(ctx context.Context, key string) (bool, error) {
 			r, err := l.Allow(ctx, key, lim)
 			if err != nil {

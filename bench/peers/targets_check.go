@@ -146,6 +146,10 @@ const why = `## Why targets are missed here
   server and the same 2 cores; redis_rate's GCRA script is cheap, so 3x or
   2.5x its rate would need more than the server's ceiling for ratekit's
   script. The ratios show the pipelining gain, not a slower script.
+  redis_rate runs at a million per second per key here: at 2^30 per
+  second, as the other limiters run, its floating-point time lost each
+  request's increment and it wrote no state at all, which made it look
+  faster than it is (runs before 2026-12-03 07:30 UTC measured that).
 * **A two-limit policy against one limit.** The policy reads and writes
   two keys (each limit keeps its state under its own limiter's prefix)
   and runs two steps, so its script costs the server about 1.65-1.75x a
