@@ -92,7 +92,7 @@ func measureCeilings(ctx context.Context, t *target, o options, res *results, m 
 			if p == 1 {
 				n /= 4
 			}
-			args := append(slices.Clone(conn), "-n", strconv.Itoa(n), "-c", "50", "-P", strconv.Itoa(p), "-r", strconv.Itoa(numKeys), "--csv",
+			args := append(slices.Clone(conn), "-n", strconv.Itoa(n), "-c", "50", "-P", strconv.Itoa(p), "-r", strconv.Itoa(o.keys), "--csv",
 				"EVALSHA", sha, "1", t.prefix+"ceil:"+strings.ReplaceAll(s.name, " ", "-")+":"+tag)
 			args = append(args, s.args...)
 			before := m.sample()

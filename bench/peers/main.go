@@ -41,6 +41,9 @@ type options struct {
 	redisURL    string
 	cluster     string
 	prefix      string
+	// keys is how many keys the cases spread their requests over
+	// (numKeys; tests use fewer).
+	keys int
 }
 
 func main() {
@@ -62,6 +65,7 @@ func main() {
 	flag.StringVar(&o.prefix, "prefix", "", "with -redis or -cluster, the prefix of every key the harness writes (default ratekit-bench:<random>:)")
 	flag.DurationVar(&o.waitQuiet, "wait-quiet", 0, "before starting, wait up to this long for 5 s in which other processes use under 10% of the CPU")
 	flag.Parse()
+	o.keys = numKeys
 	var err error
 	if algos, err = ratekitAlgos(); err != nil {
 		log.Fatal(err)

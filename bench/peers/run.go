@@ -34,9 +34,10 @@ type caseKey struct {
 	g                      int
 }
 
+// numKeys is how many keys a case spreads its requests over.
 const numKeys = 10000
 
-// measure runs decide from g goroutines for d, over numKeys keys. Each
+// measure runs decide from g goroutines for d, over keys. Each
 // call of decide makes per decisions (a batch); latencies are per call.
 func measure(decide decideFunc, g, per int, d time.Duration, keys []string) sample {
 	ctx := context.Background()
@@ -217,7 +218,7 @@ func units(jobs []job) [][]int {
 }
 
 func runAll(ctx context.Context, o options, t *target, m *meter) (*results, error) {
-	keys := make([]string, numKeys)
+	keys := make([]string, o.keys)
 	for i := range keys {
 		keys[i] = "user:" + strconv.Itoa(i)
 	}
