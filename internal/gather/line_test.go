@@ -15,6 +15,15 @@ type call struct {
 
 func (c *call) Waiting() *Waiter[*call] { return &c.Waiter }
 
+// busy returns a line of limit whose calls in flight are all taken.
+func busy(limit int) *Line[*call] {
+	l := &Line[*call]{Limit: limit}
+	for range limit {
+		l.Enter(context.Background(), nil)
+	}
+	return l
+}
+
 // enter queues c on l, which must be full.
 func enter(t *testing.T, l *Line[*call], ctx context.Context, c *call) {
 	t.Helper()
@@ -100,9 +109,7 @@ func TestLine(t *testing.T) {
 // A call whose context ends once it leads still leads, without its own
 // call; calls whose context ended while queued are left out of its batch.
 func TestLineLeadLeft(t *testing.T) {
-	l := &Line[*call]{Limit: 1}
-	ctx := context.Background()
-	l.Enter(ctx, nil)
+	l, ctx := busy(1), context.Background()
 	leadCtx, leaveLead := context.WithCancel(ctx)
 	goneCtx, leaveGone := context.WithCancel(ctx)
 	a, b, c := &call{id: 0}, &call{id: 1}, &call{id: 2}
@@ -132,9 +139,7 @@ func TestLineLeadLeft(t *testing.T) {
 // A call that left before its turn is skipped when the queue is handed
 // on: the next call still queued leads.
 func TestLineSkipsGone(t *testing.T) {
-	l := &Line[*call]{Limit: 1}
-	ctx := context.Background()
-	l.Enter(ctx, nil)
+	l, ctx := busy(1), context.Background()
 	goneCtx, leave := context.WithCancel(ctx)
 	a, b := &call{id: 0}, &call{id: 1}
 	enter(t, l, goneCtx, a)
