@@ -149,7 +149,7 @@ const why = `## Why targets are missed here
   redis_rate runs at a million per second per key here: at 2^30 per
   second, as the other limiters run, its floating-point time lost each
   request's increment and it wrote no state at all, which made it look
-  faster than it is (runs before 2026-12-03 07:30 UTC measured that).
+  faster than it is (runs before commit eb0cf5d measured that).
 * **A two-limit policy against one limit.** The policy reads and writes
   two keys (each limit keeps its state under its own limiter's prefix)
   and runs two steps, so its script costs the server about 1.65-1.75x a

@@ -157,7 +157,7 @@ func (c *Coalescer) slot(s int) *group {
 
 // wait waits for w's decision, or for w's turn to lead the next batch.
 func (c *Coalescer) wait(ctx context.Context, g *group, w *waiter) (core.Decision, error) {
-	switch g.line.Wait(ctx, w) {
+	switch g.line.Wait(w) {
 	case gather.Taken:
 		d, err := w.d, w.err
 		c.free(w)

@@ -62,9 +62,6 @@ func (w *Waiter[M]) Reset() {
 	w.state.Store(queued)
 }
 
-// Ctx returns the context the call queued with.
-func (w *Waiter[M]) Ctx() context.Context { return w.ctx }
-
 // Enter lets a call in. It returns alone = true when fewer than Limit
 // calls were in flight: the call is now one of them, goes alone on its
 // caller's goroutine, and its caller calls Done when it returns. Otherwise
@@ -133,8 +130,8 @@ const (
 	Left
 )
 
-// Wait waits for m's turn, or for ctx to end.
-func (l *Line[M]) Wait(ctx context.Context, m M) Turn {
+// Wait waits for m's turn, or for the context m entered with to end.
+func (l *Line[M]) Wait(m M) Turn {
 	w := m.Waiting()
 	select {
 	case <-w.wake:
@@ -142,7 +139,7 @@ func (l *Line[M]) Wait(ctx context.Context, m M) Turn {
 			return Lead
 		}
 		return Taken
-	case <-ctx.Done():
+	case <-w.ctx.Done():
 	}
 	if w.state.CompareAndSwap(queued, gone) {
 		return Left

@@ -119,7 +119,7 @@ func (p *Pipe) waiter(c Cmd) *waiter {
 // wait waits for w's outcome, or for w's turn to lead the next pipeline,
 // and appends w's reply to reply.
 func (p *Pipe) wait(ctx context.Context, w *waiter, reply []int64) ([]int64, error) {
-	switch p.line.Wait(ctx, w) {
+	switch p.line.Wait(w) {
 	case gather.Taken:
 		return p.give(w, reply)
 	case gather.Lead:
@@ -147,8 +147,8 @@ func (p *Pipe) give(w *waiter, reply []int64) ([]int64, error) {
 	return out, err
 }
 
-// lead sends w.batch, the queue w was handed (w first), and hands each
-// waiter its outcome. When own is not nil, w's caller has left: its
+// lead sends the pipeline w leads (the queue it was handed, w first) and
+// hands each waiter its outcome. When own is not nil, w's caller has left: its
 // command is left out and own is its error.
 func (p *Pipe) lead(w *waiter, own error, reply []int64) ([]int64, error) {
 	live := p.line.Batch(w, own == nil)

@@ -51,8 +51,9 @@ type shard struct {
 }
 
 type shardFields struct {
-	// mu and what a call writes in tx share the shard's first line: a
-	// decision writes that line of the shard and no other.
+	// mu and what every call writes in tx share the shard's first line:
+	// a decision on a known key writes that line of the shard and no
+	// other (a new key also writes t and key).
 	mu sync.Mutex
 	tx tx    // reused under mu, so a call allocates no Tx
 	t  table // see table.go

@@ -162,16 +162,26 @@ func TestErrors(t *testing.T) {
 	if _, err := s.RunScript(ctx, badTTL, []string{"k"}, nil, nil); !errors.Is(err, core.ErrStore) || s.Len() != 0 {
 		t.Errorf("Put without TTL: %v, %d keys", err, s.Len())
 	}
-	for _, n := range []int{-1, math.MaxInt32 + 1} {
-		for _, keys := range [][]string{{"k"}, {"k", "other"}} { // one shard's Tx, and many shards'
+	lengths := []int{-1}
+	if strconv.IntSize == 64 {
+		tooLong := int64(math.MaxInt32) + 1
+		lengths = append(lengths, int(tooLong))
+	}
+	for _, n := range lengths {
+		// One shard's Tx, and (keys of one slot in several shards, almost
+		// surely) many shards'.
+		for _, keys := range [][]string{{"k"}, {"{k}a", "{k}b", "{k}c", "{k}d"}} {
+			ran := false
 			badLen := core.NewScript("bad-len", "", func(tx core.Tx, k []string, _ []int64, _ []int64) ([]int64, error) {
+				ran = true
 				if v := tx.Put(k[0], n, time.Second); v != nil {
 					return nil, fmt.Errorf("Put(%d) returned %d integers", n, len(v))
 				}
 				return []int64{1}, nil
 			}, false)
-			if _, err := s.RunScript(ctx, badLen, keys, nil, nil); !errors.Is(err, core.ErrStore) || s.Len() != 0 {
-				t.Errorf("Put of %d integers on %d keys: %v, %d keys", n, len(keys), err, s.Len())
+			_, err := s.RunScript(ctx, badLen, keys, nil, nil)
+			if !ran || !errors.Is(err, core.ErrStore) || err == nil || !strings.Contains(err.Error(), "negative length") || s.Len() != 0 {
+				t.Errorf("Put of %d integers on %d keys: ran %v, %v, %d keys", n, len(keys), ran, err, s.Len())
 			}
 		}
 	}

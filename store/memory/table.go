@@ -21,9 +21,9 @@ import (
 // when they fit; what a decision reads and writes (the expiry and a value
 // of up to six integers); and what it seldom touches (the hash, a long
 // value's array). A decision on a known key with a short key and a
-// fixed-size state reads two lines of its entry and writes one, which
-// another core then takes over: the first two lines hold nothing that
-// changes while the key lives.
+// fixed-size state reads the first two lines and writes only the second,
+// which another core then takes over: the first and the third hold
+// nothing such a decision changes.
 type entry struct {
 	key  string // kbuf[:len(key)] when it fits there
 	kbuf [inlineKey]byte
@@ -234,18 +234,23 @@ func (t *table) sweep(now int64) int {
 // log that grows by a few entries per decision, or empties and fills
 // again, allocates only to pass its largest size yet.
 func fill(e *entry, n int, ttl time.Duration, now int64) []int64 {
-	e.expireAt = now + int64(ttl/time.Microsecond)
-	e.n = int32(n)
-	if n <= inlineVals {
+	// The length and expiry change last: should the allocation fail, the
+	// entry keeps its earlier value.
+	var v []int64
+	switch {
+	case n <= inlineVals:
 		// A fixed-size state: three stores zero it, without clear's call.
 		e.inline = [inlineVals]int64{}
-		return e.inline[:n]
+		v = e.inline[:n]
+	case cap(e.long) < n:
+		e.long = make([]int64, n, n+min(n/2, maxVals-n))
+		v = e.long
+	default:
+		e.long = e.long[:n]
+		clear(e.long)
+		v = e.long
 	}
-	if cap(e.long) < n {
-		e.long = make([]int64, n, n+n/2)
-		return e.long
-	}
-	e.long = e.long[:n]
-	clear(e.long)
-	return e.long
+	e.expireAt = now + int64(ttl/time.Microsecond)
+	e.n = int32(n)
+	return v
 }

@@ -32,8 +32,8 @@ type tx struct {
 	lastKey  string
 	lastHash uint64
 	last     *entry
+	scratch  scratch // its count of integers handed out, on the same line
 	sh       *shard
-	scratch  scratch
 	bad      error // the twin's misuse of Put: errBadTTL or errBadLen
 	hash     *hasher
 }
@@ -113,7 +113,8 @@ func checkPut(n int, ttl time.Duration) error {
 }
 
 // discard returns what a refused Put returns: n integers the twin may
-// write, which nothing keeps, or none when n is too many to allocate.
+// write, which nothing keeps, or none when n is negative or too many to
+// allocate.
 func discard(n int) []int64 {
 	if n < 0 || n > maxVals {
 		return nil
@@ -183,8 +184,8 @@ func (t *multiTx) Scratch(n int) []int64 { return t.scratch.take(n) }
 // reused by the shard's calls. An array grown past keepScratch integers is
 // dropped when the call ends, so that a shard keeps no more than that.
 type scratch struct {
+	used int // first: a shard's Tx keeps it on the line of the shard's lock
 	buf  []int64
-	used int
 }
 
 const keepScratch = 4096
