@@ -49,7 +49,10 @@ type Coalescer struct {
 // the next batch is at the server while the last one's reply is read. In
 // make bench (rueidis and go-redis, 256 goroutines) two made 1.2-1.4x the
 // decisions per second of one; three no more than two, four fewer (the
-// batches get smaller).
+// batches get smaller). Four did better at moderate load: in three
+// paired runs of each (bench/peers, rueidis, go-redis and valkey-go),
+// 1.03-1.10x two's decisions per second at 16 and 64 goroutines, and
+// 0.93-0.99x at 256. Two is kept for the load coalescing is for.
 const MaxInFlight = 2
 
 // group is the calls of one batch script's reach: a slot, or every key.
