@@ -55,12 +55,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
 
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/typednil"
 )
 
 // Policy is what a Limiter does while its store is failing.
@@ -165,10 +165,10 @@ func New(cfg Config) (*Limiter, error) {
 	if cfg.Store == nil {
 		return nil, fmt.Errorf("%w: failsafe: Store is nil", core.ErrInvalidConfig)
 	}
-	if isNil(cfg.Store) {
+	if typednil.Is(cfg.Store) {
 		return nil, fmt.Errorf("%w: failsafe: Store is a nil %T", core.ErrInvalidConfig, cfg.Store)
 	}
-	if cfg.Local != nil && isNil(cfg.Local) {
+	if cfg.Local != nil && typednil.Is(cfg.Local) {
 		return nil, fmt.Errorf("%w: failsafe: Local is a nil %T", core.ErrInvalidConfig, cfg.Local)
 	}
 	switch cfg.Policy {
@@ -201,17 +201,6 @@ func New(cfg Config) (*Limiter, error) {
 // Unwrap returns the limiter whose store may fail (Config.Store), for
 // tools that walk a chain of wrapped limiters, such as instrumentation.
 func (l *Limiter) Unwrap() core.Limiter { return l.cfg.Store }
-
-// isNil reports whether v holds a nil pointer (or another nil value of a
-// kind that can be nil), on which every method call would panic.
-func isNil(v core.Limiter) bool {
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
-		return rv.IsNil()
-	}
-	return false
-}
 
 // Down reports whether the store is considered down: from a failure until
 // a probe of the store gets an answer.

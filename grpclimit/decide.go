@@ -21,6 +21,7 @@ import (
 	"github.com/ratekit/ratekit/algorithms/concurrency"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/ratelimitfield"
+	"github.com/ratekit/ratekit/internal/typednil"
 )
 
 // The metadata keys of the rate-limit fields: the IETF draft's header
@@ -107,7 +108,7 @@ func (in *Interceptors) admitPolicy(g *grant) (metadata.MD, error) {
 	p := in.cfg.Policy
 	if in.cfg.PolicyFor != nil {
 		var err error
-		if p, err = in.cfg.PolicyFor(g.ctx, g.call); err != nil || p == nil || isNil(p) {
+		if p, err = in.cfg.PolicyFor(g.ctx, g.call); err != nil || typednil.Is(p) {
 			if err == nil {
 				err = errors.New("PolicyFor returned a nil Policy")
 			}

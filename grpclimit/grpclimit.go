@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"slices"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/logpace"
 	"github.com/ratekit/ratekit/internal/ratelimitfield"
+	"github.com/ratekit/ratekit/internal/typednil"
 )
 
 // Limiter is the one method the interceptors need of a rate limiter; every
@@ -167,7 +167,7 @@ func New(cfg Config) (*Interceptors, error) {
 			set++
 		}
 	}
-	if cfg.Policy != nil && isNil(cfg.Policy) {
+	if cfg.Policy != nil && typednil.Is(cfg.Policy) {
 		return nil, fmt.Errorf("%w: grpclimit: Policy is a nil %T", core.ErrInvalidConfig, cfg.Policy)
 	}
 	if set > 1 {
@@ -239,13 +239,6 @@ func New(cfg Config) (*Interceptors, error) {
 	}
 	cfg.Key = k
 	return &Interceptors{cfg: cfg, now: time.Now}, nil
-}
-
-// isNil reports whether v holds a nil pointer, on which every method call
-// would panic.
-func isNil(v any) bool {
-	rv := reflect.ValueOf(v)
-	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // Unary returns the unary server interceptor: each call is decided before

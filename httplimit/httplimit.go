@@ -15,6 +15,7 @@ import (
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/logpace"
 	"github.com/ratekit/ratekit/internal/ratelimitfield"
+	"github.com/ratekit/ratekit/internal/typednil"
 )
 
 // Limiter is the one method the middleware needs; every ratekit limiter
@@ -139,7 +140,7 @@ func newMiddleware(cfg Config, now func() time.Time) (func(http.Handler) http.Ha
 	if set != 1 {
 		return nil, fmt.Errorf("%w: httplimit: set exactly one of Policy, PolicyFor and Policies (%d are set)", core.ErrInvalidConfig, set)
 	}
-	if cfg.Policy != nil && isNil(cfg.Policy) {
+	if cfg.Policy != nil && typednil.Is(cfg.Policy) {
 		return nil, fmt.Errorf("%w: httplimit: Policy is a nil %T", core.ErrInvalidConfig, cfg.Policy)
 	}
 	if cfg.Counts != nil && len(cfg.Policies) > 0 {

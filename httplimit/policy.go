@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"reflect"
 	"strconv"
 	"strings"
 
 	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/internal/ratelimitfield"
+	"github.com/ratekit/ratekit/internal/typednil"
 )
 
 // PolicyLimiter is what the middleware needs of a ratekit.Policy:
@@ -45,7 +45,7 @@ func (m *middleware) servePolicy(w http.ResponseWriter, r *http.Request, next ht
 	p := m.cfg.Policy
 	if m.cfg.PolicyFor != nil {
 		var err error
-		if p, err = m.cfg.PolicyFor(r); err != nil || isNil(p) {
+		if p, err = m.cfg.PolicyFor(r); err != nil || typednil.Is(p) {
 			if err == nil {
 				err = errors.New("PolicyFor returned a nil policy")
 			}
@@ -157,13 +157,3 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the writer underneath.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// isNil reports whether p is nil, or a nil pointer in the interface (a nil
-// *ratekit.Policy).
-func isNil(p PolicyLimiter) bool {
-	if p == nil {
-		return true
-	}
-	v := reflect.ValueOf(p)
-	return v.Kind() == reflect.Pointer && v.IsNil()
-}

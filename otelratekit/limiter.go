@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/typednil"
 )
 
 // Limiter is a core.Limiter that reports every decision of the limiter it
@@ -68,7 +68,7 @@ func (t *Telemetry) Limiter(name string, next core.Limiter) (*Limiter, error) {
 	if next == nil {
 		return nil, fmt.Errorf("%w: otelratekit: limiter %q is nil", core.ErrInvalidConfig, name)
 	}
-	if v := reflect.ValueOf(next); v.Kind() == reflect.Pointer && v.IsNil() {
+	if typednil.Is(next) {
 		return nil, fmt.Errorf("%w: otelratekit: limiter %q is a nil %T", core.ErrInvalidConfig, name, next)
 	}
 	algorithm, store := Other, Other

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/typednil"
 )
 
 // Store is a core.ScriptRunner that reports every call to the store it
@@ -53,7 +54,7 @@ func (t *Telemetry) Store(next core.ScriptRunner) (*Store, error) {
 	if next == nil {
 		return nil, fmt.Errorf("%w: otelratekit: the store is nil", core.ErrInvalidConfig)
 	}
-	if v := reflect.ValueOf(next); v.Kind() == reflect.Pointer && v.IsNil() {
+	if typednil.Is(next) {
 		return nil, fmt.Errorf("%w: otelratekit: the store is a nil %T", core.ErrInvalidConfig, next)
 	}
 	s := &Store{t: t, next: next, name: storeName(next), lends: lendsKeys(next)}

@@ -27,12 +27,12 @@ package scriptproto
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"strings"
 	"sync/atomic"
 
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/slot"
+	"github.com/ratekit/ratekit/internal/typednil"
 )
 
 // Name is the command a script runs as.
@@ -116,7 +116,7 @@ type Runner struct {
 // uses c (which may then be nil) and refuses every call. plainRO sends
 // read-only scripts as EVALSHA and EVAL (WithoutReadOnlyCommands).
 func New(lib string, client any, c Client, plainRO bool) Runner {
-	if IsNil(client) {
+	if typednil.Is(client) {
 		what := "a nil client"
 		if client != nil {
 			what = fmt.Sprintf("a nil %T", client)
@@ -124,19 +124,6 @@ func New(lib string, client any, c Client, plainRO bool) Runner {
 		return Runner{lib: lib, invalid: fmt.Errorf("%w: %s: the store was built with %s", core.ErrInvalidConfig, lib, what)}
 	}
 	return Runner{lib: lib, c: c, plainRO: plainRO}
-}
-
-// IsNil reports whether v is nil or holds a nil pointer, map, slice,
-// channel, function or interface.
-func IsNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface, reflect.UnsafePointer:
-		return rv.IsNil()
-	}
-	return false
 }
 
 // SetSingleNode says whether the client talks to one server that lets a

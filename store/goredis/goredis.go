@@ -58,6 +58,7 @@ import (
 
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/scriptproto"
+	"github.com/ratekit/ratekit/internal/typednil"
 )
 
 // Runner is a core.ScriptRunner and core.BatchRunner over a go-redis
@@ -125,7 +126,7 @@ func New(c redis.Scripter, opts ...Option) *Runner {
 func pipelines(c redis.Scripter) bool {
 	switch c.(type) {
 	case *redis.Client, *redis.ClusterClient, *redis.Ring:
-		return !scriptproto.IsNil(c)
+		return !typednil.Is(c)
 	}
 	return false
 }

@@ -38,6 +38,7 @@ import (
 
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/scriptproto"
+	"github.com/ratekit/ratekit/internal/typednil"
 )
 
 // Runner is a core.ScriptRunner and core.BatchRunner over a rueidis
@@ -72,7 +73,7 @@ func New(c rueidis.Client, opts ...Option) *Runner {
 		o(r)
 	}
 	var api scriptproto.Client
-	if !scriptproto.IsNil(c) {
+	if !typednil.Is(c) {
 		api = scriptproto.RueidisAPI[rueidis.Completed, rueidis.RedisResult, rueidis.RedisMessage, *rueidis.RedisMessage]{
 			Send:      c.Do,
 			SendMulti: c.DoMulti,

@@ -28,6 +28,7 @@ import (
 
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/scriptproto"
+	"github.com/ratekit/ratekit/internal/typednil"
 )
 
 // Runner is a core.ScriptRunner and core.BatchRunner over a valkey-go
@@ -60,7 +61,7 @@ func New(c valkey.Client, opts ...Option) *Runner {
 		o(r)
 	}
 	var api scriptproto.Client
-	if !scriptproto.IsNil(c) {
+	if !typednil.Is(c) {
 		api = scriptproto.RueidisAPI[valkey.Completed, valkey.ValkeyResult, valkey.ValkeyMessage, *valkey.ValkeyMessage]{
 			Send:      c.Do,
 			SendMulti: c.DoMulti,
