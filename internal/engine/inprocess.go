@@ -27,7 +27,10 @@ func InProcess(runner core.ScriptRunner) inproc.Path {
 // (singleTwin) does, with the same step and the same commit, minus the
 // script call around them. now is the limiter's time, or ServerTime.
 func (e *Engine) stepLocal(st inproc.Path, key string, n, mode, now int64) (r Reply, err error) {
-	tx, skey := st.Lock(e.prefix, e.prefixHash, key)
+	tx, skey, err := st.Lock(e.prefix, e.prefixHash, key)
+	if err != nil {
+		return r, err
+	}
 	// The deferred call unlocks only when the step panics: its recover
 	// then turns the panic into Unlock's error. Otherwise the unlock
 	// below runs, without a call to recover.

@@ -33,9 +33,11 @@ type Path interface {
 	PrefixHash(prefix string) uint64
 	// Lock locks the storage key keyspace.Key(prefix, key, "") and
 	// returns a Tx on it, at the store's time, and the storage key, both
-	// valid until Unlock. ph is PrefixHash(prefix). The caller has
-	// checked key, and that its context has not ended.
-	Lock(prefix string, ph uint64, key string) (tx core.Tx, skey string)
+	// valid until Unlock; or, locking nothing, the error RunScript would
+	// return before running a script (the store's clock out of range).
+	// ph is PrefixHash(prefix). The caller has checked key, and that its
+	// context has not ended.
+	Lock(prefix string, ph uint64, key string) (tx core.Tx, skey string, err error)
 	// Unlock releases the key tx was locked for. It returns the error
 	// RunScript would have returned for a script named name that did
 	// what the caller did under the lock: a misuse of the Tx, or a panic

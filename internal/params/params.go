@@ -91,10 +91,16 @@ func Now(clock core.Clock) (int64, error) {
 }
 
 func clockNow(clock core.Clock) (int64, error) {
-	t := clock.Now()
+	return Time("clock", clock.Now())
+}
+
+// Time returns t in Unix microseconds, which must lie in [0, MaxTime):
+// otherwise the error wraps core.ErrInvalidTime and says that source
+// returned t.
+func Time(source string, t time.Time) (int64, error) {
 	us := t.UnixMicro()
 	if us < 0 || us >= MaxTime {
-		return 0, fmt.Errorf("%w: clock returned %v, outside 1970-01-01 to %v", core.ErrInvalidTime, t, time.UnixMicro(MaxTime).UTC())
+		return 0, fmt.Errorf("%w: %s returned %v, outside 1970-01-01 to %v", core.ErrInvalidTime, source, t, time.UnixMicro(MaxTime).UTC())
 	}
 	return us, nil
 }

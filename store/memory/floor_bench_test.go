@@ -30,7 +30,7 @@ func BenchmarkTableFloor(b *testing.B) {
 		sh := &s.shards[h>>(64-shardBits)]
 		sh.mu.Lock()
 		e, _ := sh.t.findParts(h, prefix, key)
-		now := s.now()
+		now, _ := s.now()
 		if e == nil {
 			e = sh.t.insert(h, keyspace.Key(prefix, key, ""))
 		}

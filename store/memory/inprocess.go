@@ -27,16 +27,23 @@ func (s *Store) InProcessOf() (core.ScriptRunner, inproc.Path) { return s, (*inP
 type inProcess Store
 
 // Lock locks the shard of the storage key of (prefix, key) and returns
-// the shard's Tx on it, at the store's time now, and the key. It hashes
+// the shard's Tx on it, at the store's time now, and the key; or, with
+// nothing locked, the error RunScript returns for a clock that reads a
+// time ratekit cannot compute with. It hashes
 // the key from its parts (hasher.parts) and finds its entry by comparing
 // the parts with the entry's key (table.findParts): only a key that is
 // not stored yet, or needs escapes, is built, in the shard's buffer. A
 // decision on a known key allocates nothing and copies no key.
-func (p *inProcess) Lock(prefix string, ph uint64, key string) (core.Tx, string) {
+func (p *inProcess) Lock(prefix string, ph uint64, key string) (core.Tx, string, error) {
 	s := (*Store)(p)
 	h := s.hash.parts(ph, key)
 	sh := &s.shards[h>>(64-shardBits)]
 	sh.mu.Lock()
+	now, err := s.now()
+	if err != nil {
+		sh.mu.Unlock()
+		return nil, "", err
+	}
 	e, sure := sh.t.findParts(h, prefix, key)
 	var skey string
 	if e != nil {
@@ -48,8 +55,8 @@ func (p *inProcess) Lock(prefix string, ph uint64, key string) (core.Tx, string)
 			e = sh.t.find(h, skey)
 		}
 	}
-	sh.tx.found(s.now(), skey, h, e)
-	return &sh.tx, skey
+	sh.tx.found(now, skey, h, e)
+	return &sh.tx, skey, nil
 }
 
 // PrefixHash returns the hash of prefix that Lock takes with it.

@@ -9,7 +9,9 @@ import (
 	"unsafe"
 
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/params"
 	"github.com/ratekit/ratekit/internal/slot"
+	"github.com/ratekit/ratekit/internal/typednil"
 )
 
 const (
@@ -69,9 +71,12 @@ type Option func(*Store) error
 // the system's wall clock once, at New, and from then on adds the
 // monotonic time elapsed (as time.Since does): its time never steps back
 // when the wall clock is set, and reading it costs half of time.Now.
+// A call at a time c reads outside 1970 to 2112 (what ratekit computes
+// with) fails, changing nothing, with an error wrapping
+// core.ErrInvalidTime and core.ErrStore.
 func WithClock(c core.Clock) Option {
 	return func(s *Store) error {
-		if c == nil {
+		if typednil.Is(c) {
 			return fmt.Errorf("%w: memory.WithClock: clock is nil", core.ErrInvalidConfig)
 		}
 		s.clock, s.mono = c, false
@@ -103,6 +108,9 @@ func New(opts ...Option) (*Store, error) {
 		done:       make(chan struct{}),
 	}
 	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: memory.New: an Option is nil", core.ErrInvalidConfig)
+		}
 		if err := o(s); err != nil {
 			return nil, err
 		}
@@ -177,11 +185,30 @@ func (s *Store) Len() int {
 	return n
 }
 
-func (s *Store) now() int64 {
+// now returns the store's time in Unix µs, or an error wrapping
+// core.ErrInvalidTime when its clock (WithClock) reads a time outside
+// what ratekit computes with (params.Time): a script would store times
+// it cannot read back.
+func (s *Store) now() (int64, error) {
 	if s.mono {
-		return s.startUS + int64(time.Since(s.start)/time.Microsecond)
+		if now := s.startUS + int64(time.Since(s.start)/time.Microsecond); uint64(now) < uint64(params.MaxTime) {
+			return now, nil
+		}
 	}
-	return s.clock.Now().UnixMicro()
+	return s.clockNow()
+}
+
+// clockNow is now's slow path, out of line: now inlines.
+func (s *Store) clockNow() (int64, error) {
+	t := s.clock.Now()
+	if s.mono {
+		t = s.start.Add(time.Since(s.start))
+	}
+	us, err := params.Time("memory: the store's clock", t)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", core.ErrStore, err)
+	}
+	return us, nil
 }
 
 // shardOf returns the shard of key and the hash that finds it there.
@@ -211,8 +238,11 @@ func (s *Store) RunScript(ctx context.Context, sc *core.Script, keys []string, a
 	}
 	if len(keys) == 0 {
 		// A script without keys still runs, against an empty view.
-		var t multiTx
-		t.s, t.nowUS = s, s.now()
+		now, err := s.now()
+		if err != nil {
+			return nil, err
+		}
+		t := multiTx{s: s, nowUS: now}
 		return s.runTwin(sc, twin, &t, keys, args, reply)
 	}
 	first, h := s.shardOf(keys[0])
@@ -224,7 +254,11 @@ func (s *Store) RunScript(ctx context.Context, sc *core.Script, keys []string, a
 	sh := &s.shards[first]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	sh.tx.begin(s.now(), keys[0], h)
+	now, err := s.now()
+	if err != nil {
+		return nil, err
+	}
+	sh.tx.begin(now, keys[0], h)
 	return s.runTwin(sc, twin, &sh.tx, keys, args, reply)
 }
 
@@ -269,7 +303,11 @@ func (s *Store) runMulti(sc *core.Script, twin core.TwinFunc, keys []string, arg
 		s.shards[i].mu.Lock()
 		defer s.shards[i].mu.Unlock()
 	}
-	t := &multiTx{s: s, nowUS: s.now()}
+	now, err := s.now()
+	if err != nil {
+		return nil, err
+	}
+	t := &multiTx{s: s, nowUS: now}
 	return s.runTwin(sc, twin, t, keys, args, reply)
 }
 
@@ -297,7 +335,9 @@ func (s *Store) Sweep() int {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		dropped += sh.t.sweep(s.now())
+		if now, err := s.now(); err == nil {
+			dropped += sh.t.sweep(now)
+		}
 		sh.mu.Unlock()
 	}
 	return dropped

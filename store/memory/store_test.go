@@ -197,6 +197,13 @@ func TestErrors(t *testing.T) {
 	if _, err := memory.New(memory.WithClock(nil)); !errors.Is(err, core.ErrInvalidConfig) {
 		t.Errorf("WithClock(nil): %v", err)
 	}
+	var nilClock *fakeclock.Clock
+	if _, err := memory.New(memory.WithClock(nilClock)); !errors.Is(err, core.ErrInvalidConfig) {
+		t.Errorf("WithClock(a nil *fakeclock.Clock): %v", err)
+	}
+	if _, err := memory.New(nil); !errors.Is(err, core.ErrInvalidConfig) {
+		t.Errorf("New(nil): %v", err)
+	}
 	if _, err := memory.New(memory.WithSweepInterval(-1)); !errors.Is(err, core.ErrInvalidConfig) {
 		t.Errorf("WithSweepInterval(-1): %v", err)
 	}
@@ -275,5 +282,50 @@ func TestUnusable(t *testing.T) {
 	var nilStore *memory.Store
 	if nilStore.Len() != 0 || nilStore.Sweep() != 0 || nilStore.Close() != nil {
 		t.Fatal("Len, Sweep or Close of a nil *Store")
+	}
+}
+
+// A store clock outside the times ratekit computes with is refused at
+// every call, before anything is written: a script would store times it
+// could not read back, and report its own state as corrupt.
+func TestClockOutOfRange(t *testing.T) {
+	ctx := context.Background()
+	for _, at := range []time.Time{time.Unix(-100, 0), {}, time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		c := fakeclock.New(at)
+		s, err := memory.New(memory.WithClock(c), memory.WithSweepInterval(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		// No Clock: the limiter decides at the store's time, in process.
+		l, err := tokenbucket.New(s, tokenbucket.Config{Capacity: 2, RefillRate: 1, RefillInterval: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if _, err := l.Allow(ctx, "k"); !errors.Is(err, core.ErrInvalidTime) || !errors.Is(err, core.ErrStore) {
+				t.Errorf("clock at %v: Allow: %v, want ErrInvalidTime and ErrStore", at, err)
+			}
+		}
+		// Through a script (AllowMany's batch), and for a script of no key.
+		for _, r := range l.AllowMany(ctx, []core.Request{{Key: "k", N: 1}, {Key: "j", N: 1}}) {
+			if !errors.Is(r.Err, core.ErrInvalidTime) {
+				t.Errorf("clock at %v: AllowMany: %v, want ErrInvalidTime", at, r.Err)
+			}
+		}
+		if _, err := s.RunScript(ctx, counter, nil, []int64{1}, nil); !errors.Is(err, core.ErrInvalidTime) {
+			t.Errorf("clock at %v: a script of no key: %v", at, err)
+		}
+		if s.Len() != 0 {
+			t.Errorf("clock at %v: %d keys written", at, s.Len())
+		}
+		// A clock back in range: the key is fresh, as nothing was written.
+		c.Set(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		for i := range 3 {
+			d, err := l.Allow(ctx, "k")
+			if err != nil || d.Allowed != (i < 2) {
+				t.Errorf("clock back in range, call %d: %+v, %v", i, d, err)
+			}
+		}
 	}
 }
