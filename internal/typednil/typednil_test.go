@@ -11,7 +11,9 @@ type limiter struct{}
 
 func (*limiter) Allow(context.Context, string) bool { return true }
 
-type allower interface{ Allow(context.Context, string) bool }
+type allower interface {
+	Allow(context.Context, string) bool
+}
 
 func TestIs(t *testing.T) {
 	var nilPtr *limiter
