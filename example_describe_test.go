@@ -1,6 +1,8 @@
 package ratekit_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -20,4 +22,17 @@ func ExampleLimiter_Algorithm() {
 	}
 	fmt.Println(lim.Algorithm(), lim.Store().(core.StoreNamer).StoreName())
 	// Output: gcra memory
+}
+
+// MaxCost is the largest cost a request may have: a GCRA limiter's burst.
+func ExampleLimiter_MaxCost() {
+	store, _ := memory.New()
+	defer store.Close()
+	lim, err := gcra.New(store, gcra.Config{Rate: 10, Period: time.Second, Burst: 5})
+	if err != nil {
+		panic(err)
+	}
+	_, err = lim.AllowN(context.Background(), "user:42", lim.MaxCost()+1)
+	fmt.Println(lim.MaxCost(), errors.Is(err, core.ErrInvalidCost))
+	// Output: 5 true
 }

@@ -60,6 +60,8 @@ import (
 	"time"
 
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/callcheck"
+	"github.com/ratekit/ratekit/internal/params"
 	"github.com/ratekit/ratekit/internal/typednil"
 )
 
@@ -92,6 +94,10 @@ func (p Policy) String() string {
 // DefaultMaxInFlight is Config.MaxInFlight when it is 0.
 const DefaultMaxInFlight = 1000
 
+// MaxRetryInterval is the longest Config.RetryInterval: about 71 years,
+// the longest duration ratekit's algorithms take.
+const MaxRetryInterval = time.Duration(params.MaxSpan) * time.Microsecond
+
 // ErrBusy reports a call that was not sent because MaxInFlight store calls
 // were already running (some of them, typically, abandoned after their
 // Timeout on a store that does not answer). It comes wrapped together with
@@ -118,7 +124,7 @@ type Config struct {
 	// 0 means DefaultMaxInFlight.
 	MaxInFlight int
 	// RetryInterval is how long the store is left alone after a failure
-	// before it is tried again. 0 means 1 s.
+	// before it is tried again. 0 means 1 s; at most MaxRetryInterval.
 	RetryInterval time.Duration
 	// OnError receives every store error with the key. It is called from
 	// the caller's goroutine and must be safe for concurrent use.
@@ -130,7 +136,9 @@ type Config struct {
 	// how long it was down). The failures in between (failed probes, calls
 	// that failed beside the one that marked the store down) are logged at
 	// slog.LevelDebug. So an outage logs two lines at Info and above,
-	// however long it lasts. Keys are never logged; OnError gets them. nil
+	// however long it lasts. Keys are never logged: the lines carry the
+	// store's error, and ratekit's store errors name no key (a Store of
+	// your own must keep to that); OnError gets them. nil
 	// means slog.Default(); slog.New(slog.DiscardHandler) logs nothing.
 	Logger *slog.Logger
 	// Now is the clock for RetryInterval; nil means time.Now.
@@ -141,6 +149,9 @@ type Config struct {
 // safe for concurrent use.
 type Limiter struct {
 	cfg Config
+	// maxCost is the largest cost Store accepts (callcheck.MaxCost): a
+	// larger one is refused while the policy decides, as Store would.
+	maxCost int64
 	// downUntil is 0 while the store is up. After a failure it is the Unix
 	// time in ns before which the store is skipped; after that, the one
 	// caller that moves it forward by RetryInterval probes the store, and
@@ -183,6 +194,9 @@ func New(cfg Config) (*Limiter, error) {
 	if cfg.Timeout < 0 || cfg.RetryInterval < 0 || cfg.MaxInFlight < 0 {
 		return nil, fmt.Errorf("%w: failsafe: Timeout, RetryInterval and MaxInFlight must not be negative", core.ErrInvalidConfig)
 	}
+	if cfg.RetryInterval > MaxRetryInterval {
+		return nil, fmt.Errorf("%w: failsafe: RetryInterval must be at most %v, got %v", core.ErrInvalidConfig, MaxRetryInterval, cfg.RetryInterval)
+	}
 	if cfg.RetryInterval == 0 {
 		cfg.RetryInterval = time.Second
 	}
@@ -195,7 +209,7 @@ func New(cfg Config) (*Limiter, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Limiter{cfg: cfg}, nil
+	return &Limiter{cfg: cfg, maxCost: callcheck.MaxCost(cfg.Store)}, nil
 }
 
 // Unwrap returns the limiter whose store may fail (Config.Store), for
@@ -259,7 +273,7 @@ func (l *Limiter) try() (ok bool, probe int64) {
 	if now < until {
 		return false, 0
 	}
-	next := now + int64(l.cfg.RetryInterval)
+	next := now + int64(l.cfg.RetryInterval) // below 2^63: see MaxRetryInterval
 	if !l.downUntil.CompareAndSwap(until, next) {
 		return false, 0 // another call claimed this probe
 	}
@@ -273,17 +287,22 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 
 // AllowN asks the store, within Timeout; when the store fails (or is being
 // skipped after a failure), the policy decides. Errors that are the
-// caller's (bad key, bad cost) and the caller's own context ending are
-// returned as they are.
+// caller's are returned as they are, never decided by the policy: a bad
+// key (core.ErrInvalidKey), a bad cost (core.ErrInvalidCost: below 1, or
+// above the store's limiter's MaxCost), the caller's own context ending,
+// a clock out of range (core.ErrInvalidTime), and state the limiter did
+// not write (core.ErrCorruptState: the store answered, and the key needs
+// a Reset). While the store is skipped, the first three are checked here,
+// as the store's limiter would.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
-	return l.decide(ctx, key, func(lim core.Limiter, ctx context.Context) (core.Decision, error) {
+	return l.decide(ctx, key, n, func(lim core.Limiter, ctx context.Context) (core.Decision, error) {
 		return lim.AllowN(ctx, key, n)
 	})
 }
 
 // Peek is like AllowN for Peek.
 func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
-	return l.decide(ctx, key, func(lim core.Limiter, ctx context.Context) (core.Decision, error) {
+	return l.decide(ctx, key, 1, func(lim core.Limiter, ctx context.Context) (core.Decision, error) {
 		return lim.Peek(ctx, key)
 	})
 }
@@ -306,13 +325,18 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 	return err
 }
 
-func (l *Limiter) decide(ctx context.Context, key string, op func(core.Limiter, context.Context) (core.Decision, error)) (core.Decision, error) {
+// decide asks the store for the decision on a call of cost n on key (op
+// on Store), or lets the policy decide.
+func (l *Limiter) decide(ctx context.Context, key string, n int64, op func(core.Limiter, context.Context) (core.Decision, error)) (core.Decision, error) {
 	if ok, probe := l.try(); ok {
 		d, err := l.ask(ctx, op, probe)
 		if err == nil || !l.storeFault(ctx, err) {
 			return d, err
 		}
 		l.fail(ctx, key, err)
+	}
+	if err := callcheck.Check(ctx, key, n, l.maxCost); err != nil {
+		return core.Decision{}, err
 	}
 	switch l.cfg.Policy {
 	case FailClosed:
@@ -429,13 +453,19 @@ func (r result) get() (core.Decision, error) {
 }
 
 // storeFault reports whether err is the store's fault rather than the
-// caller's: not a bad key or cost, not the caller's own context ending.
+// caller's: not a bad key, cost or clock, not state the limiter did not
+// write (the store answered), not the caller's own context ending.
 func (l *Limiter) storeFault(ctx context.Context, err error) bool {
-	if errors.Is(err, core.ErrInvalidKey) || errors.Is(err, core.ErrInvalidCost) || errors.Is(err, core.ErrInvalidTime) {
-		return false
+	for _, caller := range callerErrors {
+		if errors.Is(err, caller) {
+			return false
+		}
 	}
 	return ctx.Err() == nil
 }
+
+// callerErrors are the errors AllowN returns as they are.
+var callerErrors = []error{core.ErrInvalidKey, core.ErrInvalidCost, core.ErrInvalidTime, core.ErrCorruptState}
 
 // fail marks the store down for RetryInterval, reports err to OnError, and
 // logs the change when the store was up.

@@ -1,9 +1,12 @@
 package failsafe_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -245,5 +248,103 @@ func TestFailedProbe(t *testing.T) {
 			t.Fatalf("step %d: store tried %v before RetryInterval", step, time.Duration(999*time.Millisecond))
 		}
 		now = now.Add(time.Millisecond)
+	}
+}
+
+// Unwrap lets failsafe find the store's limiter's MaxCost.
+func (f *flaky) Unwrap() core.Limiter { return f.Limiter }
+
+// While the policy decides, the caller's own mistakes are still errors,
+// as the store's limiter would return them: the policy never allows (or
+// denies) an empty key, a cost the limiter refuses, or a call whose
+// context has ended.
+func TestCallerErrorsWhileDown(t *testing.T) {
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	ctx := context.Background()
+	for _, policy := range []failsafe.Policy{failsafe.FailOpen, failsafe.FailClosed, failsafe.FailLocal} {
+		store := &flaky{Limiter: bucket(t, 5)}
+		l, err := failsafe.New(failsafe.Config{Store: store, Policy: policy, Local: bucket(t, 5), Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		store.down.Store(true)
+		if _, err := l.Allow(ctx, "k"); err != nil || !l.Down() {
+			t.Fatalf("%v: the store failing: %v, down %v", policy, err, l.Down())
+		}
+		for _, c := range []struct {
+			ctx  context.Context
+			key  string
+			n    int64
+			want error
+		}{
+			{ctx, "", 1, core.ErrInvalidKey},
+			{ctx, "k", 0, core.ErrInvalidCost},
+			{ctx, "k", -1, core.ErrInvalidCost},
+			{ctx, "k", 6, core.ErrInvalidCost}, // above the bucket's capacity
+			{ended, "k", 1, context.Canceled},
+		} {
+			if d, err := l.AllowN(c.ctx, c.key, c.n); !errors.Is(err, c.want) || d.Allowed {
+				t.Errorf("%v: AllowN(%q, %d) while down: %+v, %v; want %v", policy, c.key, c.n, d, err, c.want)
+			}
+		}
+		if _, err := l.Peek(ctx, ""); !errors.Is(err, core.ErrInvalidKey) {
+			t.Errorf("%v: Peek of an empty key while down: %v", policy, err)
+		}
+		if d, err := l.AllowN(ctx, "j", 5); err != nil || d.Allowed != (policy != failsafe.FailClosed) {
+			t.Errorf("%v: AllowN(5) while down: %+v, %v", policy, d, err)
+		}
+	}
+}
+
+// State the limiter did not write is the key's problem, not the store's:
+// the error comes back as it is, the store stays up for every other key,
+// and nothing is logged (the error names the key).
+func TestCorruptStateIsNotAnOutage(t *testing.T) {
+	ctx := context.Background()
+	s, err := memory.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	tb, err := tokenbucket.New(s, tokenbucket.Config{Capacity: 5, RefillRate: 1, RefillInterval: time.Second, Prefix: "x:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A value of another shape at tb's key of "bad".
+	if _, err := s.RunScript(ctx, core.NewScript("other", "", func(tx core.Tx, keys []string, _, reply []int64) ([]int64, error) {
+		tx.Put(keys[0], 1, time.Hour)[0] = 1
+		return reply, nil
+	}, false), []string{"x:{bad}"}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	var reported []error
+	l, err := failsafe.New(failsafe.Config{
+		Store: tb, Policy: failsafe.FailOpen,
+		OnError: func(_ string, err error) { reported = append(reported, err) },
+		Logger:  slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := l.Allow(ctx, "bad"); !errors.Is(err, core.ErrCorruptState) || d.Allowed {
+		t.Errorf("corrupt key: %+v, %v; want ErrCorruptState", d, err)
+	}
+	if d, err := l.Allow(ctx, "good"); err != nil || !d.Allowed || d.Remaining != 4 {
+		t.Errorf("another key after it: %+v, %v; want the store's decision", d, err)
+	}
+	if l.State() != failsafe.Up || len(reported) != 0 || logged.Len() != 0 {
+		t.Errorf("state %v, OnError got %v, logged %q", l.State(), reported, logged.String())
+	}
+}
+
+func TestRetryIntervalBound(t *testing.T) {
+	_, err := failsafe.New(failsafe.Config{Store: bucket(t, 1), RetryInterval: failsafe.MaxRetryInterval + 1})
+	if !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), "RetryInterval") {
+		t.Errorf("RetryInterval above the bound: %v", err)
+	}
+	if _, err := failsafe.New(failsafe.Config{Store: bucket(t, 1), RetryInterval: failsafe.MaxRetryInterval}); err != nil {
+		t.Errorf("RetryInterval at the bound: %v", err)
 	}
 }

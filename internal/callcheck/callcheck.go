@@ -1,0 +1,63 @@
+// Package callcheck holds what a ratekit limiter checks of a call before
+// it asks its store (the key, the cost, the caller's context), for the
+// wrappers that answer some calls without asking the limiter they wrap:
+// failsafe while its store is down, denycache from its cache. They refuse
+// what the limiter would refuse, with the same errors.
+package callcheck
+
+import (
+	"context"
+	"math"
+
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/engine"
+	"github.com/ratekit/ratekit/internal/keyspace"
+	"github.com/ratekit/ratekit/internal/params"
+	"github.com/ratekit/ratekit/internal/typednil"
+)
+
+// maxCoster says the largest cost it accepts: ratekit.Limiter and
+// ratekit.Policy.
+type maxCoster interface{ MaxCost() int64 }
+
+// unwrapper is a limiter that wraps another (failsafe, denycache,
+// hotkey, otelratekit).
+type unwrapper interface{ Unwrap() core.Limiter }
+
+// maxDepth bounds the walk through wrapped limiters, against a chain
+// that loops.
+const maxDepth = 64
+
+// MaxCost returns the largest cost l accepts: what MaxCost returns on l
+// or, through Unwrap, on the first limiter behind it that has the method;
+// math.MaxInt64 when none has.
+func MaxCost(l core.Limiter) int64 {
+	for range maxDepth {
+		if typednil.Is(l) {
+			break
+		}
+		if m, ok := l.(maxCoster); ok {
+			return m.MaxCost()
+		}
+		u, ok := l.(unwrapper)
+		if !ok {
+			break
+		}
+		l = u.Unwrap()
+	}
+	return math.MaxInt64
+}
+
+// Check returns the error a ratekit limiter returns, without asking its
+// store, for a call on key of cost n with ctx: a bad key (wrapping
+// core.ErrInvalidKey), a cost outside [1, maxCost] (core.ErrInvalidCost),
+// or ctx ended (core.ErrStore and ctx's error); nil when there is none.
+func Check(ctx context.Context, key string, n, maxCost int64) error {
+	if err := keyspace.CheckKey(key); err != nil {
+		return err
+	}
+	if err := params.Cost(n, maxCost); err != nil {
+		return err
+	}
+	return engine.Ended(ctx)
+}
