@@ -1,8 +1,9 @@
 // Package denycache remembers a limiter's denials in process. When the
 // store says "denied, retry after r" for a key and cost, the same key at
-// the same or a higher cost is denied locally until then, with no round
-// trip: under attack, most requests are denials, and this sheds them
-// before they reach Redis.
+// the same cost is denied locally until then, with no round trip: under
+// attack, most requests are denials, and this sheds them before they
+// reach Redis. (A higher cost is denied too, but its RetryAfter is
+// longer by an amount only the store knows: it asks the store.)
 //
 // This is exact for every ratekit algorithm, with one exception it cannot
 // see: a change to the key made elsewhere before r is up. A Reset from
@@ -15,12 +16,15 @@ package denycache
 
 import (
 	"context"
+	"fmt"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/callcheck"
+	"github.com/ratekit/ratekit/internal/typednil"
 )
 
 const shards = 64
@@ -28,12 +32,16 @@ const shards = 64
 // Limiter is a core.Limiter that answers cached denials locally and asks
 // its next limiter otherwise. It is safe for concurrent use.
 type Limiter struct {
-	next   core.Limiter
-	now    func() time.Time
-	max    int
-	seed   maphash.Seed
-	hits   atomic.Uint64
-	shards [shards]shard
+	next core.Limiter
+	// invalid, when New was given no limiter, is every call's error.
+	invalid error
+	maxCost int64 // the largest cost next accepts (callcheck.MaxCost)
+	now     func() time.Time
+	max     int
+	seed    maphash.Seed
+	hits    atomic.Uint64
+	keys    atomic.Int64 // denials cached, at most max
+	shards  [shards]shard
 }
 
 type shard struct {
@@ -44,7 +52,7 @@ type shard struct {
 type denial struct {
 	until int64 // Unix ns
 	at    int64 // Unix ns when cached
-	n     int64 // the cost denied; this cost and above stay denied
+	n     int64 // the cost denied: this cost is answered from here
 	d     core.Decision
 }
 
@@ -55,16 +63,35 @@ type Option func(*Limiter)
 // default).
 func WithClock(now func() time.Time) Option { return func(l *Limiter) { l.now = now } }
 
-// WithMaxKeys bounds the keys remembered (65536 by default); beyond it,
-// new denials are not cached until old ones end.
+// WithMaxKeys bounds the keys remembered (DefaultMaxKeys by default);
+// beyond it, new denials are not cached until old ones end. n <= 0
+// caches nothing: every call goes to the next limiter.
 func WithMaxKeys(n int) Option { return func(l *Limiter) { l.max = n } }
 
-// New returns a deny cache in front of next.
+// DefaultMaxKeys is how many keys a Limiter remembers without
+// WithMaxKeys.
+const DefaultMaxKeys = 65536
+
+// New returns a deny cache in front of next. A nil next (or a nil
+// pointer of a limiter type) makes a Limiter whose every call fails
+// with an error wrapping core.ErrInvalidConfig, as New has no error to
+// return; so do nil options.
 func New(next core.Limiter, opts ...Option) *Limiter {
-	l := &Limiter{next: next, now: time.Now, max: 65536, seed: maphash.MakeSeed()}
+	l := &Limiter{next: next, now: time.Now, max: DefaultMaxKeys, seed: maphash.MakeSeed()}
 	for _, o := range opts {
+		if o == nil {
+			l.invalid = fmt.Errorf("%w: denycache.New: an Option is nil", core.ErrInvalidConfig)
+			continue
+		}
 		o(l)
 	}
+	switch {
+	case typednil.Is(next):
+		l.invalid = fmt.Errorf("%w: denycache.New: the next limiter is nil", core.ErrInvalidConfig)
+	case l.now == nil:
+		l.invalid = fmt.Errorf("%w: denycache.WithClock: the clock is nil", core.ErrInvalidConfig)
+	}
+	l.maxCost = callcheck.MaxCost(next)
 	for i := range l.shards {
 		l.shards[i].m = map[string]denial{}
 	}
@@ -80,20 +107,29 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 	return l.AllowN(ctx, key, 1)
 }
 
-// AllowN denies locally while a cached denial for key covers n, and asks
-// the next limiter otherwise. A cached answer is the stored denial with
-// RetryAfter and ResetAfter counted down.
+// AllowN denies locally while a cached denial for key at cost n lasts,
+// and asks the next limiter otherwise. A cached answer is the stored
+// denial with RetryAfter and ResetAfter counted down; it is given only to
+// a call the next limiter would not refuse (key, cost and ctx checked as
+// it checks them). Where a key's denials come at several costs, the
+// lowest cost's is kept.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
+	if l.invalid != nil {
+		return core.Decision{}, l.invalid
+	}
 	now := l.now().UnixNano()
 	sh := l.shard(key)
 	sh.mu.Lock()
 	c, ok := sh.m[key]
 	if ok && now >= c.until {
-		delete(sh.m, key)
+		l.drop(sh, key)
 		ok = false
 	}
 	sh.mu.Unlock()
-	if ok && n >= c.n {
+	if ok && n == c.n {
+		if err := callcheck.Check(ctx, key, n, l.maxCost); err != nil {
+			return core.Decision{}, err
+		}
 		l.hits.Add(1)
 		d := c.d
 		d.RetryAfter = time.Duration(c.until - now)
@@ -105,13 +141,23 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decisio
 		return d, err
 	}
 	sh.mu.Lock()
-	if len(sh.m) < l.max/shards || ok {
-		if !ok || n < c.n || now+int64(d.RetryAfter) > c.until {
-			sh.m[key] = denial{until: now + int64(d.RetryAfter), at: now, n: n, d: d}
-		}
+	c, ok = sh.m[key] // again: another call may have changed it
+	switch {
+	case ok && n <= c.n:
+		sh.m[key] = denial{until: now + int64(d.RetryAfter), at: now, n: n, d: d}
+	case !ok && l.keys.Add(1) <= int64(l.max):
+		sh.m[key] = denial{until: now + int64(d.RetryAfter), at: now, n: n, d: d}
+	case !ok:
+		l.keys.Add(-1) // full
 	}
 	sh.mu.Unlock()
 	return d, nil
+}
+
+// drop deletes key's denial, which sh holds; sh is locked.
+func (l *Limiter) drop(sh *shard, key string) {
+	delete(sh.m, key)
+	l.keys.Add(-1)
 }
 
 // Hits returns the number of requests denied from the cache, without
@@ -124,11 +170,17 @@ func (l *Limiter) Unwrap() core.Limiter { return l.next }
 
 // Peek asks the next limiter: it is read-only there already.
 func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
+	if l.invalid != nil {
+		return core.Decision{}, l.invalid
+	}
 	return l.next.Peek(ctx, key)
 }
 
 // Reset forgets key here and resets it in the next limiter.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
+	if l.invalid != nil {
+		return l.invalid
+	}
 	l.Forget(key)
 	return l.next.Reset(ctx, key)
 }
@@ -137,6 +189,8 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 func (l *Limiter) Forget(key string) {
 	sh := l.shard(key)
 	sh.mu.Lock()
-	delete(sh.m, key)
+	if _, ok := sh.m[key]; ok {
+		l.drop(sh, key)
+	}
 	sh.mu.Unlock()
 }

@@ -2,10 +2,13 @@ package denycache_test
 
 import (
 	"context"
+	"errors"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/denycache"
@@ -40,21 +43,30 @@ func TestDenialsAreServedLocallyUntilRetryAfter(t *testing.T) {
 		t.Fatalf("%+v after %d calls", d, next.calls.Load())
 	}
 	clock.Advance(5 * time.Second)
-	for _, n := range []int64{2, 3} { // the same or a higher cost: local
-		d, _ = l.AllowN(ctx, "k", n)
-		if d.Allowed || d.RetryAfter != 15*time.Second || next.calls.Load() != 2 {
-			t.Fatalf("cost %d: %+v after %d store calls", n, d, next.calls.Load())
-		}
+	// The same cost: local, the wait counted down.
+	if d, _ = l.AllowN(ctx, "k", 2); d.Allowed || d.RetryAfter != 15*time.Second || next.calls.Load() != 2 {
+		t.Fatalf("the same cost: %+v after %d store calls", d, next.calls.Load())
+	}
+	// A higher cost is denied too, but waits longer than the cached
+	// denial says: the store answers it (30 s for three tokens).
+	if d, _ = l.AllowN(ctx, "k", 3); d.Allowed || d.RetryAfter != 25*time.Second || next.calls.Load() != 3 {
+		t.Fatalf("a higher cost: %+v after %d store calls", d, next.calls.Load())
+	}
+	if d, _ = l.AllowN(ctx, "k", 2); d.Allowed || d.RetryAfter != 15*time.Second || next.calls.Load() != 3 {
+		t.Fatalf("the lower cost's denial stays: %+v after %d store calls", d, next.calls.Load())
 	}
 	// A lower cost may pass: it goes to the store (and is denied: 1 token
 	// comes at 10 s), and its denial is cached in turn.
-	if d, _ = l.AllowN(ctx, "k", 1); d.Allowed || d.RetryAfter != 5*time.Second || next.calls.Load() != 3 {
+	if d, _ = l.AllowN(ctx, "k", 1); d.Allowed || d.RetryAfter != 5*time.Second || next.calls.Load() != 4 {
 		t.Fatalf("lower cost: %+v after %d store calls", d, next.calls.Load())
+	}
+	if d, _ = l.AllowN(ctx, "k", 1); d.Allowed || d.RetryAfter != 5*time.Second || next.calls.Load() != 4 {
+		t.Fatalf("lower cost, cached: %+v after %d store calls", d, next.calls.Load())
 	}
 	// When RetryAfter ends, the store decides again, exactly as without
 	// the cache.
 	clock.Advance(5 * time.Second)
-	if d, _ = l.AllowN(ctx, "k", 1); !d.Allowed || next.calls.Load() != 4 {
+	if d, _ = l.AllowN(ctx, "k", 1); !d.Allowed || next.calls.Load() != 5 {
 		t.Fatalf("after the wait: %+v after %d store calls", d, next.calls.Load())
 	}
 	// Reset through the cache clears both.
@@ -88,19 +100,77 @@ func TestResetElsewhereIsInvisible(t *testing.T) {
 }
 
 func TestMaxKeys(t *testing.T) {
+	for _, limit := range []int{-1, 0, 1, 10, 64, 100} {
+		s, _ := memory.New()
+		defer s.Close()
+		tb, _ := tokenbucket.New(s, tokenbucket.Config{Capacity: 1, RefillRate: 1, RefillInterval: time.Hour})
+		next := &counting{Limiter: tb}
+		l := denycache.New(next, denycache.WithMaxKeys(limit))
+		ctx := context.Background()
+		for i := range 1000 {
+			k := strconv.Itoa(i)
+			l.Allow(ctx, k) // allowed
+			l.Allow(ctx, k) // denied by the store, cached while there is room
+			l.Allow(ctx, k)
+		}
+		// Exactly max keys' third calls were answered here.
+		if want := 3000 - int64(max(limit, 0)); next.calls.Load() != want || l.Hits() != uint64(max(limit, 0)) {
+			t.Errorf("WithMaxKeys(%d): %d store calls, %d hits; want %d calls", limit, next.calls.Load(), l.Hits(), want)
+		}
+		// Room comes back as keys are forgotten.
+		if limit > 0 {
+			l.Forget("0")
+			l.Allow(ctx, "new")
+			l.Allow(ctx, "new")
+			hits := l.Hits()
+			if l.Allow(ctx, "new"); l.Hits() != hits+1 {
+				t.Errorf("WithMaxKeys(%d): no room after Forget", limit)
+			}
+		}
+	}
+}
+
+// A cached denial is given only to a call the limiter would not refuse.
+func TestCachedDenialKeepsTheLimitersErrors(t *testing.T) {
 	s, _ := memory.New()
 	defer s.Close()
-	tb, _ := tokenbucket.New(s, tokenbucket.Config{Capacity: 1, RefillRate: 1, RefillInterval: time.Hour})
-	next := &counting{Limiter: tb}
-	l := denycache.New(next, denycache.WithMaxKeys(64)) // one per shard
+	tb, _ := tokenbucket.New(s, tokenbucket.Config{Capacity: 2, RefillRate: 1, RefillInterval: time.Minute})
+	l := denycache.New(tb)
 	ctx := context.Background()
-	for i := 0; i < 1000; i++ {
-		k := string(rune('a'+i%26)) + time.Duration(i).String()
-		l.Allow(ctx, k)
-		l.Allow(ctx, k)
-		l.Allow(ctx, k)
+	l.AllowN(ctx, "k", 2)
+	if d, err := l.AllowN(ctx, "k", 2); err != nil || d.Allowed {
+		t.Fatalf("denial: %+v, %v", d, err)
 	}
-	if next.calls.Load() < 3000-64 {
-		t.Fatalf("%d store calls: more than 64 keys cached", next.calls.Load())
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := l.AllowN(ctx, "k", 3); !errors.Is(err, core.ErrInvalidCost) {
+		t.Errorf("a cost above the limit: %v", err)
+	}
+	if _, err := l.AllowN(ended, "k", 2); !errors.Is(err, context.Canceled) {
+		t.Errorf("an ended context: %v", err)
+	}
+	if d, err := l.AllowN(ctx, "k", 2); err != nil || d.Allowed || l.Hits() != 1 {
+		t.Errorf("the denial stays cached: %+v, %v, %d hits", d, err, l.Hits())
+	}
+}
+
+func TestNilLimiter(t *testing.T) {
+	var nilBucket *ratekit.Limiter
+	ctx := context.Background()
+	for name, l := range map[string]*denycache.Limiter{
+		"nil":          denycache.New(nil),
+		"a typed nil":  denycache.New(nilBucket),
+		"a nil option": denycache.New(&counting{}, nil),
+		"a nil clock":  denycache.New(&counting{}, denycache.WithClock(nil)),
+	} {
+		if _, err := l.Allow(ctx, "k"); !errors.Is(err, core.ErrInvalidConfig) {
+			t.Errorf("%s: Allow: %v", name, err)
+		}
+		if _, err := l.Peek(ctx, "k"); !errors.Is(err, core.ErrInvalidConfig) {
+			t.Errorf("%s: Peek: %v", name, err)
+		}
+		if err := l.Reset(ctx, "k"); !errors.Is(err, core.ErrInvalidConfig) {
+			t.Errorf("%s: Reset: %v", name, err)
+		}
 	}
 }
