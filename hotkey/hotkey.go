@@ -101,6 +101,7 @@ import (
 
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/params"
+	"github.com/ratekit/ratekit/internal/typednil"
 )
 
 // DefaultMaxKeys is Config.MaxKeys when it is 0.
@@ -125,7 +126,8 @@ type Config struct {
 	// TTL is how long a lease's units may be spent, counted from when the
 	// lease was asked for; then what is left is lost. It bounds the
 	// over-admission over a window (the limit's allowance over one TTL) and
-	// how long units sit unused. Required.
+	// how long units sit unused. Required, at most about 71 years (the
+	// longest duration ratekit's algorithms take).
 	TTL time.Duration
 	// MaxKeys is the most keys that hold a budget at once; 0 means
 	// DefaultMaxKeys. Past it, a key is decided by the source until an idle
@@ -160,6 +162,10 @@ type Budget struct {
 
 var _ core.Limiter = (*Budget)(nil)
 
+// maxTTL is the longest Config.TTL: params.MaxSpan µs, as every duration
+// of ratekit's algorithms, so that the clock plus a TTL never overflows.
+const maxTTL = time.Duration(params.MaxSpan) * time.Microsecond
+
 // atMoster is a limiter that grants part of a request (GCRA's).
 type atMoster interface {
 	AllowAtMost(ctx context.Context, key string, n int64) (int64, core.Decision, error)
@@ -177,7 +183,7 @@ type refunder interface {
 // back at Close. New touches no store; an error wraps core.ErrInvalidConfig
 // and names the field.
 func New(source core.Limiter, cfg Config) (*Budget, error) {
-	if source == nil {
+	if typednil.Is(source) {
 		return nil, fmt.Errorf("%w: the source limiter is nil", core.ErrInvalidConfig)
 	}
 	if cfg.Lease < 1 || cfg.Lease > params.MaxCount {
@@ -189,8 +195,8 @@ func New(source core.Limiter, cfg Config) (*Budget, error) {
 	if cfg.MinLease < 1 || cfg.MinLease > cfg.Lease {
 		return nil, fmt.Errorf("%w: MinLease must be between 1 and Lease (%d), or 0, got %d", core.ErrInvalidConfig, cfg.Lease, cfg.MinLease)
 	}
-	if cfg.TTL <= 0 {
-		return nil, fmt.Errorf("%w: TTL must be positive, got %v", core.ErrInvalidConfig, cfg.TTL)
+	if cfg.TTL <= 0 || cfg.TTL > maxTTL {
+		return nil, fmt.Errorf("%w: TTL must be positive and at most %v, got %v", core.ErrInvalidConfig, maxTTL, cfg.TTL)
 	}
 	if cfg.MaxKeys < 0 {
 		return nil, fmt.Errorf("%w: MaxKeys must not be negative, got %d", core.ErrInvalidConfig, cfg.MaxKeys)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -248,6 +249,8 @@ func TestBadConfig(t *testing.T) {
 		{"min above lease", "MinLease", src, hotkey.Config{Lease: 4, MinLease: 5, TTL: time.Second}},
 		{"negative min", "MinLease", src, hotkey.Config{Lease: 4, MinLease: -1, TTL: time.Second}},
 		{"no TTL", "TTL", src, hotkey.Config{Lease: 4}},
+		{"a TTL the clock overflows with", "TTL", src, hotkey.Config{Lease: 4, TTL: math.MaxInt64}},
+		{"a typed nil source", "source", (*gcra.Limiter)(nil), hotkey.Config{Lease: 1, TTL: time.Second}},
 		{"negative MaxKeys", "MaxKeys", src, hotkey.Config{Lease: 4, TTL: time.Second, MaxKeys: -1}},
 	} {
 		limitertest.BadConfig(t, tt.name, tt.field, func() error {
