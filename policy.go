@@ -1,6 +1,7 @@
 package ratekit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -166,16 +167,17 @@ func NewPolicy(cfg PolicyConfig) (*Policy, error) {
 		p.limit = min(p.limit, e.Limit())
 		p.nargs += 2 + len(e.Params())
 	}
+	// The prefix is checked even when no limit has a penalty: a setting
+	// that is wrong is refused, whether or not it is used yet.
+	penalty := cmp.Or(cfg.PenaltyPrefix, DefaultPenaltyPrefix)
+	if err := keyspace.CheckPrefix(penalty); err != nil {
+		return nil, err
+	}
+	if prefixes[penalty] && (cfg.PenaltyPrefix != "" || p.penalty != "") {
+		return nil, bad("PenaltyPrefix %q is a limit's prefix", penalty)
+	}
 	if p.penalty != "" {
-		if cfg.PenaltyPrefix != "" {
-			p.penalty = cfg.PenaltyPrefix
-		}
-		if err := keyspace.CheckPrefix(p.penalty); err != nil {
-			return nil, err
-		}
-		if prefixes[p.penalty] {
-			return nil, bad("PenaltyPrefix %q is a limit's prefix", p.penalty)
-		}
+		p.penalty = penalty
 	}
 	p.lendKeys = engine.LendsKeys(p.engines[0].Runner())
 	p.script = engine.PolicyScript(specs)

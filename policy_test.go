@@ -70,6 +70,9 @@ func TestNewPolicyRefuses(t *testing.T) {
 		{"huge penalty", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: a, Penalty: 1 << 62}}}, "Penalty"},
 		{"braced penalty prefix", ratekit.PolicyConfig{PenaltyPrefix: "p{", Limits: []ratekit.Limit{{Name: "x", Limiter: a, Penalty: time.Second}}}, "{"},
 		{"penalty prefix is a limit's", ratekit.PolicyConfig{PenaltyPrefix: "a:", Limits: []ratekit.Limit{{Name: "x", Limiter: a, Penalty: time.Second}}}, "PenaltyPrefix"},
+		// Wrong before any limit has a penalty: refused all the same.
+		{"braced penalty prefix, no penalty yet", ratekit.PolicyConfig{PenaltyPrefix: "p{", Limits: []ratekit.Limit{{Name: "x", Limiter: a}}}, "{"},
+		{"penalty prefix is a limit's, no penalty yet", ratekit.PolicyConfig{PenaltyPrefix: "a:", Limits: []ratekit.Limit{{Name: "x", Limiter: a}}}, "PenaltyPrefix"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p, err := ratekit.NewPolicy(c.cfg)
@@ -187,6 +190,22 @@ func TestNewTiersRefuses(t *testing.T) {
 	}
 	if _, err := ratekit.NewTiers(nil); !errors.Is(err, core.ErrInvalidConfig) {
 		t.Errorf("NewTiers(nil): %v", err)
+	}
+	// Tiers with penalties block under one prefix, whichever tier comes
+	// first and whether or not it has penalties.
+	penalized := func(prefix string) *ratekit.Policy {
+		p, err := ratekit.NewPolicy(ratekit.PolicyConfig{PenaltyPrefix: prefix,
+			Limits: []ratekit.Limit{{Name: "x", Limiter: bucket(t, s, "a:", 5), Penalty: time.Minute}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if _, err := ratekit.NewTiers(map[string]*ratekit.Policy{"a": a, "b": penalized("p1:"), "c": penalized("p2:")}); !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), "penalty prefix") {
+		t.Errorf("two penalty prefixes after a tier without penalties: %v", err)
+	}
+	if _, err := ratekit.NewTiers(map[string]*ratekit.Policy{"a": a, "b": penalized("p1:"), "c": penalized("p1:")}); err != nil {
+		t.Errorf("one penalty prefix: %v", err)
 	}
 	tiers, err := ratekit.NewTiers(map[string]*ratekit.Policy{"a": a, "b": pol(ratekit.Limit{Name: "x", Limiter: bucket(t, s, "a:", 50)})})
 	if err != nil {

@@ -40,6 +40,7 @@ func NewTiers(policies map[string]*Policy) (*Tiers, error) {
 		return nil, fmt.Errorf("%w: ratekit.NewTiers: no tiers", core.ErrInvalidConfig)
 	}
 	first := policies[names[0]]
+	penalized := "" // the first tier with penalties
 	for _, name := range names {
 		p := policies[name]
 		if p == nil {
@@ -47,6 +48,17 @@ func NewTiers(policies map[string]*Policy) (*Tiers, error) {
 		}
 		if err := sameShape(first, p); err != nil {
 			return nil, fmt.Errorf("%w: ratekit.NewTiers: tier %q differs from tier %q: %v", core.ErrInvalidConfig, name, names[0], err)
+		}
+		// Tiers without penalties match any; those with penalties must all
+		// block under one prefix, so that a key keeps its block when it
+		// moves between them.
+		if p.penalty == "" {
+			continue
+		}
+		if penalized == "" {
+			penalized = name
+		} else if q := policies[penalized]; q.penalty != p.penalty {
+			return nil, fmt.Errorf("%w: ratekit.NewTiers: tier %q differs from tier %q: penalty prefix %q against %q", core.ErrInvalidConfig, name, penalized, p.penalty, q.penalty)
 		}
 	}
 	return &Tiers{policies: policies}, nil
@@ -75,9 +87,6 @@ func (t *Tiers) Names() []string {
 func sameShape(a, b *Policy) error {
 	if len(a.engines) != len(b.engines) {
 		return fmt.Errorf("%d limits against %d", len(b.engines), len(a.engines))
-	}
-	if a.penalty != b.penalty && a.penalty != "" && b.penalty != "" {
-		return fmt.Errorf("penalty prefix %q against %q", b.penalty, a.penalty)
 	}
 	for i, ea := range a.engines {
 		eb := b.engines[i]

@@ -97,6 +97,7 @@ const (
 	Duration
 )
 
+// String names the kind: "count" or "duration".
 func (k Kind) String() string {
 	switch k {
 	case Count:

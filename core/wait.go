@@ -12,7 +12,8 @@ type AllowNer interface {
 }
 
 // Wait blocks until a request of cost n on key is allowed by l and returns
-// that decision, or returns early with an error when ctx ends or l fails. It
+// that decision, or returns early with an error when ctx ends (wrapping
+// ErrStore and ctx's error, as a limiter reports it) or l fails. It
 // sleeps for the RetryAfter each denial reports, so it asks the store once
 // per wait, never in a busy loop. It is Waiter{}.Wait.
 func Wait(ctx context.Context, l AllowNer, key string, n int64) (Decision, error) {
@@ -43,7 +44,7 @@ func (w Waiter) Wait(ctx context.Context, l AllowNer, key string, n int64) (Deci
 			return d, err
 		}
 		if err := sleep(ctx, max(d.RetryAfter, minWait)); err != nil {
-			return d, fmt.Errorf("ratekit: wait for %q: %w", key, err)
+			return d, fmt.Errorf("%w: wait for %q ended: %w", ErrStore, key, err)
 		}
 	}
 }

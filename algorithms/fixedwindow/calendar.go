@@ -22,6 +22,7 @@ const (
 	Month
 )
 
+// String names the period: "day", "week" or "month".
 func (p Period) String() string {
 	switch p {
 	case Day:
