@@ -55,10 +55,13 @@ type grant struct {
 	in   *Interceptors
 	ctx  context.Context
 	call Call
-	// policy, key and n refund the call when Counts says it does not count.
+	// policy, key and n refund the call when Counts says it does not count,
+	// or when a later step refuses it.
 	policy PolicyLimiter
 	key    string
 	n      int64
+	// limits are the limits the rate-limit fields name.
+	limits []ratelimitfield.Limit
 	// lease is held while the call runs; stop ends its extensions.
 	lease *concurrency.Lease
 	stop  func()
@@ -82,15 +85,24 @@ func (in *Interceptors) admit(ctx context.Context, method string, setHeader func
 		}
 		g.n = n
 	}
-	var md metadata.MD
+	var retry int64 // Retry-After, when a limit denies
 	var err error
 	if in.cfg.Policy != nil || in.cfg.PolicyFor != nil {
-		md, err = in.admitPolicy(g)
+		retry, err = in.admitPolicy(g)
 	} else {
-		md, err = in.admitPolicies(g)
+		retry, err = in.admitPolicies(g)
 	}
 	if err == nil && in.cfg.Concurrency != nil {
-		err = in.acquire(g)
+		retry, err = in.acquire(g)
+	}
+	md := metadata.MD{}
+	policies, states := ratelimitfield.Fields(g.limits, retry)
+	for i := range policies {
+		md.Append(mdPolicy, policies[i])
+		md.Append(mdState, states[i])
+	}
+	if retry > 0 {
+		md.Set(mdRetryAfter, strconv.FormatInt(retry, 10))
 	}
 	if len(md) > 0 {
 		// The fields go with the answer, a denial's included. Failing to
@@ -103,8 +115,9 @@ func (in *Interceptors) admit(ctx context.Context, method string, setHeader func
 	return g, nil
 }
 
-// admitPolicy decides g against its ratekit.Policy.
-func (in *Interceptors) admitPolicy(g *grant) (metadata.MD, error) {
+// admitPolicy decides g against its ratekit.Policy. A denial returns its
+// Retry-After in seconds with its status.
+func (in *Interceptors) admitPolicy(g *grant) (int64, error) {
 	p := in.cfg.Policy
 	if in.cfg.PolicyFor != nil {
 		var err error
@@ -113,25 +126,21 @@ func (in *Interceptors) admitPolicy(g *grant) (metadata.MD, error) {
 				err = errors.New("PolicyFor returned a nil Policy")
 			}
 			in.report(g.ctx, g.call, slog.LevelError, "grpclimit: PolicyFor failed, call answered Internal", fmt.Errorf("grpclimit: PolicyFor: %w", err))
-			return nil, status.Error(codes.Internal, "rate limiter misconfigured")
+			return 0, status.Error(codes.Internal, "rate limiter misconfigured")
 		}
 	}
 	key, err := in.key(g, in.cfg.Key, "policy")
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	d, err := p.AllowN(g.ctx, key, g.n)
 	if err != nil {
-		return nil, in.failed(g, err, "policy")
+		return 0, in.failed(g, err, "policy")
 	}
 	if len(d.ShadowDenied) > 0 && d.Allowed {
 		in.log(g.ctx, &in.shadow, slog.LevelInfo, "grpclimit: shadow limits would have denied the call", slog.Any("limits", d.ShadowDenied))
 	}
-	md := metadata.MD{}
-	for _, l := range d.Limits {
-		md.Append(mdPolicy, ratelimitfield.Policy(l.Name, l.Limit, 0))
-		md.Append(mdState, ratelimitfield.State(l.Name, l.Remaining, l.ResetAfter))
-	}
+	g.limits = ratelimitfield.PolicyLimits(d)
 	g.ctx = context.WithValue(g.ctx, policyCtxKey{}, d)
 	if !d.Allowed {
 		why := "limit " + strings.Join(d.Denied, ", ")
@@ -145,15 +154,16 @@ func (in *Interceptors) admitPolicy(g *grant) (metadata.MD, error) {
 		if d.Blocked {
 			subjects = append(subjects[:len(subjects):len(subjects)], "blocked")
 		}
-		return deny(md, d.RetryAfter, why, subjects)
+		return denial(codes.ResourceExhausted, d.RetryAfter, why, subjects)
 	}
 	g.policy, g.key = p, key
-	return md, nil
+	return 0, nil
 }
 
-// admitPolicies decides g against Config.Policies, in order.
-func (in *Interceptors) admitPolicies(g *grant) (metadata.MD, error) {
-	md := metadata.MD{}
+// admitPolicies decides g against Config.Policies, in order. A denial
+// returns its Retry-After in seconds with its status. Nothing is refunded:
+// see Config.Policies.
+func (in *Interceptors) admitPolicies(g *grant) (int64, error) {
 	for _, p := range in.cfg.Policies {
 		keyer := in.cfg.Key
 		if p.Key != nil {
@@ -161,36 +171,29 @@ func (in *Interceptors) admitPolicies(g *grant) (metadata.MD, error) {
 		}
 		key, err := in.key(g, keyer, p.Name)
 		if err != nil {
-			return md, err
+			return 0, err
 		}
 		d, err := p.Limiter.AllowN(g.ctx, key, g.n)
 		if err != nil {
 			if err := in.failed(g, err, p.Name); err != nil {
-				return md, err
+				return 0, err
 			}
 			continue // fail open: this policy says nothing
 		}
-		md.Append(mdPolicy, ratelimitfield.Policy(p.Name, d.Limit, p.Window))
-		md.Append(mdState, ratelimitfield.State(p.Name, d.Remaining, d.ResetAfter))
+		g.limits = append(g.limits, ratelimitfield.Limit{Name: p.Name, Window: p.Window, Decision: d})
 		g.ctx = context.WithValue(g.ctx, ctxKey{}, d)
 		if !d.Allowed {
-			return deny(md, d.RetryAfter, "limit "+p.Name, []string{p.Name})
+			return denial(codes.ResourceExhausted, d.RetryAfter, "limit "+p.Name, []string{p.Name})
 		}
 	}
-	return md, nil
+	return 0, nil
 }
 
-// deny returns the denial of a call: codes.ResourceExhausted, with the
-// wait as RetryInfo and the limits that denied as QuotaFailure
-// violations, and Retry-After in md.
-func deny(md metadata.MD, retry time.Duration, why string, limits []string) (metadata.MD, error) {
-	return denyWith(codes.ResourceExhausted, md, retry, why, limits)
-}
-
-// denyWith is deny with another code.
-func denyWith(code codes.Code, md metadata.MD, retry time.Duration, why string, limits []string) (metadata.MD, error) {
+// denial returns the status of a denied call, with the wait as RetryInfo
+// and the limits that denied as QuotaFailure violations, and its
+// Retry-After in seconds.
+func denial(code codes.Code, retry time.Duration, why string, limits []string) (int64, error) {
 	secs := ratelimitfield.RetryAfter(retry)
-	md.Set(mdRetryAfter, strconv.FormatInt(secs, 10))
 	st := status.New(code, "rate limit exceeded ("+why+"), retry in "+strconv.FormatInt(secs, 10)+"s")
 	qf := &errdetails.QuotaFailure{}
 	for _, l := range limits {
@@ -199,11 +202,13 @@ func denyWith(code codes.Code, md metadata.MD, retry time.Duration, why string, 
 	if with, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(max(retry, 0))}, qf); err == nil {
 		st = with
 	}
-	return md, st.Err()
+	return secs, st.Err()
 }
 
-// acquire takes g's concurrency lease, or denies g.
-func (in *Interceptors) acquire(g *grant) error {
+// acquire takes g's concurrency lease, or denies g (returning its
+// Retry-After in seconds with its status). A call it refuses is refunded
+// to its Policy.
+func (in *Interceptors) acquire(g *grant) (int64, error) {
 	cc := in.cfg.Concurrency
 	keyer := in.cfg.Key
 	if cc.Key != nil {
@@ -212,24 +217,23 @@ func (in *Interceptors) acquire(g *grant) error {
 	key, err := in.key(g, keyer, cc.Name)
 	if err != nil {
 		g.refund()
-		return err
+		return 0, err
 	}
 	lease, d, err := cc.Limiter.AcquireN(g.ctx, key, g.n)
 	if err != nil {
 		if err := in.failed(g, err, cc.Name); err != nil {
 			g.refund()
-			return err
+			return 0, err
 		}
-		return nil // fail open: no lease
+		return 0, nil // fail open: no lease
 	}
 	if !d.Allowed {
 		g.refund()
-		_, err := denyWith(cc.Code, metadata.MD{}, d.RetryAfter, "concurrency "+cc.Name, []string{cc.Name})
-		return err
+		return denial(cc.Code, d.RetryAfter, "concurrency "+cc.Name, []string{cc.Name})
 	}
 	g.lease = &lease
 	g.stop = in.keepAlive(g, lease)
-	return nil
+	return 0, nil
 }
 
 // keepAlive extends lease every Concurrency.ExtendEvery until the
@@ -293,13 +297,18 @@ func (g *grant) end(panicked bool, err error) {
 }
 
 // refund gives the call's cost back to its policy: it was counted, but is
-// not served or does not count.
+// not served or does not count. The limits the fields name are then what
+// the refund reports, so that the fields of a call refused after its
+// policy allowed it say what it left behind: nothing.
 func (g *grant) refund() {
 	if g.policy == nil {
 		return
 	}
-	if _, err := g.policy.Refund(context.WithoutCancel(g.ctx), g.key, g.n); err != nil {
+	d, err := g.policy.Refund(context.WithoutCancel(g.ctx), g.key, g.n)
+	if err != nil {
 		g.in.report(g.ctx, g.call, slog.LevelError, "grpclimit: refund failed, the call stays counted", fmt.Errorf("grpclimit: refund: %w", err))
+	} else {
+		g.limits = ratelimitfield.PolicyLimits(d)
 	}
 	g.policy = nil
 }

@@ -24,7 +24,10 @@
 //	ratelimit-policy: "api";q=100;w=60
 //	ratelimit: "api";r=42;t=17
 //
-// one value per limit. A denied call gets codes.ResourceExhausted, with
+// one value per enforced limit (shadow limits are left out), written as
+// httplimit writes them: t is the seconds until more quota is available,
+// and on a denial never later than retry-after (equal to it for the limit
+// that denied); no Integer is above 999999999999999. A denied call gets codes.ResourceExhausted, with
 // the exact wait in an errdetails.RetryInfo detail, the limits that denied
 // in an errdetails.QuotaFailure (one violation each, subject "ratekit:"
 // and the limit's name, or "ratekit:blocked" for a penalty block), and

@@ -94,9 +94,10 @@ type Concurrency struct {
 // Config configures the interceptors.
 type Config struct {
 	// Policy decides every call against all of its limits at once, in one
-	// call to the store: counted by all of them or by none. Each limit is
-	// one item of ratelimit-policy and ratelimit, shadow limits included;
-	// a denial names the limits that denied. At most one of Policy,
+	// call to the store: counted by all of them or by none. Each enforced
+	// limit is one item of ratelimit-policy and ratelimit; shadow limits
+	// are left out (they are not enforced, and a client would throttle
+	// itself on them). A denial names the limits that denied. At most one of Policy,
 	// PolicyFor and Policies is set.
 	Policy PolicyLimiter
 	// PolicyFor picks each call's policy (its tier), as Policy.

@@ -72,8 +72,11 @@ func TestUnary(t *testing.T) {
 	if got := md.Get("retry-after"); len(got) != 1 || got[0] != "45" {
 		t.Fatalf("retry-after %q, want 45", got)
 	}
-	if got := md.Get("ratelimit"); len(got) != 1 || got[0] != `"api";r=0;t=105` {
-		t.Fatalf("denial's ratelimit %q", got)
+	// t on the denial is when quota for the call is back, as retry-after
+	// says, not when the bucket is full (105 s): the draft's t is "the
+	// number of seconds until additional quota ... is made available".
+	if got := md.Get("ratelimit"); len(got) != 1 || got[0] != `"api";r=0;t=45` {
+		t.Fatalf("denial's ratelimit %q, want t=45 as retry-after", got)
 	}
 }
 

@@ -6,21 +6,35 @@
 //	RateLimit-Policy: "api";q=100;w=60
 //	RateLimit: "api";r=42;t=17
 //
-// one list item per policy, where q is the policy's limit, w its window in
-// seconds (when configured), r what remains and t the seconds until the
-// limiter is back to full (ResetAfter, rounded up). Optionally it also
+// one list item per policy, where q is the policy's limit (the Decision's
+// Limit), w its window in seconds (when configured), r what remains and t
+// the seconds "until additional quota associated with the quota policy is
+// made available", as the draft defines it. The draft also says "the
+// Retry-After field value SHOULD NOT reference a point in time earlier
+// than the reset parameter", so t is: on an allowed response, the seconds
+// until the limiter is full again (ResetAfter, rounded up), by when more
+// quota has come back; on a denied one, the seconds until the request
+// would pass, equal to Retry-After for the limit that denied, and no
+// other t is later than Retry-After. Every Integer in the fields is at
+// most 999999999999999, the largest a Structured Field holds (RFC 8941):
+// a larger limit or remaining count is sent as that, since a larger
+// Integer would make the whole field malformed. Optionally it also
 // sends the legacy X-RateLimit-Limit, X-RateLimit-Remaining and
-// X-RateLimit-Reset; X-RateLimit-Reset is in seconds from now (the same
-// value as t), not a Unix time. A denied request gets 429 Too Many Requests
-// with Retry-After in whole seconds, rounded up and never 0, and a short
-// body: plain text, or JSON when the request accepts application/json.
+// X-RateLimit-Reset for the first policy; X-RateLimit-Reset is in
+// seconds from now (the same value as t), not a Unix time. A denied
+// request gets 429 Too Many Requests with Retry-After in whole seconds,
+// rounded up and never 0, and a short body: plain text, or JSON when the
+// request accepts application/json.
 //
 // With Config.Policy (or PolicyFor, to pick a tier per request) every
 // request is decided against all the limits of a ratekit.Policy at once:
-// counted by all of them or by none. Each limit is one item of both
-// headers, shadow limits included (they never deny; the middleware logs
-// the requests they would have denied at slog.LevelInfo, paced like
-// errors); a 429 names the limits that denied, or the penalty block; and
+// counted by all of them or by none. Each enforced limit is one item of
+// both headers. Shadow limits are left out of every header a client
+// reads (RateLimit, RateLimit-Policy, the X-RateLimit ones): they never
+// deny, and a client that throttled itself on them would defeat a shadow
+// rollout; the middleware logs the requests they would have denied at
+// slog.LevelInfo, paced like errors. While a penalty blocks the key each
+// limit says r=0 and t the block's end. A 429 names the limits that denied, or the penalty block; and
 // Config.Counts refunds the requests that should not count, by response
 // status (for example, count only responses with status >= 400).
 // Config.Policies instead applies independent limiters one after another,

@@ -21,10 +21,14 @@ import (
 func ExampleNew() {
 	store, _ := memory.New()
 	defer store.Close()
+	// 10 a minute, 2 at once: q (the Decision's Limit) is the burst of 2,
+	// which comes back in full in 12 s, so the Window is 12 s and
+	// RateLimit-Policy says "2 per 12 s", which is 10 a minute. A Window
+	// of a minute would advertise 2 a minute.
 	limiter, _ := gcra.New(store, gcra.Config{Rate: 10, Period: time.Minute, Burst: 2})
 
 	limit, err := httplimit.New(httplimit.Config{
-		Policies: []httplimit.Policy{{Name: "api", Limiter: limiter, Window: time.Minute}},
+		Policies: []httplimit.Policy{{Name: "api", Limiter: limiter, Window: 12 * time.Second}},
 		// Behind load balancers at 10.0.0.0/8 that append to X-Forwarded-For.
 		Key: httplimit.ClientIP{
 			TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
@@ -42,12 +46,16 @@ func ExampleNew() {
 		req.Header.Set("X-Forwarded-For", "198.51.100.7")
 		rec := httptest.NewRecorder()
 		handler.ServeHTTP(rec, req)
+		if i == 0 {
+			fmt.Println(rec.Header().Get("RateLimit-Policy"))
+		}
 		fmt.Println(rec.Code, rec.Header().Get("RateLimit"), "retry:"+rec.Header().Get("Retry-After"))
 	}
 	// Output:
+	// "api";q=2;w=12
 	// 200 "api";r=1;t=6 retry:
 	// 200 "api";r=0;t=12 retry:
-	// 429 "api";r=0;t=12 retry:6
+	// 429 "api";r=0;t=6 retry:6
 }
 
 // Keyed by API key rather than by client IP; a request without one is

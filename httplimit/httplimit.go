@@ -55,9 +55,9 @@ func (f KeyFunc) Key(r *http.Request) (string, error) { return f(r) }
 // Config configures the middleware.
 type Config struct {
 	// Policy decides every request against all of its limits at once, in
-	// one call: counted by all of them or by none. Each limit is one item
-	// of RateLimit-Policy and RateLimit, shadow limits included; a 429
-	// names the limits that denied. Exactly one of Policy, PolicyFor and
+	// one call: counted by all of them or by none. Each enforced limit is
+	// one item of RateLimit-Policy and RateLimit; shadow limits are in no
+	// header (they are not enforced). A 429 names the limits that denied. Exactly one of Policy, PolicyFor and
 	// Policies is set.
 	Policy PolicyLimiter
 	// PolicyFor picks each request's policy (its tier), as Policy.
@@ -82,7 +82,9 @@ type Config struct {
 	// Cost returns a request's cost; nil means 1. An error answers 400.
 	Cost func(r *http.Request) (int64, error)
 	// LegacyHeaders adds X-RateLimit-Limit, X-RateLimit-Remaining and
-	// X-RateLimit-Reset (seconds from now) for the first policy.
+	// X-RateLimit-Reset (seconds from now, the same value as its t in
+	// RateLimit) for the first policy, or the first enforced limit of a
+	// Policy.
 	LegacyHeaders bool
 	// Denied, when set, writes the response for a denied request instead
 	// of the default 429 body. The status line is the handler's to write;
@@ -230,9 +232,9 @@ func (m *middleware) wrap(next http.Handler) http.Handler {
 			m.servePolicy(w, r, next, n)
 			return
 		}
-		var policies, states []string
+		var limits []ratelimitfield.Limit
 		var last core.Decision
-		for i, p := range m.cfg.Policies {
+		for _, p := range m.cfg.Policies {
 			keyer := m.cfg.Key
 			if p.Key != nil {
 				keyer = p.Key
@@ -249,22 +251,16 @@ func (m *middleware) wrap(next http.Handler) http.Handler {
 				continue // fail open: this policy says nothing
 			}
 			last = d
-			policies = append(policies, policyItem(p, d))
-			states = append(states, stateItem(p, d))
-			if i == 0 && m.cfg.LegacyHeaders {
-				h := w.Header()
-				h.Set("X-RateLimit-Limit", strconv.FormatInt(d.Limit, 10))
-				h.Set("X-RateLimit-Remaining", strconv.FormatInt(d.Remaining, 10))
-				h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilSeconds(d.ResetAfter), 10))
-			}
+			limits = append(limits, ratelimitfield.Limit{Name: p.Name, Window: p.Window, Decision: d})
 			if !d.Allowed {
-				m.setHeaders(w, policies, states)
-				m.deny(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, d)), d)
+				retry := ratelimitfield.RetryAfter(d.RetryAfter)
+				m.setHeaders(w, limits, retry)
+				m.deny(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, d)), retry)
 				return
 			}
 		}
-		m.setHeaders(w, policies, states)
-		if len(states) > 0 {
+		m.setHeaders(w, limits, 0)
+		if len(limits) > 0 {
 			r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, last))
 		}
 		next.ServeHTTP(w, r)
@@ -355,17 +351,32 @@ func (p *pacer) log(m *middleware, r *http.Request, level slog.Level, msg string
 	logger.LogAttrs(r.Context(), level, msg, append(attrs, slog.Int64("suppressed", suppressed))...)
 }
 
-func (m *middleware) setHeaders(w http.ResponseWriter, policies, states []string) {
-	if len(policies) == 0 {
+// setHeaders sets the rate-limit headers of a response that names limits,
+// whose Retry-After is retry seconds (0 when it is not a denial): the
+// RateLimit fields and, with LegacyHeaders, the X-RateLimit headers of the
+// first limit, X-RateLimit-Reset being its t.
+func (m *middleware) setHeaders(w http.ResponseWriter, limits []ratelimitfield.Limit, retry int64) {
+	h := w.Header()
+	if retry > 0 {
+		h.Set("Retry-After", strconv.FormatInt(retry, 10))
+	}
+	if len(limits) == 0 {
 		return
 	}
-	w.Header().Set("RateLimit-Policy", strings.Join(policies, ", "))
-	w.Header().Set("RateLimit", strings.Join(states, ", "))
+	if m.cfg.LegacyHeaders {
+		l := limits[0]
+		h.Set("X-RateLimit-Limit", strconv.FormatInt(l.Limit, 10))
+		h.Set("X-RateLimit-Remaining", strconv.FormatInt(max(l.Remaining, 0), 10))
+		h.Set("X-RateLimit-Reset", strconv.FormatInt(l.Reset(retry), 10))
+	}
+	policies, states := ratelimitfield.Fields(limits, retry)
+	h.Set("RateLimit-Policy", strings.Join(policies, ", "))
+	h.Set("RateLimit", strings.Join(states, ", "))
 }
 
-func (m *middleware) deny(w http.ResponseWriter, r *http.Request, d core.Decision) {
-	retry := ratelimitfield.RetryAfter(d.RetryAfter)
-	w.Header().Set("Retry-After", strconv.FormatInt(retry, 10))
+// deny answers a request denied with Retry-After: retry seconds, already
+// set.
+func (m *middleware) deny(w http.ResponseWriter, r *http.Request, retry int64) {
 	if m.cfg.Denied != nil {
 		m.cfg.Denied.ServeHTTP(w, r)
 		return
@@ -386,16 +397,6 @@ func acceptsJSON(r *http.Request) bool {
 		}
 	}
 	return false
-}
-
-// policyItem is one RateLimit-Policy list item: "name";q=limit[;w=window].
-func policyItem(p Policy, d core.Decision) string {
-	return ratelimitfield.Policy(p.Name, d.Limit, p.Window)
-}
-
-// stateItem is one RateLimit list item: "name";r=remaining;t=reset.
-func stateItem(p Policy, d core.Decision) string {
-	return ratelimitfield.State(p.Name, d.Remaining, d.ResetAfter)
 }
 
 func ceilSeconds(d time.Duration) int64 { return ratelimitfield.CeilSeconds(d) }

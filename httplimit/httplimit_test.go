@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -95,13 +96,18 @@ func TestHeadersOverHTTP(t *testing.T) {
 	if last.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("4th request: %s", last.Status)
 	}
+	// On the denial t is when quota for the request is back, as
+	// Retry-After says, not when the bucket is full (30 s): the draft's t
+	// is "the number of seconds until additional quota ... is made
+	// available", and Retry-After "SHOULD NOT reference a point in time
+	// earlier than" it.
 	for k, want := range map[string]string{
 		"RateLimit-Policy":      `"api";q=3;w=30`,
-		"RateLimit":             `"api";r=0;t=30`,
+		"RateLimit":             `"api";r=0;t=10`,
 		"Retry-After":           "10",
 		"X-RateLimit-Limit":     "3",
 		"X-RateLimit-Remaining": "0",
-		"X-RateLimit-Reset":     "30",
+		"X-RateLimit-Reset":     "10",
 	} {
 		if got := h2.Get(k); got != want {
 			t.Errorf("%s: %q, want %q", k, got, want)
@@ -777,5 +783,36 @@ func TestHeaderKey(t *testing.T) {
 	}
 	if get(t, h, "1.1.1.1:1", nil).StatusCode != 400 {
 		t.Fatal("missing header not refused")
+	}
+}
+
+// fixed decides every request alike.
+type fixed core.Decision
+
+func (f fixed) AllowN(context.Context, string, int64) (core.Decision, error) {
+	return core.Decision(f), nil
+}
+
+// A limit beyond RFC 8941's Integer range (15 digits) would make the
+// whole RateLimit field malformed, and the draft has clients ignore a
+// malformed field: every Integer stays within 999999999999999.
+func TestHugeLimitFitsStructuredFields(t *testing.T) {
+	h := mw(t, httplimit.Config{Policies: []httplimit.Policy{{Name: "api", Limiter: fixed{Allowed: true, Limit: 1 << 50, Remaining: 1<<50 - 1, ResetAfter: time.Second}, Window: time.Hour}}})(ok)
+	res := get(t, h, "10.0.0.1:1", nil)
+	for k, want := range map[string]string{
+		"RateLimit-Policy": `"api";q=999999999999999;w=3600`,
+		"RateLimit":        `"api";r=999999999999999;t=1`,
+	} {
+		if got := res.Header.Get(k); got != want {
+			t.Errorf("%s: %q, want %q", k, got, want)
+		}
+	}
+}
+
+// The largest Window must not overflow into a negative w.
+func TestHugeWindow(t *testing.T) {
+	h := mw(t, httplimit.Config{Policies: []httplimit.Policy{{Name: "api", Limiter: fixed{Allowed: true, Limit: 1}, Window: math.MaxInt64}}})(ok)
+	if got, want := get(t, h, "10.0.0.1:1", nil).Header.Get("RateLimit-Policy"), `"api";q=1;w=9223372037`; got != want {
+		t.Errorf("RateLimit-Policy %q, want %q", got, want)
 	}
 }

@@ -69,22 +69,14 @@ func (m *middleware) servePolicy(w http.ResponseWriter, r *http.Request, next ht
 	if len(d.ShadowDenied) > 0 && d.Allowed {
 		m.shadow.log(m, r, slog.LevelInfo, "httplimit: shadow limits would have denied the request", slog.Any("limits", d.ShadowDenied))
 	}
-	policies := make([]string, len(d.Limits))
-	states := make([]string, len(d.Limits))
-	for i, l := range d.Limits {
-		policies[i] = ratelimitfield.Policy(l.Name, l.Limit, 0)
-		states[i] = ratelimitfield.State(l.Name, l.Remaining, l.ResetAfter)
+	var retry int64
+	if !d.Allowed {
+		retry = ratelimitfield.RetryAfter(d.RetryAfter)
 	}
-	if m.cfg.LegacyHeaders && len(d.Limits) > 0 {
-		h, l := w.Header(), d.Limits[0]
-		h.Set("X-RateLimit-Limit", strconv.FormatInt(l.Limit, 10))
-		h.Set("X-RateLimit-Remaining", strconv.FormatInt(l.Remaining, 10))
-		h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilSeconds(l.ResetAfter), 10))
-	}
-	m.setHeaders(w, policies, states)
+	m.setHeaders(w, ratelimitfield.PolicyLimits(d), retry)
 	r = r.WithContext(context.WithValue(r.Context(), policyCtxKey{}, d))
 	if !d.Allowed {
-		m.denyPolicy(w, r, d)
+		m.denyPolicy(w, r, d, retry)
 		return
 	}
 	if m.cfg.Counts == nil {
@@ -108,9 +100,7 @@ func (m *middleware) servePolicy(w http.ResponseWriter, r *http.Request, next ht
 
 // denyPolicy answers a request the policy denied: 429 with Retry-After,
 // naming the limits that denied it (or the penalty block).
-func (m *middleware) denyPolicy(w http.ResponseWriter, r *http.Request, d ratekit.PolicyDecision) {
-	retry := ratelimitfield.RetryAfter(d.RetryAfter)
-	w.Header().Set("Retry-After", strconv.FormatInt(retry, 10))
+func (m *middleware) denyPolicy(w http.ResponseWriter, r *http.Request, d ratekit.PolicyDecision, retry int64) {
 	if m.cfg.Denied != nil {
 		m.cfg.Denied.ServeHTTP(w, r)
 		return

@@ -2,6 +2,7 @@ package httplimit_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -54,8 +55,9 @@ func TestPolicyHeadersAndDenial(t *testing.T) {
 	}
 }
 
-// A shadow policy that would deny still answers 200 with the headers, and
-// says what it would have done in PolicyDecisionFromContext.
+// A shadow policy that would deny still answers 200, without the
+// RateLimit headers (a client would throttle itself on a limit that is not
+// enforced), and says what it would have done in PolicyDecisionFromContext.
 func TestShadowPolicyNeverDenies(t *testing.T) {
 	s, clock := memStore(t)
 	p := policy(t, ratekit.PolicyConfig{Shadow: true, Limits: []ratekit.Limit{{Name: "new-limit", Limiter: bucket(t, s, clock, 1)}}})
@@ -66,7 +68,7 @@ func TestShadowPolicyNeverDenies(t *testing.T) {
 	}))
 	for i := 0; i < 3; i++ {
 		res := get(t, h, "10.0.0.1:1", nil)
-		if res.StatusCode != 200 || res.Header.Get("RateLimit") != `"new-limit";r=0;t=10` {
+		if res.StatusCode != 200 || res.Header.Get("RateLimit") != "" || res.Header.Get("RateLimit-Policy") != "" {
 			t.Fatalf("request %d: %d, RateLimit %q", i, res.StatusCode, res.Header.Get("RateLimit"))
 		}
 	}
@@ -176,5 +178,62 @@ func TestPolicyPenalty(t *testing.T) {
 	h.ServeHTTP(rec, req)
 	if rec.Code != 429 || rec.Header().Get("Retry-After") != "240" {
 		t.Fatalf("a minute later: %d %q", rec.Code, rec.Header().Get("Retry-After"))
+	}
+}
+
+// On a denial every t of RateLimit is at most Retry-After, and the limit
+// that denied says exactly Retry-After: draft-ietf-httpapi-ratelimit-
+// headers-10 has "the Retry-After field value SHOULD NOT reference a point
+// in time earlier than the reset parameter". Before, t was the time until
+// the limiter was full again: t=20 (burst) and t=86400 (daily) beside
+// Retry-After: 10.
+func TestPolicyDenialResetIsRetryAfter(t *testing.T) {
+	s, clock := memStore(t)
+	burst := bucket(t, s, clock, 2) // one back every 10 s
+	daily, _ := fixedwindow.New(s, fixedwindow.Config{Limit: 100, Window: 24 * time.Hour, Clock: clock, Prefix: "http:daily2:"})
+	p := policy(t, ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "burst", Limiter: burst}, {Name: "daily", Limiter: daily}}})
+	h := mw(t, httplimit.Config{Policy: p, LegacyHeaders: true})(ok)
+	get(t, h, "10.0.0.1:1", nil)
+	res := get(t, h, "10.0.0.1:1", nil)
+	if got, want := res.Header.Get("RateLimit"), `"burst";r=0;t=20, "daily";r=98;t=86400`; res.StatusCode != 200 || got != want {
+		t.Fatalf("second request: %d, RateLimit %q, want %q", res.StatusCode, got, want)
+	}
+	res = get(t, h, "10.0.0.1:1", nil)
+	if res.StatusCode != 429 || res.Header.Get("Retry-After") != "10" {
+		t.Fatalf("third request: %d, Retry-After %q, want 429 and 10", res.StatusCode, res.Header.Get("Retry-After"))
+	}
+	if got, want := res.Header.Get("RateLimit"), `"burst";r=0;t=10, "daily";r=98;t=10`; got != want {
+		t.Errorf("denial: RateLimit %q, want %q", got, want)
+	}
+	if got := res.Header.Get("X-RateLimit-Reset"); got != "10" {
+		t.Errorf("denial: X-RateLimit-Reset %q, want 10 (t of the first limit)", got)
+	}
+}
+
+// A shadow limit is in no header a client reads, not even the legacy ones
+// when it comes first: a client would throttle itself on a limit that is
+// not enforced, which defeats a shadow rollout.
+func TestShadowLimitIsNotAdvertised(t *testing.T) {
+	s, clock := memStore(t)
+	trial := bucket(t, s, clock, 1)
+	enforced := bucket(t, s, clock, 50)
+	p := policy(t, ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "trial", Limiter: trial, Shadow: true}, {Name: "api", Limiter: enforced}}})
+	h := mw(t, httplimit.Config{Policy: p, LegacyHeaders: true})(ok)
+	for i := 0; i < 3; i++ {
+		res := get(t, h, "10.0.0.1:1", nil)
+		hdr := res.Header
+		if res.StatusCode != 200 {
+			t.Fatalf("request %d: %d", i, res.StatusCode)
+		}
+		for k, want := range map[string]string{
+			"RateLimit-Policy":      `"api";q=50`,
+			"RateLimit":             fmt.Sprintf(`"api";r=%d;t=%d`, 49-i, 10*(i+1)),
+			"X-RateLimit-Limit":     "50",
+			"X-RateLimit-Remaining": fmt.Sprint(49 - i),
+		} {
+			if got := hdr.Get(k); got != want {
+				t.Errorf("request %d: %s %q, want %q", i, k, got, want)
+			}
+		}
 	}
 }
