@@ -2,6 +2,7 @@ package grpclimit_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"testing"
@@ -82,12 +83,16 @@ func TestConcurrency(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { _, err := do(conn, ctx, ""); done <- err }()
 	<-s.entered
-	_, err := do(conn, ctx, "")
+	md, err := do(conn, ctx, "")
 	if status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("a second call in flight: %v", err)
 	}
 	if retry, subjects := details(t, err); retry != time.Minute || len(subjects) != 1 || subjects[0] != "ratekit:slots" {
 		t.Fatalf("RetryInfo %v, QuotaFailure %v", retry, subjects)
+	}
+	// As a rate denial, and as the package doc promises.
+	if got := md.Get("retry-after"); len(got) != 1 || got[0] != "60" {
+		t.Fatalf("concurrency denial: retry-after %q, want 60", got)
 	}
 	// Twice 50 s, each followed by an extension: 100 s after its acquire,
 	// the lease (TTL 1 min) is still live.
@@ -131,7 +136,9 @@ func TestConcurrency(t *testing.T) {
 }
 
 // TestPolicyAndConcurrency: a call the policy allows but the concurrency
-// limit denies is refunded to the policy: it was not served.
+// limit denies is refunded to the policy: it was not served. Its fields
+// say what the refund left (nothing counted), with the concurrency
+// limit's retry-after, and no t later than it.
 func TestPolicyAndConcurrency(t *testing.T) {
 	p := policy(t, 5, 100, false)
 	cl, _ := leases(t, 1)
@@ -143,8 +150,12 @@ func TestPolicyAndConcurrency(t *testing.T) {
 	go func() { _, err := do(conn, ctx, ""); done <- err }()
 	<-s.entered
 	for i := 0; i < 3; i++ {
-		if _, err := do(conn, ctx, ""); status.Code(err) != codes.ResourceExhausted {
+		md, err := do(conn, ctx, "")
+		if status.Code(err) != codes.ResourceExhausted {
 			t.Fatalf("call %d beside the one in flight: %v", i, err)
+		}
+		if got, want := fmt.Sprint(md.Get("ratelimit"), md.Get("retry-after")), `["burst";r=4;t=60 "daily";r=99;t=60] [60]`; got != want {
+			t.Fatalf("call %d beside the one in flight: ratelimit and retry-after %s, want %s", i, got, want)
 		}
 	}
 	if d, _ := p.Peek(ctx, "ip4:127.0.0.1"); d.Limits[0].Remaining != 4 {
@@ -188,5 +199,35 @@ func TestConcurrencyUnextended(t *testing.T) {
 	}
 	if got := log.count(slog.LevelWarn); got != 1 {
 		t.Fatalf("%d warnings, want 1: the first call's lease had expired", got)
+	}
+}
+
+// TestPoliciesAndConcurrency: Config.Policies never refunds (a Limiter
+// need only decide), so a call the concurrency limit denies stays counted
+// by the policies before it, as a later policy's denial leaves it; the
+// fields say so.
+func TestPoliciesAndConcurrency(t *testing.T) {
+	lim, _ := bucket(t, 5)
+	cl, _ := leases(t, 1)
+	in := newInterceptors(t, grpclimit.Config{Policies: []grpclimit.Policy{{Name: "api", Limiter: lim}}, Concurrency: &grpclimit.Concurrency{Limiter: cl}})
+	s := &svc{entered: make(chan struct{}), hold: make(chan struct{})}
+	conn := serve(t, in, s)
+	ctx := context.Background()
+	done := make(chan error, 1)
+	go func() { _, err := do(conn, ctx, ""); done <- err }()
+	<-s.entered
+	md, err := do(conn, ctx, "")
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("a call beside the one in flight: %v", err)
+	}
+	if got, want := fmt.Sprint(md.Get("ratelimit"), md.Get("retry-after")), `["api";r=3;t=60] [60]`; got != want {
+		t.Fatalf("ratelimit and retry-after %s, want %s", got, want)
+	}
+	if d, _ := lim.Peek(ctx, "ip4:127.0.0.1"); d.Remaining != 3 {
+		t.Fatalf("remaining %d, want 3: Policies count the denied call", d.Remaining)
+	}
+	s.hold <- struct{}{}
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -104,11 +104,19 @@ type Config struct {
 	PolicyFor PolicyFunc
 	// Policies are applied in order; a call must pass all of them. A
 	// denial stops the chain: the policies before it have counted the
-	// call (use Policy to decide several limits at once).
+	// call (use Policy to decide several limits at once). Policies never
+	// refund, since a Policy's Limiter need only decide (AllowN): a call
+	// refused after a policy allowed it, by a later policy, a key error,
+	// FailClosed or Concurrency, stays counted by that policy, and the
+	// fields say so.
 	Policies []Policy
 	// Concurrency, when set, caps the calls in flight per key; it applies
-	// after the rate limits, to the calls they allow. At least one of
-	// Policy, PolicyFor, Policies and Concurrency is set.
+	// after the rate limits, to the calls they allow. A call it refuses
+	// (its key full or unreadable, or its store failing with FailClosed)
+	// is refunded to Policy or PolicyFor, so that a call counts only when
+	// it runs, and the fields say what the refund left; Policies are not
+	// refunded (see Policies). At least one of Policy, PolicyFor, Policies
+	// and Concurrency is set.
 	Concurrency *Concurrency
 	// Key returns the call's key; nil means ClientIP{} (the peer address,
 	// no proxy trusted, IPv6 grouped by /64). New checks the settings of
