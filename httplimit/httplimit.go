@@ -68,7 +68,10 @@ type Config struct {
 	//
 	//	Counts: func(status int) bool { return status >= 400 },
 	//
-	// A handler that panics before answering counts. nil counts every
+	// A handler that panics before answering counts. The handler's writer
+	// still is an http.Flusher and an http.Hijacker (server-sent events,
+	// WebSocket); a hijacked connection is seen as 101 Switching
+	// Protocols unless a status was written before. nil counts every
 	// request.
 	Counts func(status int) bool
 	// Policies are applied in order; a request must pass all of them. A

@@ -1,11 +1,13 @@
 package httplimit
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -125,11 +127,19 @@ func (m *middleware) denyPolicy(w http.ResponseWriter, r *http.Request, d rateki
 	http.Error(w, "rate limit exceeded ("+why+"), retry in "+strconv.FormatInt(retry, 10)+"s", http.StatusTooManyRequests)
 }
 
-// statusWriter records the status a handler answers with.
+// statusWriter records the status a handler answers with. It keeps what
+// the writer underneath can do: a handler may assert http.Flusher (server-
+// sent events) and http.Hijacker (WebSocket) on it, and reach the rest
+// through http.ResponseController, which Unwraps it.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
 }
+
+var (
+	_ http.Flusher  = (*statusWriter)(nil)
+	_ http.Hijacker = (*statusWriter)(nil)
+)
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {
@@ -143,6 +153,31 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 		w.status = http.StatusOK
 	}
 	return w.ResponseWriter.Write(b)
+}
+
+// Flush flushes the writer underneath, which answers 200 if the handler
+// has not written a status; it does nothing when that writer cannot
+// flush.
+func (w *statusWriter) Flush() {
+	if err := http.NewResponseController(w.ResponseWriter).Flush(); err == nil && w.status == 0 {
+		w.status = http.StatusOK
+	}
+}
+
+// Hijack hands the connection to the handler, or returns an error
+// wrapping http.ErrNotSupported when the writer underneath cannot (an
+// HTTP/2 stream). What the handler then writes on the connection is not
+// seen: Counts gets 101 Switching Protocols, the answer a WebSocket
+// upgrade writes, unless a status was written before.
+func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, fmt.Errorf("httplimit: hijack: %w", err)
+	}
+	if w.status == 0 {
+		w.status = http.StatusSwitchingProtocols
+	}
+	return conn, rw, nil
 }
 
 // Unwrap lets http.ResponseController reach the writer underneath.

@@ -237,3 +237,75 @@ func TestShadowLimitIsNotAdvertised(t *testing.T) {
 		}
 	}
 }
+
+// With Counts the handler's writer still flushes (server-sent events) and
+// hijacks (WebSocket): before, it was a wrapper with neither method, so
+// w.(http.Flusher) and w.(http.Hijacker) failed.
+func TestCountsKeepsFlusherAndHijacker(t *testing.T) {
+	s, clock := memStore(t)
+	p := policy(t, ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "api", Limiter: bucket(t, s, clock, 5)}}})
+	counted := make(chan int, 3) // the server's goroutine calls Counts
+	cfg := httplimit.Config{Policy: p, Counts: func(code int) bool { counted <- code; return true }}
+
+	// Flush reaches the recorder underneath, and is an implicit 200.
+	flushed := mw(t, cfg)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, ok := w.(http.Flusher)
+		if !ok {
+			t.Error("the handler's writer is not an http.Flusher")
+			return
+		}
+		f.Flush()
+	}))
+	rec := httptest.NewRecorder()
+	flushed.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	if !rec.Flushed || rec.Code != 200 {
+		t.Errorf("Flush: recorder Flushed %v, code %d; want true, 200", rec.Flushed, rec.Code)
+	}
+
+	// Hijack on a real connection; Counts sees 101.
+	hijacked := mw(t, cfg)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hj, ok := w.(http.Hijacker)
+		if !ok {
+			t.Error("the handler's writer is not an http.Hijacker")
+			return
+		}
+		conn, rw, err := hj.Hijack()
+		if err != nil {
+			t.Errorf("Hijack: %v", err)
+			return
+		}
+		defer conn.Close()
+		rw.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 8\r\nConnection: close\r\n\r\nhijacked")
+		rw.Flush()
+	}))
+	srv := httptest.NewServer(hijacked)
+	defer srv.Close()
+	res, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if string(body) != "hijacked" {
+		t.Errorf("hijacked response %q, want hijacked", body)
+	}
+	if got := []int{<-counted, <-counted}; got[0] != 200 || got[1] != 101 {
+		t.Errorf("Counts saw %v, want [200 101]", got)
+	}
+
+	// A writer that cannot hijack: an error wrapping http.ErrNotSupported.
+	var hjErr error
+	unsupported := mw(t, cfg)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hj, ok := w.(http.Hijacker); ok {
+			_, _, hjErr = hj.Hijack()
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	unsupported.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+	if !errors.Is(hjErr, http.ErrNotSupported) {
+		t.Errorf("Hijack on a recorder: %v, want an error wrapping http.ErrNotSupported", hjErr)
+	}
+	if got := <-counted; got != 204 {
+		t.Errorf("Counts saw %d, want 204", got)
+	}
+}
