@@ -31,7 +31,15 @@ type Policy struct {
 	Name string
 	// Limiter decides the requests.
 	Limiter Limiter
-	// Window, when set, is advertised as w= (whole seconds, rounded up).
+	// Window, when set, is advertised as w= (whole seconds, rounded up),
+	// beside q, which is the Limiter's Decision.Limit: it must be the time
+	// in which the Limiter gives back its whole Limit, so that q per w is
+	// the rate it enforces. For a fixed or sliding window, its Window; for
+	// GCRA and the token bucket, whose Limit is the burst (the capacity),
+	// the time a burst takes to come back: gcra.Config{Rate: 10, Period:
+	// time.Minute, Burst: 2} is q=2 with a Window of 12 s (2 per 12 s is
+	// 10 a minute), not a minute, which would advertise 2 a minute. New
+	// cannot check it: a Limiter says its Limit only when it decides.
 	Window time.Duration
 	// Key, when set, replaces Config.Key for this policy: for example a
 	// constant key for a limit shared by all clients.
