@@ -99,8 +99,10 @@ type Config struct {
 	LegacyHeaders bool
 	// Denied, when set, writes the response for a denied request instead
 	// of the default 429 body. The status line is the handler's to write;
-	// the rate-limit headers and Retry-After are already set, and
-	// DecisionFromContext returns the denying decision.
+	// the rate-limit headers and Retry-After are already set. The denying
+	// decision is in the request's context: PolicyDecisionFromContext
+	// returns it with Policy or PolicyFor, DecisionFromContext with
+	// Policies.
 	Denied http.Handler
 	// Logger receives the errors the middleware meets, unless OnError is
 	// set; nil means slog.Default(). The server's failures (a Limiter's
@@ -128,9 +130,11 @@ type Config struct {
 
 type ctxKey struct{}
 
-// DecisionFromContext returns the decision stored in ctx by the middleware
-// for a denied request (in Config.Denied) or an allowed one (in the next
-// handler): the decision of the last policy applied.
+// DecisionFromContext returns the decision stored in ctx by a middleware
+// with Config.Policies (New) or by Concurrency, for a denied request (in
+// Config.Denied) or an allowed one (in the next handler): the decision of
+// the last policy applied, or the lease's. With Config.Policy or
+// PolicyFor there is none: use PolicyDecisionFromContext.
 func DecisionFromContext(ctx context.Context) (core.Decision, bool) {
 	d, ok := ctx.Value(ctxKey{}).(core.Decision)
 	return d, ok

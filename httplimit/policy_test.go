@@ -309,3 +309,35 @@ func TestCountsKeepsFlusherAndHijacker(t *testing.T) {
 		t.Errorf("Counts saw %d, want 204", got)
 	}
 }
+
+// In Config.Denied the denying decision is where the Denied doc says:
+// PolicyDecisionFromContext with Policy, DecisionFromContext with
+// Policies (the doc named DecisionFromContext alone, which finds nothing
+// with Policy).
+func TestDeniedSeesTheDecision(t *testing.T) {
+	s, clock := memStore(t)
+	type seen struct {
+		policy, plain bool
+		allowed       bool
+	}
+	var got seen
+	denied := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pd, pok := httplimit.PolicyDecisionFromContext(r.Context())
+		d, dok := httplimit.DecisionFromContext(r.Context())
+		got = seen{policy: pok, plain: dok, allowed: pd.Allowed || d.Allowed}
+		w.WriteHeader(http.StatusTooManyRequests)
+	})
+	p := policy(t, ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "api", Limiter: bucket(t, s, clock, 1)}}})
+	h := mw(t, httplimit.Config{Policy: p, Denied: denied})(ok)
+	get(t, h, "10.0.0.1:1", nil)
+	get(t, h, "10.0.0.1:1", nil)
+	if want := (seen{policy: true}); got != want {
+		t.Errorf("Policy: Denied saw %+v, want %+v", got, want)
+	}
+	h = mw(t, httplimit.Config{Policies: []httplimit.Policy{{Limiter: bucket(t, s, clock, 1)}}, Denied: denied})(ok)
+	get(t, h, "10.0.0.2:1", nil)
+	get(t, h, "10.0.0.2:1", nil)
+	if want := (seen{plain: true}); got != want {
+		t.Errorf("Policies: Denied saw %+v, want %+v", got, want)
+	}
+}
