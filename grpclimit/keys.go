@@ -107,15 +107,19 @@ func (k *clientIPKeyer) Key(_ context.Context, c Call) (string, error) {
 	return k.r.Key(c.Peer.String(), lines)
 }
 
-// DefaultMaxLen is Metadata.MaxLen when it is 0.
-const DefaultMaxLen = 256
+// DefaultMaxLen is Metadata.MaxLen when it is 0: 256 bytes, as for
+// httplimit.HeaderKey.
+const DefaultMaxLen = clientip.DefaultMaxLen
 
 // Metadata is a Keyer that keys calls by the value of one metadata key,
 // for example an API key or a tenant id: "md:" and the value. The value is
 // the client's to write, so it is bounded: a call without the key, with an
 // empty value, with several values, or with one longer than MaxLen bytes
-// answers codes.InvalidArgument. Only key by metadata that your own
-// authentication has checked, or that a client gains nothing by changing.
+// answers codes.InvalidArgument (which of several values a proxy wrote is
+// not known, and choosing one would let the client add another to pick
+// its key). httplimit.HeaderKey bounds a header alike, by the same code.
+// Only key by metadata that your own authentication has checked, or that
+// a client gains nothing by changing.
 type Metadata struct {
 	// Name is the metadata key, in lower case; it must not start with
 	// "grpc-", which gRPC reserves.
@@ -130,23 +134,11 @@ func (m Metadata) Key(_ context.Context, c Call) (string, error) {
 	if err := m.check(); err != nil {
 		return "", fmt.Errorf("%w: grpclimit: %w", core.ErrInvalidConfig, err)
 	}
-	vs := c.Metadata.Get(m.Name)
-	switch {
-	case len(vs) == 0 || vs[0] == "":
-		return "", fmt.Errorf("metadata %s is missing", m.Name)
-	case len(vs) > 1:
-		return "", fmt.Errorf("metadata %s has %d values, want one", m.Name, len(vs))
-	case len(vs[0]) > m.maxLen():
-		return "", fmt.Errorf("metadata %s is %d bytes, longer than %d", m.Name, len(vs[0]), m.maxLen())
+	v, err := clientip.Value("metadata", m.Name, c.Metadata.Get(m.Name), m.MaxLen)
+	if err != nil {
+		return "", err
 	}
-	return "md:" + vs[0], nil
-}
-
-func (m Metadata) maxLen() int {
-	if m.MaxLen == 0 {
-		return DefaultMaxLen
-	}
-	return m.MaxLen
+	return "md:" + v, nil
 }
 
 func (m Metadata) check() error {
@@ -159,10 +151,7 @@ func (m Metadata) check() error {
 	if strings.HasPrefix(m.Name, "grpc-") {
 		return fmt.Errorf("Metadata.Name %q starts with grpc-, which gRPC reserves", m.Name)
 	}
-	if m.MaxLen < 0 || m.MaxLen > core.MaxKeyLen {
-		return fmt.Errorf("Metadata.MaxLen %d is not between 0 and core.MaxKeyLen", m.MaxLen)
-	}
-	return nil
+	return clientip.CheckMaxLen("Metadata.MaxLen", m.MaxLen)
 }
 
 // Method is a Keyer that keys calls by the method called: "m:" and the

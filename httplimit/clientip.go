@@ -106,14 +106,49 @@ func (c *clientIP) Key(r *http.Request) (string, error) {
 	return c.r.Key(r.RemoteAddr, lines)
 }
 
-// Header keys requests by the value of a request header, for example an
-// API key. A missing or empty header is an error (400).
-func Header(name string) KeyFunc {
-	return func(r *http.Request) (string, error) {
-		v := r.Header.Get(name)
-		if v == "" {
-			return "", fmt.Errorf("header %s is missing", name)
-		}
-		return "h:" + v, nil
+// DefaultMaxLen is HeaderKey.MaxLen when it is 0: 256 bytes, as for
+// grpclimit.Metadata.
+const DefaultMaxLen = clientip.DefaultMaxLen
+
+// HeaderKey is a Keyer that keys requests by the value of one request
+// header, for example an API key or a tenant id: "h:" and the value. The
+// value is the client's to write, so it is bounded as grpclimit.Metadata
+// bounds a metadata value (the same code): a request without the header,
+// with an empty value, with several lines of it (which one a proxy wrote
+// is not known, and choosing one would let the client add another to
+// pick its key), or with one longer than MaxLen bytes answers 400. Only
+// key by a header that your own authentication has checked, or that a
+// client gains nothing by changing. New refuses bad settings with
+// core.ErrInvalidConfig.
+type HeaderKey struct {
+	// Name is the header's name (case-insensitive), a token of RFC 9110;
+	// it must not be empty.
+	Name string
+	// MaxLen bounds the value's length in bytes; 0 means DefaultMaxLen, at
+	// most core.MaxKeyLen.
+	MaxLen int
+}
+
+// Header returns HeaderKey{Name: name}: requests keyed by the one value
+// of header name, at most DefaultMaxLen bytes.
+func Header(name string) HeaderKey { return HeaderKey{Name: name} }
+
+// Key returns "h:" and the value of header k.Name. A HeaderKey with bad
+// settings returns an error wrapping core.ErrInvalidConfig.
+func (k HeaderKey) Key(r *http.Request) (string, error) {
+	if err := k.check(); err != nil {
+		return "", fmt.Errorf("%w: httplimit: %w", core.ErrInvalidConfig, err)
 	}
+	v, err := clientip.Value("header", k.Name, r.Header.Values(k.Name), k.MaxLen)
+	if err != nil {
+		return "", err
+	}
+	return "h:" + v, nil
+}
+
+func (k HeaderKey) check() error {
+	if err := clientip.CheckHeaderName(k.Name); err != nil {
+		return fmt.Errorf("HeaderKey.Name: %w", err)
+	}
+	return clientip.CheckMaxLen("HeaderKey.MaxLen", k.MaxLen)
 }

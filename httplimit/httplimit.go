@@ -88,7 +88,7 @@ type Config struct {
 	Policies []Policy
 	// Key returns the request's key; nil means ClientIP{} (the remote
 	// address, no proxy trusted, IPv6 grouped by /64). New checks the
-	// settings of a ClientIP given here or in a Policy.
+	// settings of a ClientIP or HeaderKey given here or in a Policy.
 	Key Keyer
 	// Cost returns a request's cost; nil means 1. An error answers 400.
 	Cost func(r *http.Request) (int64, error)
@@ -193,8 +193,8 @@ func newMiddleware(cfg Config, now func() time.Time) (func(http.Handler) http.Ha
 	return m.wrap, nil
 }
 
-// checkKeyer returns k checked and ready to use: a ClientIP whose settings
-// are good, or k itself when there is nothing to check.
+// checkKeyer returns k checked and ready to use: a ClientIP or HeaderKey
+// whose settings are good, or k itself when there is nothing to check.
 func checkKeyer(k Keyer) (Keyer, error) {
 	var c ClientIP
 	switch k := k.(type) {
@@ -210,6 +210,16 @@ func checkKeyer(k Keyer) (Keyer, error) {
 		c = *k
 	case ClientIP:
 		c = k
+	case *HeaderKey:
+		if k == nil {
+			return nil, errors.New("a nil *HeaderKey")
+		}
+		return checkKeyer(*k)
+	case HeaderKey:
+		if err := k.check(); err != nil {
+			return nil, err
+		}
+		return k, nil
 	default:
 		return k, nil
 	}

@@ -786,6 +786,77 @@ func TestHeaderKey(t *testing.T) {
 	}
 }
 
+// A header's value is the client's to write: bounded as grpclimit.Metadata
+// bounds a metadata value. Before, any value up to the 64 KiB key limit
+// was a key, and of several lines the first was silently used.
+func TestHeaderKeyBounds(t *testing.T) {
+	s, clock := memStore(t)
+	var errs []error
+	h := mw(t, httplimit.Config{
+		Policies: []httplimit.Policy{{Limiter: bucket(t, s, clock, 100)}},
+		Key:      httplimit.Header("X-API-Key"),
+		OnError:  func(_ *http.Request, err error) { errs = append(errs, err) },
+	})(ok)
+	for _, tt := range []struct {
+		lines []string
+		want  int
+	}{
+		{[]string{strings.Repeat("k", 256)}, 200},
+		{[]string{strings.Repeat("k", 257)}, 400},
+		{[]string{"a", "b"}, 400},
+		{[]string{""}, 400},
+	} {
+		res := request("1.1.1.1:1", map[string][]string{"X-API-Key": tt.lines})
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, res)
+		if rec.Code != tt.want {
+			t.Errorf("%d lines (first %d bytes): %d, want %d", len(tt.lines), len(tt.lines[0]), rec.Code, tt.want)
+		}
+	}
+	if len(errs) != 3 || !strings.Contains(errs[1].Error(), "has 2 values, want one") {
+		t.Errorf("errors %v", errs)
+	}
+	// MaxLen raises the bound, up to core.MaxKeyLen.
+	h = mw(t, httplimit.Config{Policies: []httplimit.Policy{{Limiter: bucket(t, s, clock, 100)}}, Key: httplimit.HeaderKey{Name: "X-API-Key", MaxLen: 1024}})(ok)
+	if got := get(t, h, "1.1.1.1:1", map[string]string{"X-API-Key": strings.Repeat("k", 1024)}).StatusCode; got != 200 {
+		t.Errorf("a 1024-byte value with MaxLen 1024: %d, want 200", got)
+	}
+}
+
+// A HeaderKey that can never read a header is the server's mistake: New
+// refuses it, naming the field. Before, Header("") made every request 400.
+func TestHeaderKeyConfigErrors(t *testing.T) {
+	s, clock := memStore(t)
+	l := bucket(t, s, clock, 1)
+	for name, key := range map[string]httplimit.Keyer{
+		"HeaderKey.Name: the header name is empty":  httplimit.Header(""),
+		"HeaderKey.Name: the header name \"X API\"": httplimit.Header("X API"),
+		"HeaderKey.MaxLen -1":                       httplimit.HeaderKey{Name: "X-Key", MaxLen: -1},
+		"HeaderKey.MaxLen 65537":                    &httplimit.HeaderKey{Name: "X-Key", MaxLen: core.MaxKeyLen + 1},
+		"a nil *HeaderKey":                          (*httplimit.HeaderKey)(nil),
+	} {
+		for what, err := range map[string]error{
+			"Key": func() error {
+				_, err := httplimit.New(httplimit.Config{Policies: []httplimit.Policy{{Limiter: l}}, Key: key})
+				return err
+			}(),
+			"Policy.Key": func() error {
+				_, err := httplimit.New(httplimit.Config{Policies: []httplimit.Policy{{Limiter: l, Key: key}}})
+				return err
+			}(),
+			"ConcurrencyConfig.Key": func() error {
+				cl, _ := ccLimiter(t, 1, time.Minute)
+				_, err := httplimit.Concurrency(httplimit.ConcurrencyConfig{Limiter: cl, Key: key})
+				return err
+			}(),
+		} {
+			if !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s %q: %v, want core.ErrInvalidConfig naming %s", what, name, err, name)
+			}
+		}
+	}
+}
+
 // fixed decides every request alike.
 type fixed core.Decision
 

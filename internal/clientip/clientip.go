@@ -2,7 +2,9 @@
 // connection's remote address, unless that address is a trusted proxy;
 // then the address the proxies report in the one header they set,
 // walked from the right past the trusted hops. httplimit (HTTP headers) and
-// grpclimit (gRPC metadata) share it, so that both believe the same hops.
+// grpclimit (gRPC metadata) share it, so that both believe the same hops,
+// and share through it the other way to tell clients apart: by the one
+// value of a header or metadata key ([Value]), bounded alike.
 package clientip
 
 import (
