@@ -30,7 +30,8 @@ type Policy struct {
 	// Name is the policy's name in ratelimit-policy and ratelimit:
 	// printable ASCII, at most 64 bytes. Empty means "default".
 	Name string
-	// Limiter decides the calls.
+	// Limiter decides the calls. Required: New refuses nil, a nil pointer
+	// (a typed nil) included.
 	Limiter Limiter
 	// Window, when set, is advertised as w= (whole seconds, rounded up),
 	// beside q, which is the Limiter's Decision.Limit: it must be the time
@@ -79,7 +80,8 @@ type Concurrency struct {
 	// Name names the limit in the denial: printable ASCII, at most 64
 	// bytes. Empty means "concurrency".
 	Name string
-	// Limiter hands out the leases. Required.
+	// Limiter hands out the leases. Required: New refuses nil, a nil
+	// pointer (a typed nil) included.
 	Limiter ConcurrencyLimiter
 	// Key, when set, replaces Config.Key.
 	Key Keyer
@@ -200,8 +202,8 @@ func New(cfg Config) (*Interceptors, error) {
 	names := ratelimitfield.Names{}
 	for i := range cfg.Policies {
 		p := &cfg.Policies[i]
-		if p.Limiter == nil {
-			return nil, fmt.Errorf("%w: grpclimit: Policies[%d].Limiter is nil", core.ErrInvalidConfig, i)
+		if typednil.Is(p.Limiter) {
+			return nil, fmt.Errorf("%w: grpclimit: Policies[%d].Limiter is %s", core.ErrInvalidConfig, i, nilName(p.Limiter))
 		}
 		if p.Key != nil {
 			k, err := checkKeyer(p.Key)
@@ -216,8 +218,8 @@ func New(cfg Config) (*Interceptors, error) {
 	}
 	if c := cfg.Concurrency; c != nil {
 		cc := *c
-		if cc.Limiter == nil {
-			return nil, fmt.Errorf("%w: grpclimit: Concurrency.Limiter is nil", core.ErrInvalidConfig)
+		if typednil.Is(cc.Limiter) {
+			return nil, fmt.Errorf("%w: grpclimit: Concurrency.Limiter is %s", core.ErrInvalidConfig, nilName(cc.Limiter))
 		}
 		if cc.Name == "" {
 			cc.Name = "concurrency"
@@ -304,3 +306,13 @@ type stream struct {
 }
 
 func (s *stream) Context() context.Context { return s.ctx }
+
+// nilName names a nil v in an error: "nil", or "a nil *T" for a typed
+// nil, which passes a != nil check and would panic at the first
+// call.
+func nilName(v any) string {
+	if v == nil {
+		return "nil"
+	}
+	return fmt.Sprintf("a nil %T", v)
+}

@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/ratekit/ratekit/algorithms/concurrency"
+	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/grpclimit"
 )
@@ -284,11 +286,18 @@ func TestConfigErrors(t *testing.T) {
 		"bad policy key":        {Policies: []grpclimit.Policy{{Limiter: lim, Key: grpclimit.Metadata{}}}},
 		"Counts without refund": {Policies: p, Counts: func(codes.Code) bool { return true }},
 		"nil concurrency":       {Concurrency: &grpclimit.Concurrency{}},
-		"negative ExtendEvery":  {Concurrency: &grpclimit.Concurrency{Limiter: nopLeases{}, ExtendEvery: -1}},
-		"concurrency code":      {Concurrency: &grpclimit.Concurrency{Limiter: nopLeases{}, Code: codes.InvalidArgument}},
+		// Typed nils passed New and panicked at the first call.
+		"typed-nil limiter":             {Policies: []grpclimit.Policy{{Limiter: (*tokenbucket.Limiter)(nil)}}},
+		"typed-nil concurrency limiter": {Concurrency: &grpclimit.Concurrency{Limiter: (*concurrency.Limiter)(nil)}},
+		"negative ExtendEvery":          {Concurrency: &grpclimit.Concurrency{Limiter: nopLeases{}, ExtendEvery: -1}},
+		"concurrency code":              {Concurrency: &grpclimit.Concurrency{Limiter: nopLeases{}, Code: codes.InvalidArgument}},
 	} {
-		if _, err := grpclimit.New(cfg); !errors.Is(err, core.ErrInvalidConfig) {
+		_, err := grpclimit.New(cfg)
+		if !errors.Is(err, core.ErrInvalidConfig) {
 			t.Errorf("%s: %v", name, err)
+		}
+		if strings.HasPrefix(name, "typed-nil") && !strings.Contains(fmt.Sprint(err), "Limiter is a nil *") {
+			t.Errorf("%s: %v, want it to name the typed nil", name, err)
 		}
 	}
 }

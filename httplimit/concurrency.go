@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratekit/ratekit/algorithms/concurrency"
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/typednil"
 )
 
 // ConcurrencyLimiter is what the Concurrency middleware needs; a
@@ -26,7 +27,8 @@ var _ ConcurrencyLimiter = (*concurrency.Limiter)(nil)
 
 // ConcurrencyConfig configures the Concurrency middleware.
 type ConcurrencyConfig struct {
-	// Limiter hands out the leases. Required.
+	// Limiter hands out the leases. Required: Concurrency refuses nil, a
+	// nil pointer (a typed nil) included.
 	Limiter ConcurrencyLimiter
 	// Key returns the request's key, as Config.Key; nil means ClientIP{}.
 	Key Keyer
@@ -88,8 +90,8 @@ func Concurrency(cfg ConcurrencyConfig) (func(http.Handler) http.Handler, error)
 }
 
 func newConcurrency(cfg ConcurrencyConfig, now func() time.Time) (func(http.Handler) http.Handler, error) {
-	if cfg.Limiter == nil {
-		return nil, fmt.Errorf("%w: httplimit: ConcurrencyConfig.Limiter is nil", core.ErrInvalidConfig)
+	if typednil.Is(cfg.Limiter) {
+		return nil, fmt.Errorf("%w: httplimit: ConcurrencyConfig.Limiter is %s", core.ErrInvalidConfig, nilName(cfg.Limiter))
 	}
 	switch cfg.Status {
 	case 0:

@@ -380,7 +380,9 @@ func TestConcurrencyConfigErrors(t *testing.T) {
 		name, field string
 		cfg         httplimit.ConcurrencyConfig
 	}{
-		{"no limiter", "Limiter", httplimit.ConcurrencyConfig{}},
+		{"no limiter", "Limiter is nil", httplimit.ConcurrencyConfig{}},
+		// A typed nil passed and panicked at the first request.
+		{"typed-nil limiter", "ConcurrencyConfig.Limiter is a nil *concurrency.Limiter", httplimit.ConcurrencyConfig{Limiter: (*concurrency.Limiter)(nil)}},
 		{"status 418", "Status", httplimit.ConcurrencyConfig{Limiter: lim, Status: http.StatusTeapot}},
 		{"status 200", "Status", httplimit.ConcurrencyConfig{Limiter: lim, Status: http.StatusOK}},
 		{"negative ExtendEvery", "ExtendEvery", httplimit.ConcurrencyConfig{Limiter: lim, ExtendEvery: -time.Second}},

@@ -29,7 +29,8 @@ type Policy struct {
 	// Name is the policy's name in RateLimit-Policy and RateLimit: printable
 	// ASCII, at most 64 bytes. Empty means "default".
 	Name string
-	// Limiter decides the requests.
+	// Limiter decides the requests. Required: New refuses nil, a nil
+	// pointer (a typed nil) included.
 	Limiter Limiter
 	// Window, when set, is advertised as w= (whole seconds, rounded up),
 	// beside q, which is the Limiter's Decision.Limit: it must be the time
@@ -167,8 +168,8 @@ func newMiddleware(cfg Config, now func() time.Time) (func(http.Handler) http.Ha
 	names := ratelimitfield.Names{}
 	for i := range cfg.Policies {
 		p := &cfg.Policies[i]
-		if p.Limiter == nil {
-			return nil, fmt.Errorf("%w: httplimit: Policies[%d].Limiter is nil", core.ErrInvalidConfig, i)
+		if typednil.Is(p.Limiter) {
+			return nil, fmt.Errorf("%w: httplimit: Policies[%d].Limiter is %s", core.ErrInvalidConfig, i, nilName(p.Limiter))
 		}
 		if p.Key != nil {
 			k, err := checkKeyer(p.Key)
@@ -425,3 +426,13 @@ func acceptsJSON(r *http.Request) bool {
 }
 
 func ceilSeconds(d time.Duration) int64 { return ratelimitfield.CeilSeconds(d) }
+
+// nilName names a nil v in an error: "nil", or "a nil *T" for a typed
+// nil, which passes a != nil check and would panic at the first
+// call.
+func nilName(v any) string {
+	if v == nil {
+		return "nil"
+	}
+	return fmt.Sprintf("a nil %T", v)
+}

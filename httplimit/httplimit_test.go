@@ -255,7 +255,9 @@ func TestConfigErrors(t *testing.T) {
 		want string // in the error: the field at fault
 	}{
 		{"no policies", httplimit.Config{}, "Policies"},
-		{"nil limiter", httplimit.Config{Policies: []httplimit.Policy{{Name: "a"}}}, "Policies[0].Limiter"},
+		{"nil limiter", httplimit.Config{Policies: []httplimit.Policy{{Name: "a"}}}, "Policies[0].Limiter is nil"},
+		// A typed nil passed New and panicked at the first request.
+		{"typed-nil limiter", httplimit.Config{Policies: []httplimit.Policy{{Limiter: l}, {Name: "b", Limiter: (*tokenbucket.Limiter)(nil)}}}, "Policies[1].Limiter is a nil *ratekit.Limiter"},
 		{"bad name", httplimit.Config{Policies: []httplimit.Policy{{Name: "a\nb", Limiter: l}}}, "Policies[0].Name"},
 		{"duplicate name", httplimit.Config{Policies: []httplimit.Policy{{Name: "a", Limiter: l}, {Name: "a", Limiter: l}}}, "Policies[1].Name"},
 		{"negative window", httplimit.Config{Policies: []httplimit.Policy{{Limiter: l, Window: -time.Second}}}, "Policies[0].Window"},
