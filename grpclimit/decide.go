@@ -325,6 +325,17 @@ func (in *Interceptors) key(g *grant, keyer Keyer, name string) (string, error) 
 		in.report(g.ctx, g.call, slog.LevelError, "grpclimit: Keyer misconfigured, call answered Internal", fmt.Errorf("grpclimit: policy %q: key: %w", name, err))
 		return "", status.Error(codes.Internal, "rate limiter misconfigured")
 	}
+	if errors.Is(err, ErrRemoteNotIP) {
+		// Every call fails alike: one line now and then, on a pacer of
+		// its own, so that store failures still get theirs.
+		err = fmt.Errorf("grpclimit: policy %q: key: %w", name, err)
+		if in.cfg.OnError != nil {
+			in.cfg.OnError(g.ctx, g.call, err)
+		} else {
+			in.log(g.ctx, &in.remote, slog.LevelError, "grpclimit: ClientIP on a listener without IP addresses (a unix socket?), call answered Internal: set Config.Key", slog.String("method", g.call.FullMethod), slog.Any("error", err))
+		}
+		return "", status.Error(codes.Internal, "rate limiter misconfigured")
+	}
 	in.report(g.ctx, g.call, slog.LevelDebug, "grpclimit: bad request", fmt.Errorf("grpclimit: policy %q: key: %w", name, err))
 	return "", status.Error(codes.InvalidArgument, "bad request: key: "+err.Error())
 }

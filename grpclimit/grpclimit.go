@@ -140,7 +140,8 @@ type Config struct {
 	Skip func(fullMethod string) bool
 	// Logger receives the errors the interceptors meet, unless OnError is
 	// set; nil means slog.Default(). The server's failures (a store that
-	// is down, a Keyer or PolicyFor misconfigured) are logged at
+	// is down, a Keyer or PolicyFor misconfigured, a ClientIP on a
+	// listener without IP addresses) are logged at
 	// slog.LevelError, at most one line every 10 seconds, each counting in
 	// its "suppressed" attribute the errors left out since the one before.
 	// The client's errors (a key or cost that cannot be read or that the
@@ -173,8 +174,9 @@ type Interceptors struct {
 	cfg Config
 	now func() time.Time
 	// errors paces the lines logged for the server's failures, shadow
-	// those for shadow limits that would have denied.
-	errors, shadow logpace.Pacer
+	// those for shadow limits that would have denied, remote those for
+	// peers that are not IP addresses.
+	errors, shadow, remote logpace.Pacer
 }
 
 // New checks cfg and returns the interceptors, or an error wrapping

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"strings"
 	"sync"
@@ -12,8 +13,10 @@ import (
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/ratekit/ratekit/algorithms/concurrency"
@@ -299,5 +302,29 @@ func TestConfigErrors(t *testing.T) {
 		if strings.HasPrefix(name, "typed-nil") && !strings.Contains(fmt.Sprint(err), "Limiter is a nil *") {
 			t.Errorf("%s: %v, want it to name the typed nil", name, err)
 		}
+	}
+}
+
+// TestPeerNotIP: ClientIP on a unix socket, whose peer is no IP address,
+// cannot key any call: the server's mistake, answered Internal and logged
+// at error level, one line for many calls (paced), where it was
+// InvalidArgument at debug level.
+func TestPeerNotIP(t *testing.T) {
+	lim, _ := bucket(t, 10)
+	log := &records{}
+	in := newInterceptors(t, grpclimit.Config{Policies: []grpclimit.Policy{{Limiter: lim}}, Logger: slog.New(log)})
+	ctx := peer.NewContext(context.Background(), &peer.Peer{Addr: &net.UnixAddr{Name: "@", Net: "unix"}})
+	info := &grpc.UnaryServerInfo{FullMethod: "/test.Svc/Do"}
+	for range 3 {
+		_, err := in.Unary()(ctx, nil, info, func(context.Context, any) (any, error) { return nil, nil })
+		if status.Code(err) != codes.Internal {
+			t.Fatalf("a unix peer: %v, want Internal", err)
+		}
+	}
+	if got := log.count(slog.LevelError); got != 1 {
+		t.Fatalf("%d error lines for 3 calls, want 1 (paced)", got)
+	}
+	if got := log.count(slog.LevelDebug); got != 0 {
+		t.Fatalf("%d debug lines, want 0", got)
 	}
 }

@@ -71,9 +71,18 @@ type ClientIP struct {
 	IPv6Prefix int
 }
 
+// ErrRemoteNotIP is wrapped by ClientIP's error for a call whose peer
+// address is not an IP address: the server listens on a unix socket, or
+// on another listener without IP addresses, where ClientIP cannot tell
+// clients apart. It is the server's mistake: the call is answered
+// codes.Internal and the error logged at slog.LevelError (paced, as store
+// errors are), where a client's bad key is InvalidArgument.
+var ErrRemoteNotIP = clientip.ErrRemoteNotIP
+
 // Key returns c's client key. A ClientIP with bad settings returns an
-// error wrapping core.ErrInvalidConfig; a call without a peer IP address
-// is an error too.
+// error wrapping core.ErrInvalidConfig; a peer address that is not an IP
+// address, one wrapping ErrRemoteNotIP; a call without a peer is an
+// error too.
 func (ip ClientIP) Key(ctx context.Context, c Call) (string, error) {
 	p, err := ip.prepare(false)
 	if err != nil {

@@ -64,9 +64,17 @@ type ClientIP struct {
 	IPv6Prefix int
 }
 
+// ErrRemoteNotIP is wrapped by ClientIP's error for a request whose
+// remote address is not an IP address: the server listens on a unix
+// socket, or on another listener without IP addresses, where ClientIP
+// cannot tell clients apart. It is the server's mistake: the middleware
+// answers 500 and logs it at slog.LevelError (paced, as store errors are),
+// where a client's bad key is answered 400.
+var ErrRemoteNotIP = clientip.ErrRemoteNotIP
+
 // Key returns r's key. A ClientIP with bad settings returns an error
 // wrapping core.ErrInvalidConfig; a remote address that is not an IP
-// address is an error too.
+// address, one wrapping ErrRemoteNotIP.
 func (c ClientIP) Key(r *http.Request) (string, error) {
 	p, err := c.prepare(false)
 	if err != nil {

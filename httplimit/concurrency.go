@@ -140,13 +140,7 @@ func (c *concurrent) wrap(next http.Handler) http.Handler {
 		}
 		key, err := c.cfg.Key.Key(r)
 		if err != nil {
-			if errors.Is(err, core.ErrInvalidConfig) {
-				c.log.report(r, slog.LevelError, "httplimit: Keyer misconfigured, request answered 500", fmt.Errorf("httplimit: concurrency: key: %w", err))
-				http.Error(w, "rate limiter misconfigured", http.StatusInternalServerError)
-				return
-			}
-			c.log.report(r, slog.LevelDebug, "httplimit: bad request", fmt.Errorf("httplimit: concurrency: key: %w", err))
-			http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
+			c.log.keyFailed(w, r, err, "concurrency")
 			return
 		}
 		lease, d, err := c.cfg.Limiter.AcquireN(r.Context(), key, n)

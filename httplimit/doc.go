@@ -57,7 +57,9 @@
 // without one, to Config.Logger (slog.Default() when nil) at
 // slog.LevelError, at most one line every 10 seconds, each line counting
 // the errors left out since the one before. Errors in the request itself
-// are answered with 400 and logged at slog.LevelDebug.
+// are answered with 400 and logged at slog.LevelDebug. A ClientIP on a
+// listener without IP addresses (a unix socket) is the server's mistake:
+// 500, logged at slog.LevelError ([ErrRemoteNotIP]).
 //
 // [Concurrency] is middleware of its own for the concurrency limiter
 // (algorithms/concurrency): each request holds a lease for as long as its

@@ -108,8 +108,10 @@ type Config struct {
 	// Logger receives the errors the middleware meets, unless OnError is
 	// set; nil means slog.Default(). The server's failures (a Limiter's
 	// error other than core.ErrInvalidKey and core.ErrInvalidCost, such as
-	// a store that is down or refuses the password, and a Keyer's error
-	// wrapping core.ErrInvalidConfig) are logged at slog.LevelError, at
+	// a store that is down or refuses the password, a Keyer's error
+	// wrapping core.ErrInvalidConfig, and a ClientIP's ErrRemoteNotIP on a
+	// listener without IP addresses, paced apart) are logged at
+	// slog.LevelError, at
 	// most one line every 10 seconds for each middleware New returns, so
 	// that a dead store does not flood the log; each line's "suppressed"
 	// attribute counts the errors left out since the line before. The
@@ -239,8 +241,9 @@ type middleware struct {
 	cfg Config
 	now func() time.Time
 	// errors paces the lines logged for the server's failures, shadow
-	// those for shadow limits that would have denied.
-	errors, shadow pacer
+	// those for shadow limits that would have denied, remote those for
+	// remote addresses that are not IP addresses.
+	errors, shadow, remote pacer
 }
 
 func (m *middleware) wrap(next http.Handler) http.Handler {
@@ -301,14 +304,33 @@ func (m *middleware) key(w http.ResponseWriter, r *http.Request, keyer Keyer, na
 	if err == nil {
 		return key, true
 	}
-	if errors.Is(err, core.ErrInvalidConfig) {
-		m.report(r, slog.LevelError, "httplimit: Keyer misconfigured, request answered 500", fmt.Errorf("httplimit: policy %q: key: %w", name, err))
-		http.Error(w, "rate limiter misconfigured", http.StatusInternalServerError)
-		return "", false
-	}
-	m.report(r, slog.LevelDebug, "httplimit: bad request", fmt.Errorf("httplimit: policy %q: key: %w", name, err))
-	http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
+	m.keyFailed(w, r, err, fmt.Sprintf("policy %q", name))
 	return "", false
+}
+
+// keyFailed reports err, a Keyer's error, and answers r: 500 for the
+// server's mistake (a Keyer misconfigured, a ClientIP on a listener
+// without IP addresses), 400 for the client's. where names the Keyer's
+// user in the error reported.
+func (m *middleware) keyFailed(w http.ResponseWriter, r *http.Request, keyErr error, where string) {
+	err := fmt.Errorf("httplimit: %s: key: %w", where, keyErr)
+	switch {
+	case errors.Is(err, core.ErrInvalidConfig):
+		m.report(r, slog.LevelError, "httplimit: Keyer misconfigured, request answered 500", err)
+	case errors.Is(err, ErrRemoteNotIP):
+		// Every request fails alike: one line now and then, on a pacer
+		// of its own, so that store failures still get theirs.
+		if m.cfg.OnError != nil {
+			m.cfg.OnError(r, err)
+		} else {
+			m.remote.log(m, r, slog.LevelError, "httplimit: ClientIP on a listener without IP addresses (a unix socket?), request answered 500: set Config.Key", slog.Any("error", err))
+		}
+	default:
+		m.report(r, slog.LevelDebug, "httplimit: bad request", err)
+		http.Error(w, "bad request: "+keyErr.Error(), http.StatusBadRequest)
+		return
+	}
+	http.Error(w, "rate limiter misconfigured", http.StatusInternalServerError)
 }
 
 // failed reports a limiter's error and answers r when it must: 400 for a

@@ -889,3 +889,46 @@ func TestHugeWindow(t *testing.T) {
 		t.Errorf("RateLimit-Policy %q, want %q", got, want)
 	}
 }
+
+// A ClientIP behind a listener without IP addresses (a unix socket, whose
+// requests have RemoteAddr "@" or "") cannot key any request: that is the
+// server's mistake, answered 500 and logged at error level, paced, where
+// it was answered 400 and logged at debug level only, so that nobody saw
+// it. The store errors keep a pacer of their own.
+func TestRemoteAddrNotIP(t *testing.T) {
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rec := &recorder{level: slog.LevelDebug}
+	m, err := httplimit.NewWithClock(httplimit.Config{
+		Policies: []httplimit.Policy{{Limiter: failing{core.ErrStore}}},
+		Logger:   slog.New(rec),
+	}, clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := m(ok)
+	for _, remote := range []string{"@", "", "@"} {
+		if got := get(t, h, remote, nil).StatusCode; got != http.StatusInternalServerError {
+			t.Errorf("remote address %q: %d, want 500", remote, got)
+		}
+	}
+	get(t, h, "10.0.0.1:1", nil) // a store error: its own line
+	if got := fmt.Sprint(rec.levels()); got != "[ERROR ERROR]" {
+		t.Fatalf("log levels %s, want [ERROR ERROR]: one line for the three requests, one for the store", got)
+	}
+	if err, _ := attr(rec.records()[0], "error").Any().(error); !errors.Is(err, httplimit.ErrRemoteNotIP) {
+		t.Errorf("logged error %v, want one wrapping ErrRemoteNotIP", err)
+	}
+
+	// The Concurrency middleware alike, and OnError gets every one.
+	var errs []error
+	cl, _ := ccLimiter(t, 1, time.Minute)
+	cc := ccMiddleware(t, httplimit.ConcurrencyConfig{Limiter: cl, OnError: func(_ *http.Request, err error) { errs = append(errs, err) }})(ok)
+	for range 2 {
+		if got := get(t, cc, "@", nil).StatusCode; got != http.StatusInternalServerError {
+			t.Errorf("Concurrency, remote address @: %d, want 500", got)
+		}
+	}
+	if len(errs) != 2 || !errors.Is(errs[0], httplimit.ErrRemoteNotIP) {
+		t.Errorf("OnError got %v", errs)
+	}
+}

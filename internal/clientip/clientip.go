@@ -48,6 +48,13 @@ func ParseKind(name string) (Kind, bool) {
 	return None, false
 }
 
+// ErrRemoteNotIP is the error, wrapped, of a remote address that is not an
+// IP address: a connection over a unix socket, or another listener without
+// IP addresses. No client chooses its remote address, so it is the
+// server's mistake (it keys by address where there is none), not the
+// client's.
+var ErrRemoteNotIP = errors.New("the connection's remote address is not an IP address, so ClientIP cannot key it: key by something else")
+
 // Resolver finds client addresses with checked settings.
 type Resolver struct {
 	trusted []netip.Prefix
@@ -97,7 +104,8 @@ func (r *Resolver) Kind() Kind { return r.kind }
 // address with or without a port) whose request carries lines, every
 // line of the header r reads, in order: "ip4:a.b.c.d" for an IPv4 client,
 // "ip6:prefix/len" for an IPv6 one. lines are read only when remote is a
-// trusted proxy. A remote address that is not an IP address is an error.
+// trusted proxy. A remote address that is not an IP address is an error
+// wrapping ErrRemoteNotIP.
 func (r *Resolver) Key(remote string, lines []string) (string, error) {
 	addr, err := r.client(remote, lines)
 	if err != nil {
@@ -116,7 +124,7 @@ func (r *Resolver) Key(remote string, lines []string) (string, error) {
 func (r *Resolver) client(remoteAddr string, lines []string) (netip.Addr, error) {
 	remote, err := parseHost(remoteAddr)
 	if err != nil {
-		return netip.Addr{}, fmt.Errorf("remote address %q: %w", remoteAddr, err)
+		return netip.Addr{}, fmt.Errorf("remote address %q: %w (%w)", remoteAddr, ErrRemoteNotIP, err)
 	}
 	if !r.isTrusted(remote) {
 		return remote, nil

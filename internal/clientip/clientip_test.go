@@ -1,6 +1,7 @@
 package clientip_test
 
 import (
+	"errors"
 	"net/netip"
 	"testing"
 
@@ -40,7 +41,9 @@ func TestKey(t *testing.T) {
 		t.Error("an unknown header was accepted")
 	}
 	r, _ := clientip.New(nil, "", 0, false)
-	if _, err := r.Key("not-an-address", nil); err == nil {
-		t.Error("a remote address that is not an IP was accepted")
+	for _, remote := range []string{"not-an-address", "@", "", "/run/app.sock"} {
+		if _, err := r.Key(remote, nil); !errors.Is(err, clientip.ErrRemoteNotIP) {
+			t.Errorf("remote address %q: %v, want ErrRemoteNotIP", remote, err)
+		}
 	}
 }
