@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/fakeclock"
+	"github.com/ratekit/ratekit/internal/engine"
 	"github.com/ratekit/ratekit/internal/keyspace"
 	"github.com/ratekit/ratekit/internal/slot"
 	"github.com/ratekit/ratekit/store/memory"
@@ -29,6 +31,7 @@ type gate struct {
 	shut    chan struct{} // nil while open
 	arrived chan struct{}
 	calls   []string
+	panics  atomic.Bool // every call panics (past the gate) while set
 }
 
 func newGate(t *testing.T) *gate {
@@ -48,6 +51,9 @@ func (g *gate) RunScript(ctx context.Context, s *core.Script, keys []string, arg
 	if shut != nil {
 		g.arrived <- struct{}{}
 		<-shut
+	}
+	if g.panics.Load() {
+		panic("the store's bug")
 	}
 	return g.ScriptRunner.RunScript(ctx, s, keys, args, reply)
 }
@@ -91,10 +97,11 @@ func (p *parked) Done() <-chan struct{} {
 	return p.Context.Done()
 }
 
-// result is one call's answer.
+// result is one call's answer, or its panic.
 type result struct {
-	d   core.Decision
-	err error
+	d        core.Decision
+	err      error
+	panicked any
 }
 
 // start calls AllowN in a goroutine and returns once the call is held at
@@ -104,8 +111,13 @@ func start(t *testing.T, g *gate, lim *ratekit.Limiter, ctx context.Context, key
 	p := park(ctx)
 	out := make(chan result, 1)
 	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				out <- result{panicked: v}
+			}
+		}()
 		d, err := lim.AllowN(p, key, n)
-		out <- result{d, err}
+		out <- result{d: d, err: err}
 	}()
 	select {
 	case <-g.arrived:
@@ -338,4 +350,63 @@ func (s *slow) RunScript(ctx context.Context, sc *core.Script, keys []string, ar
 	}
 	time.Sleep(20 * time.Microsecond)
 	return s.ScriptRunner.RunScript(ctx, sc, keys, args, reply)
+}
+
+// A store that panics does not stall a coalescing limiter: the panic goes
+// on in the caller whose goroutine made the store call, every other call
+// of its batch gets an error, and the calls in flight are counted back, so
+// the calls after them go out (before, two panics left every later call
+// of the group waiting forever).
+func TestCoalesceStorePanics(t *testing.T) {
+	g := newGate(t)
+	lim := coalescing(t, g, 100)
+	ctx := context.Background()
+	answer := func(ch chan result) result {
+		t.Helper()
+		select {
+		case r := <-ch:
+			return r
+		case <-time.After(10 * time.Second):
+			t.Fatal("a call got no answer in 10 s: the group is stuck")
+			panic("unreachable")
+		}
+	}
+	g.panics.Store(true)
+	for i := range 3 * engine.MaxInFlight {
+		if r := answer(start(t, g, lim, ctx, "k", 1)); r.panicked == nil {
+			t.Fatalf("lone call %d: %+v, want the store's panic", i, r)
+		}
+	}
+	// A batch: two calls held at the store, three queued behind them.
+	g.close()
+	var calls []chan result
+	for _, k := range slotTwins("hot", 2) {
+		calls = append(calls, start(t, g, lim, ctx, k, 1))
+	}
+	for range 3 {
+		calls = append(calls, start(t, g, lim, ctx, "hot", 1))
+	}
+	g.open()
+	panicked, failed := 0, 0
+	for _, ch := range calls {
+		switch r := answer(ch); {
+		case r.panicked != nil:
+			panicked++
+		case errors.Is(r.err, core.ErrStore) && strings.Contains(r.err.Error(), "panicked"):
+			failed++
+		default:
+			t.Errorf("a call: %+v", r)
+		}
+	}
+	// The two lone calls and the batch's lead panic; the lead's two
+	// companions get the error.
+	if panicked != 3 || failed != 2 {
+		t.Errorf("%d calls panicked and %d failed, want 3 and 2", panicked, failed)
+	}
+	g.panics.Store(false)
+	for i := range 2 * engine.MaxInFlight {
+		if r := answer(start(t, g, lim, ctx, "after", 1)); r.err != nil || !r.d.Allowed {
+			t.Fatalf("call %d once the store is mended: %+v", i, r)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -128,9 +129,8 @@ func (c *Coalescer) Decide(ctx context.Context, key string, n int64) (core.Decis
 		if w != nil {
 			c.free(w)
 		}
-		d, err := c.e.Decide(ctx, key, n, ModeAllow)
-		g.line.Done()
-		return d, err
+		defer g.line.Done() // even if the store panics
+		return c.e.Decide(ctx, key, n, ModeAllow)
 	}
 	return c.wait(ctx, g, q)
 }
@@ -182,22 +182,21 @@ func (c *Coalescer) wait(ctx context.Context, g *group, w *waiter) (core.Decisio
 // own is not nil, w's caller has left: its request is left out and own is
 // its answer.
 func (c *Coalescer) lead(g *group, w *waiter, own error) (core.Decision, error) {
-	live := g.line.Batch(w, own == nil)
-	out := c.send(g, live)
-	g.line.Done() // the next batch goes out while this one's callers wake
-	var d core.Decision
-	var err error = own
-	for i, x := range live {
-		if x == w {
-			d, err = out[i].Decision, out[i].Err
-			continue
+	g.line.Send(w, own == nil, func(live []*waiter) {
+		for i, r := range c.send(g, live) {
+			live[i].d, live[i].err = r.Decision, r.Err
 		}
-		x.d, x.err = out[i].Decision, out[i].Err
-		g.line.Wake(x) // x is its caller's from here on
+	}, func(live []*waiter, p any) {
+		err := fmt.Errorf("%w: the store panicked deciding a coalesced batch: %v", core.ErrStore, p)
+		for _, x := range live {
+			x.d, x.err = core.Decision{}, err
+		}
+	})
+	if own != nil {
+		return core.Decision{}, own
 	}
-	if own == nil {
-		c.free(w)
-	}
+	d, err := w.d, w.err
+	c.free(w)
 	return d, err
 }
 

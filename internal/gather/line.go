@@ -178,6 +178,44 @@ func (l *Line[M]) Batch(m M, own bool) []M {
 // caller's from here on.
 func (l *Line[M]) Wake(m M) { m.Waiting().wake <- struct{}{} }
 
+// Send sends the batch m leads and ends it: it takes the batch (Batch),
+// hands it to send, which leaves each call's outcome in its fields, ends
+// the batch (Done: the next one may go out while this one's callers
+// wake), wakes every call of it but m, and returns it. Should send panic,
+// broken gives every call of the batch its outcome instead (p is the
+// panic's value), and the panic goes on in m's caller once the others are
+// woken: no caller waits forever for a batch that never came back, and
+// the Line keeps its count of calls in flight.
+func (l *Line[M]) Send(m M, own bool, send func(batch []M), broken func(batch []M, p any)) []M {
+	batch := l.Batch(m, own)
+	p, panicked := l.run(batch, send)
+	if panicked {
+		broken(batch, p)
+	}
+	l.Done()
+	for _, x := range batch {
+		if x != m {
+			l.Wake(x)
+		}
+	}
+	if panicked {
+		panic(p)
+	}
+	return batch
+}
+
+// run runs send on batch and reports whether it panicked, and with what.
+func (l *Line[M]) run(batch []M, send func([]M)) (p any, panicked bool) {
+	panicked = true
+	defer func() {
+		if panicked {
+			p = recover()
+		}
+	}()
+	send(batch)
+	return nil, false
+}
+
 // Context returns the context a batch goes out with (Context, over the
 // calls' own contexts).
 func (l *Line[M]) Context(live []M) (context.Context, context.CancelFunc) {

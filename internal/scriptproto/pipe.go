@@ -2,6 +2,7 @@ package scriptproto
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"unsafe"
 
@@ -80,9 +81,8 @@ func (w *waiter) Waiting() *gather.Waiter[*waiter] { return &w.Waiter }
 func (p *Pipe) Do(ctx context.Context, c Cmd, reply []int64) ([]int64, error) {
 	w, alone := p.line.Enter(ctx, func() *waiter { return p.waiter(c) })
 	if alone {
-		out, err := p.c.Do(ctx, c, reply)
-		p.line.Done()
-		return out, err
+		defer p.line.Done() // even if the client panics
+		return p.c.Do(ctx, c, reply)
 	}
 	return p.wait(ctx, w, reply)
 }
@@ -151,14 +151,12 @@ func (p *Pipe) give(w *waiter, reply []int64) ([]int64, error) {
 // hands each waiter its outcome. When own is not nil, w's caller has left: its
 // command is left out and own is its error.
 func (p *Pipe) lead(w *waiter, own error, reply []int64) ([]int64, error) {
-	live := p.line.Batch(w, own == nil)
-	p.send(live)
-	p.line.Done() // the next pipeline goes out while this one's callers wake
-	for _, x := range live {
-		if x != w {
-			p.line.Wake(x) // x is its caller's from here on
+	p.line.Send(w, own == nil, p.send, func(live []*waiter, v any) {
+		err := fmt.Errorf("%w: the client panicked sending a pipeline: %v", core.ErrStore, v)
+		for _, x := range live {
+			x.reply, x.err = nil, err
 		}
-	}
+	})
 	if own != nil {
 		return nil, own
 	}

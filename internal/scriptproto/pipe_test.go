@@ -26,6 +26,7 @@ type gated struct {
 	entered chan int
 	gate    chan struct{}
 	fail    map[string]bool
+	panics  map[string]bool // a command on such a first key panics
 	mu      sync.Mutex
 	sends   [][]string // the first key of each command, per send
 	// unloaded makes EVALSHA answer NOSCRIPT until an EVAL has run.
@@ -33,7 +34,7 @@ type gated struct {
 }
 
 func newGated() *gated {
-	return &gated{entered: make(chan int, 100), gate: make(chan struct{}), fail: map[string]bool{}}
+	return &gated{entered: make(chan int, 100), gate: make(chan struct{}), fail: map[string]bool{}, panics: map[string]bool{}}
 }
 
 func (g *gated) send(cmds []Cmd) {
@@ -51,6 +52,9 @@ func (g *gated) send(cmds []Cmd) {
 func (g *gated) run(c Cmd, reply []int64) ([]int64, error) {
 	if g.fail[c.Keys[0]] {
 		return nil, errors.New("WRONGTYPE " + c.Keys[0])
+	}
+	if g.panics[c.Keys[0]] {
+		panic("the client's bug on " + c.Keys[0])
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -352,4 +356,67 @@ func TestPipeManyCallersLeaving(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("%d replies, %d left", ok.Load(), left.Load())
+}
+
+// A client that panics does not stall the Pipe: the panic goes on in the
+// caller whose goroutine sent, the other calls of its pipeline get an
+// error, and the calls in flight are counted back.
+func TestPipeClientPanics(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	g := newGated()
+	g.panics["boom"] = true
+	r := New("fake", g, NewPipe(g, 1), false)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	run := func(key string) <-chan outcome {
+		ch := make(chan outcome, 1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if v := recover(); v != nil {
+					ch <- outcome{err: fmt.Errorf("panicked: %v", v)}
+				}
+			}()
+			reply, err := r.RunScript(ctx, rw, []string{key}, []int64{1}, nil)
+			ch <- outcome{reply, err}
+		}()
+		return ch
+	}
+	lone := run("boom")
+	g.next(t)
+	queued := []<-chan outcome{run("a"), run("boom"), run("b")}
+	waitQueued(t, r.c.(*Pipe), len(queued))
+	close(g.gate)
+	panicked, failed := 0, 0
+	answer := func(ch <-chan outcome) outcome {
+		select {
+		case o := <-ch:
+			return o
+		case <-time.After(10 * time.Second):
+			t.Fatal("a call got no answer in 10 s: the Pipe is stuck")
+			panic("unreachable")
+		}
+	}
+	for _, ch := range append(queued, lone) {
+		switch o := answer(ch); {
+		case strings.HasPrefix(fmt.Sprint(o.err), "panicked: the client's bug"):
+			panicked++
+		case errors.Is(o.err, core.ErrStore) && strings.Contains(o.err.Error(), "panicked"):
+			failed++
+		default:
+			t.Errorf("a call: %v, %v", o.reply, o.err)
+		}
+	}
+	// The lone call and the pipeline's lead panic; the lead's companions
+	// get the error.
+	if panicked != 2 || failed != 2 {
+		t.Errorf("%d calls panicked and %d failed, want 2 and 2", panicked, failed)
+	}
+	for i := range 3 {
+		if o := answer(run("after")); o.err != nil {
+			t.Fatalf("call %d after the panics: %v", i, o.err)
+		}
+	}
+	wg.Wait()
 }
