@@ -74,12 +74,12 @@ func ErrorType(err error) string {
 		return "unexpected_reply"
 	case errors.Is(err, core.ErrCorruptState):
 		return "corrupt_state"
+	case errors.Is(err, core.ErrInvalidLease): // before the key: a lease's bad Key is both
+		return "invalid_lease"
 	case errors.Is(err, core.ErrInvalidKey):
 		return "invalid_key"
 	case errors.Is(err, core.ErrInvalidCost):
 		return "invalid_cost"
-	case errors.Is(err, core.ErrInvalidLease):
-		return "invalid_lease"
 	case errors.Is(err, core.ErrInvalidTime):
 		return "invalid_time"
 	case errors.Is(err, core.ErrInvalidConfig):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,8 +49,15 @@ func TestConcurrency(t *testing.T) {
 	if _, err := reports.Release(ctx, none); !errors.Is(err, core.ErrInvalidLease) {
 		t.Fatalf("releasing a denial's lease: %v", err)
 	}
+	// A lease of the right ID on a bad key is malformed too: never
+	// counted, never uncounted.
+	badKey := a
+	badKey.Key = ""
+	if _, err := reports.Release(ctx, badKey); !errors.Is(err, core.ErrInvalidLease) {
+		t.Fatalf("releasing a lease with an empty key: %v", err)
+	}
 	if got := r.ints(t, "ratekit.concurrency.leases"); got[key(base...)] != 1 {
-		t.Fatalf("ratekit.concurrency.leases = %v, want 1 after a release (and none for the denial's lease)", got)
+		t.Fatalf("ratekit.concurrency.leases = %v, want 1 after a release (and none for the malformed leases)", got)
 	}
 	want := map[string]int64{
 		key(append(base, "ratekit.outcome", "allowed")...): 2,
@@ -59,7 +67,7 @@ func TestConcurrency(t *testing.T) {
 		t.Fatalf("ratekit.decisions = %v, want %v", got, want)
 	}
 	spans := r.spans.Ended()
-	rel := spans[len(spans)-2] // the live release, before the invalid one
+	rel := spans[len(spans)-3] // the live release, before the invalid ones
 	if rel.Name() != "ratekit.Release" {
 		t.Fatalf("span %q, want ratekit.Release", rel.Name())
 	}
@@ -76,6 +84,18 @@ func TestConcurrency(t *testing.T) {
 	}
 	if _, err := r.tel.Concurrency("reports", nil); !errors.Is(err, core.ErrInvalidConfig) {
 		t.Fatalf("a nil limiter: %v", err)
+	}
+	if _, err := r.tel.Concurrency("reports", &concurrency.Limiter{}); !errors.Is(err, core.ErrInvalidConfig) {
+		t.Fatalf("a zero limiter: %v", err)
+	}
+	// A malformed ID never reaches a span: it is most of a secret.
+	upper := a
+	upper.ID = strings.ToUpper(a.ID)
+	reports.Release(ctx, upper)
+	for _, s := range r.spans.Ended() {
+		if strings.Contains(strings.ToLower(fmt.Sprint(s.Status(), s.Events())), a.ID[:16]) {
+			t.Fatalf("span %q holds the lease's ID: %v %v", s.Name(), s.Status(), s.Events())
+		}
 	}
 	if _, err := r.tel.Concurrency("", cl); !errors.Is(err, core.ErrInvalidConfig) {
 		t.Fatalf("an empty name: %v", err)

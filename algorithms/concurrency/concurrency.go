@@ -222,9 +222,11 @@ func (l *Limiter) AcquireN(ctx context.Context, key string, n int64) (Lease, cor
 // slots are free again, false when it had expired, was released already,
 // or was never issued on its Key by a limiter with this prefix (a forged
 // lease, or another key's): then nothing changes. A zero Lease, or one
-// whose ID is not 32 lowercase hex digits or whose N is outside 1 to
-// MaxLimit, is an error wrapping core.ErrInvalidLease. Store failures wrap
-// core.ErrStore; a lease whose release failed expires by itself.
+// whose ID is not 32 lowercase hex digits, whose N is outside 1 to
+// MaxLimit or whose Key is not a key (then wrapping core.ErrInvalidKey
+// too), is an error wrapping core.ErrInvalidLease; its message never
+// holds the ID, which is a secret. Store failures wrap core.ErrStore; a
+// lease whose release failed expires by itself.
 func (l *Limiter) Release(ctx context.Context, lease Lease) (bool, error) {
 	return l.call(ctx, lease, modeRelease)
 }
@@ -257,14 +259,16 @@ func parseLease(lease Lease) (int64, int64, error) {
 	}
 	var id [16]byte
 	if len(lease.ID) != 32 || !lowerHex(lease.ID) {
-		return 0, 0, fmt.Errorf("%w: ID %q is not 32 lowercase hex digits", core.ErrInvalidLease, lease.ID)
+		// Not the ID itself: it is a secret, and errors reach logs and
+		// traces.
+		return 0, 0, fmt.Errorf("%w: the ID (%d bytes) is not 32 lowercase hex digits", core.ErrInvalidLease, len(lease.ID))
 	}
 	hex.Decode(id[:], []byte(lease.ID))
 	if lease.N < 1 || lease.N > MaxLimit {
 		return 0, 0, fmt.Errorf("%w: N = %d is outside 1 to %d", core.ErrInvalidLease, lease.N, MaxLimit)
 	}
 	if err := keyspace.CheckKey(lease.Key); err != nil {
-		return 0, 0, err
+		return 0, 0, fmt.Errorf("%w: Key: %w", core.ErrInvalidLease, err)
 	}
 	return int64(binary.BigEndian.Uint64(id[:8])), int64(binary.BigEndian.Uint64(id[8:])), nil
 }
@@ -280,8 +284,10 @@ func lowerHex(s string) bool {
 
 // Peek reports the decision Acquire would get on key now, and writes
 // nothing (EVALSHA_RO on Redis): Remaining is Limit minus the cost in
-// flight (at least 0), RetryAfter, when full, the time until the oldest
-// lease expires, and ResetAfter the time until every lease has.
+// flight (at least 0), RetryAfter, when full, the time until enough
+// leases have expired for one more unit to fit (the oldest lease's expiry,
+// unless a lowered Limit or Extend keeps more in flight), and ResetAfter
+// the time until every lease has.
 func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
 	return l.e.Decide(ctx, key, 1, engine.ModePeek)
 }

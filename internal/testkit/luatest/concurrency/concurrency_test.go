@@ -294,8 +294,13 @@ func TestBadCalls(t *testing.T) {
 			{"empty key", concurrency.Lease{Key: "", N: 1, ID: held.ID}, core.ErrInvalidKey},
 			{"huge key", concurrency.Lease{Key: hugeKey, N: 1, ID: held.ID}, core.ErrInvalidKey},
 		} {
-			if ok, err := l.Release(ctx, c.lease); ok || !errors.Is(err, c.want) {
-				t.Errorf("Release(%s) = %v, %v; want %v", c.name, ok, err, c.want)
+			ok, err := l.Release(ctx, c.lease)
+			if ok || !errors.Is(err, c.want) || !errors.Is(err, core.ErrInvalidLease) {
+				t.Errorf("Release(%s) = %v, %v; want %v and ErrInvalidLease", c.name, ok, err, c.want)
+			}
+			// The ID is a secret: errors reach logs and traces.
+			if err != nil && len(held.ID) > 0 && strings.Contains(err.Error(), held.ID[:16]) {
+				t.Errorf("Release(%s): the error shows the ID: %v", c.name, err)
 			}
 			if ok, err := l.Extend(ctx, c.lease); ok || !errors.Is(err, c.want) {
 				t.Errorf("Extend(%s) = %v, %v; want %v", c.name, ok, err, c.want)
