@@ -36,9 +36,10 @@ import "github.com/ratekit/ratekit/internal/engine"
 //
 // Peek, Refund, Reset and AllowMany go to l's store directly, and a
 // Policy built from the returned limiter decides as one built from l.
-// Coalesce(nil) is nil; Coalesce of a coalescing limiter returns it.
+// Coalesce(nil) is nil; Coalesce of a coalescing limiter, or of a zero
+// Limiter (which fails every call), returns it.
 func Coalesce(l *Limiter) *Limiter {
-	if l == nil || l.c != nil {
+	if l == nil || l.c != nil || l.e == nil {
 		return l
 	}
 	return &Limiter{e: l.e, c: engine.NewCoalescer(l.e)}

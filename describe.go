@@ -6,14 +6,14 @@ import "github.com/ratekit/ratekit/core"
 // algorithms.All lists it and its package is named: "tokenbucket",
 // "gcra", ... It is fixed by the algorithm, never by a key, so metrics and
 // traces use it as an attribute.
-func (l *Limiter) Algorithm() string { return l.e.Spec().Name }
+func (l *Limiter) Algorithm() string { return l.engine().Spec().Name }
 
 // Store returns the store the limiter runs its scripts on, as given to the
 // algorithm's New. Stores name themselves with core.StoreNamer.
-func (l *Limiter) Store() core.ScriptRunner { return l.e.Runner() }
+func (l *Limiter) Store() core.ScriptRunner { return l.engine().Runner() }
 
 // MaxCost is the largest cost AllowN, Refund and AllowMany accept: the
 // limit (Decision.Limit), since a larger cost could never pass. Wrappers
 // that answer without the store (failsafe, denycache) refuse larger
 // costs with it, as the limiter does.
-func (l *Limiter) MaxCost() int64 { return l.e.Limit() }
+func (l *Limiter) MaxCost() int64 { return l.engine().Limit() }

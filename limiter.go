@@ -21,14 +21,24 @@ var _ core.Limiter = (*Limiter)(nil)
 // module, which cannot name engine.Engine outside it.
 func FromEngine(e *engine.Engine) *Limiter { return &Limiter{e: e} }
 
+// engine returns l's engine: nil for a nil or zero Limiter, whose calls
+// then fail with engine.ErrZero (wrapping core.ErrInvalidConfig) instead
+// of panicking.
+func (l *Limiter) engine() *engine.Engine {
+	if l == nil {
+		return nil
+	}
+	return l.e
+}
+
 // Allow is AllowN(ctx, key, 1).
 func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) {
 	// AllowN's body, not a call to it: AllowN does not inline, and the
 	// frame it adds is measurable on the memory store.
-	if l.c != nil {
+	if l != nil && l.c != nil {
 		return l.c.Decide(ctx, key, 1)
 	}
-	return l.e.Decide(ctx, key, 1, engine.ModeAllow)
+	return l.engine().Decide(ctx, key, 1, engine.ModeAllow)
 }
 
 // AllowN decides whether a request of cost n on key may proceed now, and
@@ -39,16 +49,16 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 // must be 1 to core.MaxKeyLen bytes (core.ErrInvalidKey). Store failures
 // wrap core.ErrStore; a call whose ctx has ended sends nothing.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
-	if l.c != nil {
+	if l != nil && l.c != nil {
 		return l.c.Decide(ctx, key, n)
 	}
-	return l.e.Decide(ctx, key, n, engine.ModeAllow)
+	return l.engine().Decide(ctx, key, n, engine.ModeAllow)
 }
 
 // Peek reports the decision a request of cost 1 would get now, with the
 // current state in Remaining, and writes nothing (EVALSHA_RO on Redis).
 func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
-	return l.e.Decide(ctx, key, 1, engine.ModePeek)
+	return l.engine().Decide(ctx, key, 1, engine.ModePeek)
 }
 
 // Refund gives n back to key: the limiter takes n off what it has counted
@@ -59,12 +69,12 @@ func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
 // first, then refund what should not have counted. n is checked as for
 // AllowN.
 func (l *Limiter) Refund(ctx context.Context, key string, n int64) (core.Decision, error) {
-	return l.e.Decide(ctx, key, n, engine.ModeRefund)
+	return l.engine().Decide(ctx, key, n, engine.ModeRefund)
 }
 
 // Reset deletes key's state: the next request sees a fresh limiter.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
-	return l.e.Reset(ctx, key)
+	return l.engine().Reset(ctx, key)
 }
 
 // AllowMany decides many requests in one call: each exactly as AllowN
@@ -74,7 +84,7 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 // requests on a store that is one node (core.SingleNode), those on the
 // same key on any other (a cluster, a Ring).
 func (l *Limiter) AllowMany(ctx context.Context, reqs []core.Request) []core.Result {
-	return l.e.AllowMany(ctx, reqs)
+	return l.engine().AllowMany(ctx, reqs)
 }
 
 // Call returns the script call AllowN(ctx, key, n) would send to the store
@@ -83,5 +93,5 @@ func (l *Limiter) AllowMany(ctx context.Context, reqs []core.Request) []core.Res
 // redis-cli, or measuring it with redis-benchmark. With no Clock the first
 // argument is -1, which makes the script read the server's TIME.
 func (l *Limiter) Call(key string, n int64) (core.ScriptCall, error) {
-	return l.e.Call(key, n)
+	return l.engine().Call(key, n)
 }

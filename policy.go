@@ -245,6 +245,9 @@ func (p *Policy) Refund(ctx context.Context, key string, n int64) (PolicyDecisio
 
 // Reset deletes key's state in every limit and its penalty block.
 func (p *Policy) Reset(ctx context.Context, key string) error {
+	if len(p.engines) == 0 {
+		return engine.ErrZero
+	}
 	for _, e := range p.engines {
 		if err := e.Reset(ctx, key); err != nil {
 			return err
@@ -258,6 +261,9 @@ func (p *Policy) Reset(ctx context.Context, key string) error {
 }
 
 func (p *Policy) run(ctx context.Context, key string, n int64, mode int64) (PolicyDecision, error) {
+	if len(p.engines) == 0 {
+		return PolicyDecision{}, engine.ErrZero
+	}
 	if err := keyspace.CheckKey(key); err != nil {
 		return PolicyDecision{}, err
 	}

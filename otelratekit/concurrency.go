@@ -38,6 +38,9 @@ func (t *Telemetry) Concurrency(name string, next *concurrency.Limiter) (*Concur
 	if next == nil {
 		return nil, fmt.Errorf("%w: otelratekit: concurrency limiter %q is nil", core.ErrInvalidConfig, name)
 	}
+	if next.Store() == nil {
+		return nil, fmt.Errorf("%w: otelratekit: concurrency limiter %q is a zero Limiter, not built by its New", core.ErrInvalidConfig, name)
+	}
 	l := t.newLimiter(name, nil, next.Algorithm(), storeName(next.Store()))
 	return &Concurrency{l: l, next: next, leaseAttrs: []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(l.spanAttrs...))}}, nil
 }

@@ -78,9 +78,11 @@ func (t *Telemetry) Limiter(name string, next core.Limiter) (*Limiter, error) {
 		obs.add(cur)
 		if d, ok := cur.(described); ok {
 			algorithm = d.Algorithm()
-			if s := d.Store(); s != nil {
-				store = storeName(s)
+			s := d.Store()
+			if s == nil {
+				return nil, fmt.Errorf("%w: otelratekit: limiter %q wraps a zero %T, not built by its New", core.ErrInvalidConfig, name, cur)
 			}
+			store = storeName(s)
 			break
 		}
 		u, ok := cur.(unwrapper)

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms/gcra"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/otelratekit"
@@ -307,7 +308,7 @@ func TestLimiterConfig(t *testing.T) {
 		t.Errorf("64 bytes: %v", err)
 	}
 	var nilLimiter *gcra.Limiter
-	for _, next := range []core.Limiter{nil, nilLimiter} {
+	for _, next := range []core.Limiter{nil, nilLimiter, &gcra.Limiter{}, &ratekit.Limiter{}} {
 		if _, err := r.tel.Limiter("api", next); !errors.Is(err, core.ErrInvalidConfig) {
 			t.Errorf("Limiter(%#v): %v", next, err)
 		}

@@ -58,6 +58,9 @@ func (t *Telemetry) Policy(name string, next *ratekit.Policy) (*Policy, error) {
 		return nil, fmt.Errorf("%w: otelratekit: policy %q is nil", core.ErrInvalidConfig, name)
 	}
 	limits := next.Limits()
+	if len(limits) == 0 {
+		return nil, fmt.Errorf("%w: otelratekit: policy %q is a zero Policy, not built by NewPolicy", core.ErrInvalidConfig, name)
+	}
 	store := Other
 	if len(limits) > 0 && limits[0].Limiter != nil {
 		store = storeName(limits[0].Limiter.Store())

@@ -83,6 +83,9 @@ func TestPolicy(t *testing.T) {
 			t.Fatal("an attribute holds the key")
 		}
 	}
+	if _, err := r.tel.Policy("api", &ratekit.Policy{}); !errors.Is(err, core.ErrInvalidConfig) {
+		t.Errorf("a zero Policy: %v", err)
+	}
 	if _, err := r.tel.Policy("api", nil); !errors.Is(err, core.ErrInvalidConfig) {
 		t.Fatalf("a nil policy: %v", err)
 	}

@@ -198,6 +198,9 @@ func (l *Limiter) Acquire(ctx context.Context, key string) (Lease, core.Decision
 // core.MaxKeyLen bytes (core.ErrInvalidKey). Store failures wrap
 // core.ErrStore; a call whose ctx has ended sends nothing.
 func (l *Limiter) AcquireN(ctx context.Context, key string, n int64) (Lease, core.Decision, error) {
+	if l.e == nil {
+		return Lease{}, core.Decision{}, engine.ErrZero
+	}
 	if err := keyspace.CheckKey(key); err != nil {
 		return Lease{}, core.Decision{}, err
 	}

@@ -61,6 +61,9 @@ return {allowed, remaining, retry, reset}
 // ArgsScript from e's Spec) for key at cost n in mode with the call's
 // args, and returns the raw reply. It does not check n.
 func (e *Engine) RunArgs(ctx context.Context, script *core.Script, key string, n, mode int64, args ...int64) ([]int64, error) {
+	if e == nil {
+		return nil, ErrZero
+	}
 	if err := keyspace.CheckKey(key); err != nil {
 		return nil, err
 	}

@@ -27,7 +27,11 @@ const maxBatch = 64
 // core.BatchRunner.
 func (e *Engine) AllowMany(ctx context.Context, reqs []core.Request) []core.Result {
 	out := make([]core.Result, len(reqs))
-	now, err := params.Now(e.clock)
+	var now int64
+	err := ErrZero
+	if e != nil {
+		now, err = params.Now(e.clock)
+	}
 	if err != nil {
 		for i := range out {
 			out[i].Err = err

@@ -77,20 +77,58 @@ func New(runner core.ScriptRunner, clock core.Clock, prefix, defaultPrefix strin
 	return e, nil
 }
 
+// ErrZero is what a nil Engine's calls return: the engine of a limiter
+// that was not built by its New (a zero ratekit.Limiter, a zero
+// concurrency.Limiter or Policy).
+var ErrZero = fmt.Errorf("%w: a zero limiter: build it with its algorithm's New", core.ErrInvalidConfig)
+
+// The engine's methods answer on a nil Engine: the descriptions are
+// empty (no limit, no runner, an unnamed Spec) and the calls return
+// ErrZero, so that a limiter declared but never built fails with an error,
+// never a panic.
+
+// zeroSpec is a nil Engine's Spec.
+var zeroSpec = &Spec{}
+
 // Limit returns the limit decisions report.
-func (e *Engine) Limit() int64 { return e.limit }
+func (e *Engine) Limit() int64 {
+	if e == nil {
+		return 0
+	}
+	return e.limit
+}
 
 // Spec returns the algorithm the engine runs.
-func (e *Engine) Spec() *Spec { return e.spec }
+func (e *Engine) Spec() *Spec {
+	if e == nil {
+		return zeroSpec
+	}
+	return e.spec
+}
 
 // Runner, Clock and Prefix return what the engine was built with.
-func (e *Engine) Runner() core.ScriptRunner { return e.runner }
+func (e *Engine) Runner() core.ScriptRunner {
+	if e == nil {
+		return nil
+	}
+	return e.runner
+}
 
 // Clock is the limiter's clock, nil for the store's.
-func (e *Engine) Clock() core.Clock { return e.clock }
+func (e *Engine) Clock() core.Clock {
+	if e == nil {
+		return nil
+	}
+	return e.clock
+}
 
 // Prefix is the key prefix in use.
-func (e *Engine) Prefix() string { return e.prefix }
+func (e *Engine) Prefix() string {
+	if e == nil {
+		return ""
+	}
+	return e.prefix
+}
 
 // Params returns the script parameters, in the order of Spec().Params,
 // as configured: a limiter with a schedule (SetSchedule) changes some of
@@ -125,6 +163,9 @@ func (e *Engine) SetSchedule(schedule func(now int64, p []int64)) error {
 // ModePeek or ModeRefund): through the one-decision script, or on a store
 // that runs steps in process (InProcess) with the step itself.
 func (e *Engine) Decide(ctx context.Context, key string, n int64, mode int64) (core.Decision, error) {
+	if e == nil {
+		return core.Decision{}, ErrZero
+	}
 	if err := keyspace.CheckKey(key); err != nil {
 		return core.Decision{}, err
 	}
@@ -196,6 +237,9 @@ func (e *Engine) decodeError(key string, err error) error {
 // Run validates key and the clock, runs the one-decision script in mode,
 // and returns the raw reply. It does not check n.
 func (e *Engine) Run(ctx context.Context, key string, n int64, mode int64) ([]int64, error) {
+	if e == nil {
+		return nil, ErrZero
+	}
 	if err := keyspace.CheckKey(key); err != nil {
 		return nil, err
 	}
@@ -221,6 +265,9 @@ func (e *Engine) Run(ctx context.Context, key string, n int64, mode int64) ([]in
 
 // Reset deletes key's state.
 func (e *Engine) Reset(ctx context.Context, key string) error {
+	if e == nil {
+		return ErrZero
+	}
 	if err := keyspace.CheckKey(key); err != nil {
 		return err
 	}
@@ -292,6 +339,9 @@ func isSelf(runner core.ScriptRunner, self func() core.ScriptRunner) bool {
 // Call returns the one-decision script call AllowN would send for key and
 // n now.
 func (e *Engine) Call(key string, n int64) (core.ScriptCall, error) {
+	if e == nil {
+		return core.ScriptCall{}, ErrZero
+	}
 	if err := keyspace.CheckKey(key); err != nil {
 		return core.ScriptCall{}, err
 	}

@@ -1,0 +1,85 @@
+package ratekit_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/ratekit/ratekit"
+	"github.com/ratekit/ratekit/algorithms/concurrency"
+	"github.com/ratekit/ratekit/algorithms/gcra"
+	"github.com/ratekit/ratekit/core"
+)
+
+// A limiter declared but never built by its New fails every call with an
+// error wrapping core.ErrInvalidConfig, and describes itself as empty:
+// it never panics.
+func TestZeroLimiters(t *testing.T) {
+	ctx := context.Background()
+	check := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, core.ErrInvalidConfig) {
+			t.Errorf("%s: %v, want ErrInvalidConfig", what, err)
+		}
+	}
+	var l ratekit.Limiter
+	_, err := l.Allow(ctx, "k")
+	check("Allow", err)
+	_, err = l.AllowN(ctx, "k", 1)
+	check("AllowN", err)
+	_, err = l.Peek(ctx, "k")
+	check("Peek", err)
+	_, err = l.Refund(ctx, "k", 1)
+	check("Refund", err)
+	check("Reset", l.Reset(ctx, "k"))
+	_, err = l.Call("k", 1)
+	check("Call", err)
+	for _, r := range l.AllowMany(ctx, []core.Request{{Key: "k", N: 1}, {Key: "j", N: 1}}) {
+		check("AllowMany", r.Err)
+	}
+	if l.Algorithm() != "" || l.Store() != nil || l.MaxCost() != 0 {
+		t.Errorf("a zero Limiter describes itself as %q on %v, MaxCost %d", l.Algorithm(), l.Store(), l.MaxCost())
+	}
+	if c := ratekit.Coalesce(&l); c != &l {
+		t.Error("Coalesce of a zero Limiter made another")
+	}
+	_, err = ratekit.NewPolicy(ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: &l}}})
+	check("NewPolicy of a zero Limiter", err)
+
+	var p ratekit.Policy
+	_, err = p.Allow(ctx, "k")
+	check("Policy.Allow", err)
+	_, err = p.Peek(ctx, "k")
+	check("Policy.Peek", err)
+	_, err = p.Refund(ctx, "k", 1)
+	check("Policy.Refund", err)
+	check("Policy.Reset", p.Reset(ctx, "k"))
+	if len(p.Limits()) != 0 || p.MaxCost() != 0 {
+		t.Errorf("a zero Policy has %d limits, MaxCost %d", len(p.Limits()), p.MaxCost())
+	}
+
+	// A nil *Limiter too, and a zero gcra.Limiter, which embeds one.
+	var nilLimiter *ratekit.Limiter
+	_, err = nilLimiter.Allow(ctx, "k")
+	check("Allow on a nil *Limiter", err)
+	var g gcra.Limiter
+	_, err = g.Allow(ctx, "k")
+	check("gcra Allow", err)
+	_, _, err = g.AllowAtMost(ctx, "k", 1)
+	check("gcra AllowAtMost", err)
+	if g.Algorithm() != "" || g.Store() != nil {
+		t.Errorf("a zero gcra.Limiter describes itself as %q on %v", g.Algorithm(), g.Store())
+	}
+
+	var c concurrency.Limiter
+	_, _, err = c.Acquire(ctx, "k")
+	check("concurrency Acquire", err)
+	_, err = c.Release(ctx, concurrency.Lease{Key: "k", N: 1, ID: "0123456789abcdef0123456789abcdef"})
+	check("concurrency Release", err)
+	_, err = c.Peek(ctx, "k")
+	check("concurrency Peek", err)
+	check("concurrency Reset", c.Reset(ctx, "k"))
+	if c.Algorithm() != "" || c.Store() != nil || c.Limit() != 0 {
+		t.Errorf("a zero concurrency.Limiter describes itself as %q on %v, Limit %d", c.Algorithm(), c.Store(), c.Limit())
+	}
+}
