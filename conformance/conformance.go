@@ -121,6 +121,11 @@ type batcher interface {
 	AllowMany(ctx context.Context, reqs []core.Request) []core.Result
 }
 
+// caller returns the script call a decision sends (ratekit.Limiter.Call).
+type caller interface {
+	Call(key string, n int64) (core.ScriptCall, error)
+}
+
 // draws holds each algorithm's draw, by its name in algorithms.All. The
 // suite checks every algorithm of the registry, in its order, and fails
 // for one that has no draw here (see suite).
@@ -487,11 +492,35 @@ func runMachine(t *rapid.T, h Harness, a algorithm) {
 			t.Fatalf("%T has AllowAtMost, %T does not", want, got)
 		}
 	}
+	if _, ok := got.(caller); ok {
+		// A store sends nothing for a call whose context has ended: it
+		// returns an error wrapping core.ErrStore and the context's, and
+		// the key is as it was (the steps after it compare with the
+		// reference, which never saw the call).
+		actions["ended"] = func(t *rapid.T) {
+			key, n := keyGen.Draw(t, "key"), rapid.Int64Range(1, v.maxCost).Draw(t, "n")
+			call, err := got.(caller).Call(key, n)
+			if err != nil {
+				t.Fatalf("Call(%q, %d): %v", key, n, err)
+			}
+			ended, cancel := context.WithCancel(ctx)
+			cancel()
+			sync()
+			_, err = h.Runner.RunScript(ended, call.Script, call.Keys, call.Args, nil)
+			if !errors.Is(err, core.ErrStore) || !errors.Is(err, context.Canceled) {
+				t.Fatalf("RunScript with an ended context: %v, want an error wrapping core.ErrStore and context.Canceled", err)
+			}
+		}
+	}
 	if _, ok := got.(batcher); ok {
 		// A batch on the store under test decides like the same requests
 		// one by one, in order, on the reference.
 		actions["batch"] = func(t *rapid.T) {
-			reqs := make([]core.Request, rapid.IntRange(1, 8).Draw(t, "size"))
+			// Now and then more requests than one batch script call
+			// makes (64): a store's batch of several calls must answer
+			// each call with its own reply, in order.
+			size := rapid.OneOf(rapid.IntRange(1, 8), rapid.IntRange(1, 8), rapid.IntRange(1, 8), rapid.IntRange(60, 140)).Draw(t, "size")
+			reqs := make([]core.Request, size)
 			for i := range reqs {
 				reqs[i] = core.Request{Key: keyGen.Draw(t, "key"), N: cost(t, "n")}
 			}

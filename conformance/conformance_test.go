@@ -42,6 +42,14 @@ func (f *forgetful) RunScript(ctx context.Context, s *core.Script, keys []string
 	return f.Store.RunScript(ctx, s, keys, args, reply)
 }
 
+// ignoresCtx runs every script, even when the caller's context has
+// ended.
+type ignoresCtx struct{ *memory.Store }
+
+func (i ignoresCtx) RunScript(_ context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
+	return i.Store.RunScript(context.Background(), s, keys, args, reply)
+}
+
 var resetScript = core.NewScript("del", "", func(tx core.Tx, keys []string, _ []int64, _ []int64) ([]int64, error) {
 	for _, k := range keys {
 		tx.Del(k)
@@ -62,14 +70,21 @@ func TestBrokenStore(t *testing.T) {
 	}
 	defer s.Close()
 	var r core.ScriptRunner = &offByOne{Store: s}
-	if mode == "forgetful" {
+	switch mode {
+	case "forgetful":
 		r = &forgetful{Store: s}
+	case "ignoresctx":
+		r = ignoresCtx{s}
 	}
 	conformance.Run(t, conformance.Harness{Runner: r})
 }
 
 func TestSuiteCatchesBrokenStores(t *testing.T) {
-	for _, mode := range []string{"offbyone", "forgetful"} {
+	for mode, says := range map[string]string{
+		"offbyone":   "reference",
+		"forgetful":  "reference",
+		"ignoresctx": "ended context",
+	} {
 		t.Run(mode, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenStore$", "-rapid.nofailfile", "-test.count=1")
 			cmd.Env = append(os.Environ(), "CONFORMANCE_BROKEN="+mode)
@@ -77,8 +92,8 @@ func TestSuiteCatchesBrokenStores(t *testing.T) {
 			if err == nil {
 				t.Fatalf("the suite passed a broken store:\n%s", out)
 			}
-			if !strings.Contains(string(out), "reference") {
-				t.Fatalf("the suite failed without comparing decisions:\n%s", out)
+			if !strings.Contains(string(out), says) {
+				t.Fatalf("the suite failed, but not saying %q:\n%s", says, out)
 			}
 		})
 	}

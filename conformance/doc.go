@@ -21,7 +21,10 @@
 // have in flight, held there, so that they reach the store as batches:
 // each call's decision must be the reference's for the same requests one
 // by one, and the store must see each group's first two calls alone and
-// what queued behind them as one call.
+// what queued behind them as one call. Batches (AllowMany) are now and
+// then larger than one batch script call holds, so that a store's reply
+// to several calls is checked call by call; and a script call whose
+// context has ended must fail with core.ErrStore and change nothing.
 // An algorithm of the registry that the suite has no configurations for
 // fails the suite, by name. The concurrency limiter (algorithms/concurrency,
 // not in the registry) has a state machine of its own: random acquires,
@@ -37,4 +40,8 @@
 // clock the test can set (miniredis, the memory store) runs in server-time
 // mode by giving Harness.SetTime: limiters then get no clock, and the suite
 // sets the store's time before each step.
+//
+// A store whose clock the test cannot set (a real Redis) runs
+// RunServerClock as well: it checks the store's own clock, which Run never
+// reads in client-clock mode, against each algorithm's bounds.
 package conformance
