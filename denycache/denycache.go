@@ -24,7 +24,6 @@ import (
 
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/callcheck"
-	"github.com/ratekit/ratekit/internal/typednil"
 )
 
 const shards = 64
@@ -63,9 +62,10 @@ type Option func(*Limiter)
 // default).
 func WithClock(now func() time.Time) Option { return func(l *Limiter) { l.now = now } }
 
-// WithMaxKeys bounds the keys remembered (DefaultMaxKeys by default);
-// beyond it, new denials are not cached until old ones end. n <= 0
-// caches nothing: every call goes to the next limiter.
+// WithMaxKeys bounds the keys remembered (DefaultMaxKeys by default).
+// At the bound, a new key's denial takes the place of one that has ended,
+// found among a few keys of its shard, or is not cached. n <= 0 caches
+// nothing: every call goes to the next limiter.
 func WithMaxKeys(n int) Option { return func(l *Limiter) { l.max = n } }
 
 // DefaultMaxKeys is how many keys a Limiter remembers without
@@ -86,8 +86,8 @@ func New(next core.Limiter, opts ...Option) *Limiter {
 		o(l)
 	}
 	switch {
-	case typednil.Is(next):
-		l.invalid = fmt.Errorf("%w: denycache.New: the next limiter is nil", core.ErrInvalidConfig)
+	case callcheck.Unusable(next) != "":
+		l.invalid = fmt.Errorf("%w: denycache.New: the next limiter is %s", core.ErrInvalidConfig, callcheck.Unusable(next))
 	case l.now == nil:
 		l.invalid = fmt.Errorf("%w: denycache.WithClock: the clock is nil", core.ErrInvalidConfig)
 	}
@@ -142,16 +142,43 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decisio
 	}
 	sh.mu.Lock()
 	c, ok = sh.m[key] // again: another call may have changed it
-	switch {
-	case ok && n <= c.n:
+	if (ok && n <= c.n) || (!ok && l.room(sh, now)) {
 		sh.m[key] = denial{until: now + int64(d.RetryAfter), at: now, n: n, d: d}
-	case !ok && l.keys.Add(1) <= int64(l.max):
-		sh.m[key] = denial{until: now + int64(d.RetryAfter), at: now, n: n, d: d}
-	case !ok:
-		l.keys.Add(-1) // full
 	}
 	sh.mu.Unlock()
 	return d, nil
+}
+
+// sample is how many of a shard's keys room looks at for denials that
+// have ended.
+const sample = 16
+
+// room takes a place in the cache for a new key of sh, whose lock is
+// held: a free one, or one freed by dropping the denials that have ended
+// among a few of sh's keys (a map's range starts anywhere: a random
+// sample). It reports false when it found none.
+func (l *Limiter) room(sh *shard, now int64) bool {
+	if l.keys.Add(1) <= int64(l.max) {
+		return true
+	}
+	l.keys.Add(-1)
+	freed, seen := false, 0
+	for k, c := range sh.m {
+		if now >= c.until {
+			l.drop(sh, k)
+			freed = true
+		}
+		if seen++; seen == sample {
+			break
+		}
+	}
+	if freed && l.keys.Add(1) <= int64(l.max) {
+		return true
+	}
+	if freed {
+		l.keys.Add(-1)
+	}
+	return false
 }
 
 // drop deletes key's denial, which sh holds; sh is locked.

@@ -174,3 +174,38 @@ func TestNilLimiter(t *testing.T) {
 		}
 	}
 }
+
+// A full cache makes room for a new key's denial by dropping one that
+// has ended: it does not stop caching once MaxKeys keys were denied.
+func TestFullCacheDropsEndedDenials(t *testing.T) {
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s, _ := memory.New(memory.WithClock(clock))
+	defer s.Close()
+	tb, _ := tokenbucket.New(s, tokenbucket.Config{Capacity: 1, RefillRate: 1, RefillInterval: time.Minute, Clock: clock})
+	l := denycache.New(tb, denycache.WithMaxKeys(1), denycache.WithClock(clock.Now))
+	ctx := context.Background()
+	deny := func(key string) {
+		for range 3 {
+			l.Allow(ctx, key)
+		}
+	}
+	deny("a") // cached, its third call answered here
+	if l.Hits() != 1 {
+		t.Fatalf("%d hits after a, want 1", l.Hits())
+	}
+	// Until a's denial ends the cache is full: b goes uncached.
+	deny("b")
+	if l.Hits() != 1 {
+		t.Fatalf("%d hits after b, want 1 (the cache is full)", l.Hits())
+	}
+	clock.Advance(time.Hour) // a's denial (and b's) has ended
+	// A new key's own shard is sampled: one of 64 shards holds a's
+	// denial, so among 2000 keys some land there (all but surely).
+	for i := range 2000 {
+		deny("c" + strconv.Itoa(i))
+		if l.Hits() > 1 {
+			return
+		}
+	}
+	t.Fatalf("%d hits: no denial was cached after the one cached had ended", l.Hits())
+}
