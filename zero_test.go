@@ -3,12 +3,19 @@ package ratekit_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms/concurrency"
 	"github.com/ratekit/ratekit/algorithms/gcra"
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/denycache"
+	"github.com/ratekit/ratekit/failsafe"
+	"github.com/ratekit/ratekit/hotkey"
+	"github.com/ratekit/ratekit/httplimit"
 )
 
 // A limiter declared but never built by its New fails every call with an
@@ -81,5 +88,34 @@ func TestZeroLimiters(t *testing.T) {
 	check("concurrency Reset", c.Reset(ctx, "k"))
 	if c.Algorithm() != "" || c.Store() != nil || c.Limit() != 0 {
 		t.Errorf("a zero concurrency.Limiter describes itself as %q on %v, Limit %d", c.Algorithm(), c.Store(), c.Limit())
+	}
+}
+
+// Every constructor that takes a limiter refuses a zero one, as it
+// refuses a nil one, rather than failing (or failing open) at every call.
+func TestConstructorsRefuseZeroLimiters(t *testing.T) {
+	ctx := context.Background()
+	zero, zeroPolicy, zeroConcurrency := &ratekit.Limiter{}, &ratekit.Policy{}, &concurrency.Limiter{}
+	for name, err := range map[string]error{
+		"failsafe Store": func() error { _, err := failsafe.New(failsafe.Config{Store: zero}); return err }(),
+		"failsafe Local": func() error {
+			_, err := failsafe.New(failsafe.Config{Store: &gcra.Limiter{Limiter: zero}, Policy: failsafe.FailLocal, Local: zero})
+			return err
+		}(),
+		"denycache": func() error { _, err := denycache.New(zero).Allow(ctx, "k"); return err }(),
+		"hotkey":    func() error { _, err := hotkey.New(zero, hotkey.Config{Lease: 1, TTL: time.Second}); return err }(),
+		"httplimit Policies": func() error {
+			_, err := httplimit.New(httplimit.Config{Policies: []httplimit.Policy{{Name: "api", Limiter: zero}}})
+			return err
+		}(),
+		"httplimit Policy": func() error { _, err := httplimit.New(httplimit.Config{Policy: zeroPolicy}); return err }(),
+		"httplimit Concurrency": func() error {
+			_, err := httplimit.Concurrency(httplimit.ConcurrencyConfig{Limiter: zeroConcurrency})
+			return err
+		}(),
+	} {
+		if !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(fmt.Sprint(err), "zero") {
+			t.Errorf("%s: %v, want an ErrInvalidConfig naming a zero limiter", name, err)
+		}
 	}
 }

@@ -62,7 +62,6 @@ import (
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/callcheck"
 	"github.com/ratekit/ratekit/internal/params"
-	"github.com/ratekit/ratekit/internal/typednil"
 )
 
 // Policy is what a Limiter does while its store is failing.
@@ -176,11 +175,13 @@ func New(cfg Config) (*Limiter, error) {
 	if cfg.Store == nil {
 		return nil, fmt.Errorf("%w: failsafe: Store is nil", core.ErrInvalidConfig)
 	}
-	if typednil.Is(cfg.Store) {
-		return nil, fmt.Errorf("%w: failsafe: Store is a nil %T", core.ErrInvalidConfig, cfg.Store)
+	if why := callcheck.Unusable(cfg.Store); why != "" {
+		return nil, fmt.Errorf("%w: failsafe: Store is %s", core.ErrInvalidConfig, why)
 	}
-	if cfg.Local != nil && typednil.Is(cfg.Local) {
-		return nil, fmt.Errorf("%w: failsafe: Local is a nil %T", core.ErrInvalidConfig, cfg.Local)
+	if cfg.Local != nil {
+		if why := callcheck.Unusable(cfg.Local); why != "" {
+			return nil, fmt.Errorf("%w: failsafe: Local is %s", core.ErrInvalidConfig, why)
+		}
 	}
 	switch cfg.Policy {
 	case FailOpen, FailClosed:
@@ -453,8 +454,9 @@ func (r result) get() (core.Decision, error) {
 }
 
 // storeFault reports whether err is the store's fault rather than the
-// caller's: not a bad key, cost or clock, not state the limiter did not
-// write (the store answered), not the caller's own context ending.
+// caller's: not a bad key, cost, clock or configuration, not state the
+// limiter did not write (the store answered), not the caller's own
+// context ending.
 func (l *Limiter) storeFault(ctx context.Context, err error) bool {
 	for _, caller := range callerErrors {
 		if errors.Is(err, caller) {
@@ -465,7 +467,7 @@ func (l *Limiter) storeFault(ctx context.Context, err error) bool {
 }
 
 // callerErrors are the errors AllowN returns as they are.
-var callerErrors = []error{core.ErrInvalidKey, core.ErrInvalidCost, core.ErrInvalidTime, core.ErrCorruptState}
+var callerErrors = []error{core.ErrInvalidKey, core.ErrInvalidCost, core.ErrInvalidTime, core.ErrCorruptState, core.ErrInvalidConfig}
 
 // fail marks the store down for RetryInterval, reports err to OnError, and
 // logs the change when the store was up.

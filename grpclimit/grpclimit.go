@@ -14,9 +14,9 @@ import (
 	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms/concurrency"
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/callcheck"
 	"github.com/ratekit/ratekit/internal/logpace"
 	"github.com/ratekit/ratekit/internal/ratelimitfield"
-	"github.com/ratekit/ratekit/internal/typednil"
 )
 
 // Limiter is the one method the interceptors need of a rate limiter; every
@@ -188,8 +188,10 @@ func New(cfg Config) (*Interceptors, error) {
 			set++
 		}
 	}
-	if cfg.Policy != nil && typednil.Is(cfg.Policy) {
-		return nil, fmt.Errorf("%w: grpclimit: Policy is a nil %T", core.ErrInvalidConfig, cfg.Policy)
+	if cfg.Policy != nil {
+		if why := callcheck.Unusable(cfg.Policy); why != "" {
+			return nil, fmt.Errorf("%w: grpclimit: Policy is %s", core.ErrInvalidConfig, why)
+		}
 	}
 	if set > 1 {
 		return nil, fmt.Errorf("%w: grpclimit: more than one of Policy, PolicyFor and Policies is set", core.ErrInvalidConfig)
@@ -204,8 +206,8 @@ func New(cfg Config) (*Interceptors, error) {
 	names := ratelimitfield.Names{}
 	for i := range cfg.Policies {
 		p := &cfg.Policies[i]
-		if typednil.Is(p.Limiter) {
-			return nil, fmt.Errorf("%w: grpclimit: Policies[%d].Limiter is %s", core.ErrInvalidConfig, i, nilName(p.Limiter))
+		if why := callcheck.Unusable(p.Limiter); why != "" {
+			return nil, fmt.Errorf("%w: grpclimit: Policies[%d].Limiter is %s", core.ErrInvalidConfig, i, why)
 		}
 		if p.Key != nil {
 			k, err := checkKeyer(p.Key)
@@ -220,8 +222,8 @@ func New(cfg Config) (*Interceptors, error) {
 	}
 	if c := cfg.Concurrency; c != nil {
 		cc := *c
-		if typednil.Is(cc.Limiter) {
-			return nil, fmt.Errorf("%w: grpclimit: Concurrency.Limiter is %s", core.ErrInvalidConfig, nilName(cc.Limiter))
+		if why := callcheck.Unusable(cc.Limiter); why != "" {
+			return nil, fmt.Errorf("%w: grpclimit: Concurrency.Limiter is %s", core.ErrInvalidConfig, why)
 		}
 		if cc.Name == "" {
 			cc.Name = "concurrency"
@@ -308,13 +310,3 @@ type stream struct {
 }
 
 func (s *stream) Context() context.Context { return s.ctx }
-
-// nilName names a nil v in an error: "nil", or "a nil *T" for a typed
-// nil, which passes a != nil check and would panic at the first
-// call.
-func nilName(v any) string {
-	if v == nil {
-		return "nil"
-	}
-	return fmt.Sprintf("a nil %T", v)
-}

@@ -100,8 +100,8 @@ import (
 	"time"
 
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/callcheck"
 	"github.com/ratekit/ratekit/internal/params"
-	"github.com/ratekit/ratekit/internal/typednil"
 )
 
 // DefaultMaxKeys is Config.MaxKeys when it is 0.
@@ -183,8 +183,8 @@ type refunder interface {
 // back at Close. New touches no store; an error wraps core.ErrInvalidConfig
 // and names the field.
 func New(source core.Limiter, cfg Config) (*Budget, error) {
-	if typednil.Is(source) {
-		return nil, fmt.Errorf("%w: the source limiter is nil", core.ErrInvalidConfig)
+	if why := callcheck.Unusable(source); why != "" {
+		return nil, fmt.Errorf("%w: the source limiter is %s", core.ErrInvalidConfig, why)
 	}
 	if cfg.Lease < 1 || cfg.Lease > params.MaxCount {
 		return nil, fmt.Errorf("%w: Lease must be between 1 and %d, got %d", core.ErrInvalidConfig, params.MaxCount, cfg.Lease)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/ratekit/ratekit/algorithms/concurrency"
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/typednil"
+	"github.com/ratekit/ratekit/internal/callcheck"
 )
 
 // ConcurrencyLimiter is what the Concurrency middleware needs; a
@@ -90,8 +90,8 @@ func Concurrency(cfg ConcurrencyConfig) (func(http.Handler) http.Handler, error)
 }
 
 func newConcurrency(cfg ConcurrencyConfig, now func() time.Time) (func(http.Handler) http.Handler, error) {
-	if typednil.Is(cfg.Limiter) {
-		return nil, fmt.Errorf("%w: httplimit: ConcurrencyConfig.Limiter is %s", core.ErrInvalidConfig, nilName(cfg.Limiter))
+	if why := callcheck.Unusable(cfg.Limiter); why != "" {
+		return nil, fmt.Errorf("%w: httplimit: ConcurrencyConfig.Limiter is %s", core.ErrInvalidConfig, why)
 	}
 	switch cfg.Status {
 	case 0:

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/callcheck"
 	"github.com/ratekit/ratekit/internal/logpace"
 	"github.com/ratekit/ratekit/internal/ratelimitfield"
-	"github.com/ratekit/ratekit/internal/typednil"
 )
 
 // Limiter is the one method the middleware needs; every ratekit limiter
@@ -160,8 +160,10 @@ func newMiddleware(cfg Config, now func() time.Time) (func(http.Handler) http.Ha
 	if set != 1 {
 		return nil, fmt.Errorf("%w: httplimit: set exactly one of Policy, PolicyFor and Policies (%d are set)", core.ErrInvalidConfig, set)
 	}
-	if cfg.Policy != nil && typednil.Is(cfg.Policy) {
-		return nil, fmt.Errorf("%w: httplimit: Policy is a nil %T", core.ErrInvalidConfig, cfg.Policy)
+	if cfg.Policy != nil {
+		if why := callcheck.Unusable(cfg.Policy); why != "" {
+			return nil, fmt.Errorf("%w: httplimit: Policy is %s", core.ErrInvalidConfig, why)
+		}
 	}
 	if cfg.Counts != nil && len(cfg.Policies) > 0 {
 		return nil, fmt.Errorf("%w: httplimit: Counts needs Policy or PolicyFor (a ratekit.Policy refunds)", core.ErrInvalidConfig)
@@ -170,8 +172,8 @@ func newMiddleware(cfg Config, now func() time.Time) (func(http.Handler) http.Ha
 	names := ratelimitfield.Names{}
 	for i := range cfg.Policies {
 		p := &cfg.Policies[i]
-		if typednil.Is(p.Limiter) {
-			return nil, fmt.Errorf("%w: httplimit: Policies[%d].Limiter is %s", core.ErrInvalidConfig, i, nilName(p.Limiter))
+		if why := callcheck.Unusable(p.Limiter); why != "" {
+			return nil, fmt.Errorf("%w: httplimit: Policies[%d].Limiter is %s", core.ErrInvalidConfig, i, why)
 		}
 		if p.Key != nil {
 			k, err := checkKeyer(p.Key)
@@ -448,13 +450,3 @@ func acceptsJSON(r *http.Request) bool {
 }
 
 func ceilSeconds(d time.Duration) int64 { return ratelimitfield.CeilSeconds(d) }
-
-// nilName names a nil v in an error: "nil", or "a nil *T" for a typed
-// nil, which passes a != nil check and would panic at the first
-// call.
-func nilName(v any) string {
-	if v == nil {
-		return "nil"
-	}
-	return fmt.Sprintf("a nil %T", v)
-}

@@ -7,6 +7,7 @@ package callcheck
 
 import (
 	"context"
+	"fmt"
 	"math"
 
 	"github.com/ratekit/ratekit/core"
@@ -31,7 +32,7 @@ const maxDepth = 64
 // MaxCost returns the largest cost l accepts: what MaxCost returns on l
 // or, through Unwrap, on the first limiter behind it that has the method;
 // math.MaxInt64 when none has.
-func MaxCost(l core.Limiter) int64 {
+func MaxCost(l any) int64 {
 	for range maxDepth {
 		if typednil.Is(l) {
 			break
@@ -46,6 +47,35 @@ func MaxCost(l core.Limiter) int64 {
 		l = u.Unwrap()
 	}
 	return math.MaxInt64
+}
+
+// storer says which store it runs on: ratekit.Limiter and
+// concurrency.Limiter, none for a zero one.
+type storer interface{ Store() core.ScriptRunner }
+
+// Unbuilt reports whether l is a ratekit limiter declared but never built
+// by its New (a zero Limiter, concurrency.Limiter or Policy), or a
+// wrapper of one: every call on it fails with an error wrapping
+// core.ErrInvalidConfig, so constructors that take a limiter refuse it
+// when it is given.
+func Unbuilt(l any) bool {
+	if s, ok := l.(storer); ok && !typednil.Is(l) {
+		return s.Store() == nil
+	}
+	return MaxCost(l) == 0
+}
+
+// Unusable says why a constructor given l as a limiter must refuse it
+// ("nil", "a nil *T", "a zero *T, not built by its New"), or returns ""
+// when l can be called.
+func Unusable(l any) string {
+	switch {
+	case typednil.Is(l):
+		return typednil.Name(l)
+	case Unbuilt(l):
+		return fmt.Sprintf("a zero %T, not built by its New", l)
+	}
+	return ""
 }
 
 // Check returns the error a ratekit limiter returns, without asking its

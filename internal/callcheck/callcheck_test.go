@@ -87,3 +87,29 @@ func TestCheckAgreesWithTheLimiter(t *testing.T) {
 		}
 	}
 }
+
+func TestUnusable(t *testing.T) {
+	s, _ := memory.New()
+	t.Cleanup(func() { s.Close() })
+	tb, err := tokenbucket.New(s, tokenbucket.Config{Capacity: 7, RefillRate: 1, RefillInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nilLimiter *ratekit.Limiter
+	for name, c := range map[string]struct {
+		l    any
+		want string
+	}{
+		"a limiter":               {tb, ""},
+		"a limiter of no ratekit": {wrap{nil}, ""},
+		"nil":                     {nil, "nil"},
+		"a typed nil":             {nilLimiter, "a nil *ratekit.Limiter"},
+		"a zero limiter":          {&ratekit.Limiter{}, "a zero *ratekit.Limiter, not built by its New"},
+		"a zero policy":           {&ratekit.Policy{}, "a zero *ratekit.Policy, not built by its New"},
+		"wrapping a zero limiter": {wrap{&ratekit.Limiter{}}, "a zero callcheck_test.wrap, not built by its New"},
+	} {
+		if got := callcheck.Unusable(c.l); got != c.want {
+			t.Errorf("%s: Unusable = %q, want %q", name, got, c.want)
+		}
+	}
+}

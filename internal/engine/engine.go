@@ -17,6 +17,7 @@ import (
 	"github.com/ratekit/ratekit/internal/inproc"
 	"github.com/ratekit/ratekit/internal/keyspace"
 	"github.com/ratekit/ratekit/internal/params"
+	"github.com/ratekit/ratekit/internal/typednil"
 )
 
 // Engine runs one algorithm's scripts for one configuration.
@@ -299,11 +300,8 @@ func CheckRunner(runner core.ScriptRunner) error {
 	if runner == nil {
 		return fmt.Errorf("%w: the runner (the store, a core.ScriptRunner) is nil", core.ErrInvalidConfig)
 	}
-	switch v := reflect.ValueOf(runner); v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
-		if v.IsNil() {
-			return fmt.Errorf("%w: the runner (the store) is a nil %T", core.ErrInvalidConfig, runner)
-		}
+	if typednil.Is(runner) {
+		return fmt.Errorf("%w: the runner (the store) is a nil %T", core.ErrInvalidConfig, runner)
 	}
 	if c, ok := runner.(core.Checker); ok {
 		if err := c.Check(); err != nil {

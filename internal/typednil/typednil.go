@@ -5,7 +5,10 @@
 // given, with an error, instead of panicking at the first call.
 package typednil
 
-import "reflect"
+import (
+	"fmt"
+	"reflect"
+)
 
 // Is reports whether v is nil or holds a nil pointer, map, slice,
 // channel, function, interface or unsafe pointer.
@@ -18,4 +21,13 @@ func Is(v any) bool {
 		return rv.IsNil()
 	}
 	return false
+}
+
+// Name names a nil v for an error message: "nil", or "a nil *T" for a
+// nil pointer (or other nil value) of type *T.
+func Name(v any) string {
+	if v == nil {
+		return "nil"
+	}
+	return fmt.Sprintf("a nil %T", v)
 }
