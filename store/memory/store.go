@@ -198,7 +198,8 @@ func (s *Store) now() (int64, error) {
 	return s.clockNow()
 }
 
-// clockNow is now's slow path, out of line: now inlines.
+// clockNow is now's slow path: the time from an injected clock, or a
+// default clock past the range (a system clock set before 1970).
 func (s *Store) clockNow() (int64, error) {
 	t := s.clock.Now()
 	if s.mono {
