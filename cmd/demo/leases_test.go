@@ -211,6 +211,7 @@ func TestLeasesBadInput(t *testing.T) {
 		want               string
 	}{
 		{"acquire with no key", "POST", "/api/leases", nil, 400, "X-Demo-Key is missing"},
+		{"a key longer than a header key may be", "POST", "/api/leases", map[string]string{"X-Demo-Key": strings.Repeat("k", 257)}, 400, "longer than 256"},
 		{"cost not a number", "POST", "/api/leases?n=abc", key, 400, `n="abc" is not an integer`},
 		{"cost 0", "POST", "/api/leases?n=0", key, 400, "invalid cost"},
 		{"cost over the limit", "POST", "/api/leases?n=4", key, 400, "invalid cost"},
@@ -280,8 +281,8 @@ func TestLeasesBadInput(t *testing.T) {
 	if n := len(ts.logLines(slog.LevelError, "")); n != 0 {
 		t.Errorf("bad requests logged %d error lines:\n%s", n, ts.logs.String())
 	}
-	if n := len(ts.logLines(slog.LevelDebug, "bad request")); n != 12 {
-		t.Errorf("bad requests logged %d debug lines, want 12: each one the limiter, demoKey, cost or the query refused (a body that does not parse is not logged, as for PUT /api/config):\n%s", n, ts.logs.String())
+	if n := len(ts.logLines(slog.LevelDebug, "bad request")); n != 13 {
+		t.Errorf("bad requests logged %d debug lines, want 13: each one the limiter, demoKey, cost or the query refused (a body that does not parse is not logged, as for PUT /api/config):\n%s", n, ts.logs.String())
 	}
 	if strings.Contains(ts.logs.String(), near) || strings.Contains(ts.logs.String(), good.ID[:31]) {
 		t.Errorf("the log holds a lease ID that was sent:\n%s", ts.logs.String())

@@ -23,6 +23,7 @@ import (
 
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/httplimit"
+	"github.com/ratekit/ratekit/internal/clientip"
 )
 
 //go:embed web
@@ -176,12 +177,16 @@ type requestError struct{ err error }
 func (e requestError) Error() string { return e.err.Error() }
 func (e requestError) Unwrap() error { return e.err }
 
-// demoKey is the key the page chose, sent as X-Demo-Key.
+// demoKey is the key the page chose, sent as X-Demo-Key: one value of at
+// most httplimit.DefaultMaxLen bytes, bounded as httplimit.Header bounds
+// a header key (the same code). The page's keys are short; a client's
+// longer one would sit in the store, and in the logs, for nothing.
 func demoKey(r *http.Request) (string, error) {
-	if k := r.Header.Get("X-Demo-Key"); k != "" {
-		return k, nil
+	k, err := clientip.Value("header", "X-Demo-Key", r.Header.Values("X-Demo-Key"), httplimit.DefaultMaxLen)
+	if err != nil {
+		return "", requestError{err}
 	}
-	return "", requestError{errors.New("header X-Demo-Key is missing")}
+	return k, nil
 }
 
 // cost is the request's cost, ?n=, 1 by default.
