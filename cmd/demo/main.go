@@ -92,6 +92,9 @@ func run(ctx context.Context, addr, redisURL, client string, out io.Writer, logg
 
 // openStore returns the memory store, or a Redis store for redisURL.
 func openStore(redisURL, client string) (core.ScriptRunner, string, func(), error) {
+	if client != "goredis" && client != "rueidis" {
+		return nil, "", nil, fmt.Errorf("-client %q: want goredis or rueidis", client)
+	}
 	if redisURL == "" {
 		m, err := memory.New()
 		if err != nil {
@@ -109,7 +112,9 @@ func openStore(redisURL, client string) (core.ScriptRunner, string, func(), erro
 		if err != nil {
 			return nil, "", nil, err
 		}
-		opt.MaxRetries = -1
+		// What the README asks of a go-redis client: a decision never
+		// runs twice, and a call ends at its context's deadline.
+		opt.MaxRetries, opt.ContextTimeoutEnabled = -1, true
 		c := redis.NewClient(opt)
 		return goredisstore.New(c), "go-redis at " + u.Host, func() { c.Close() }, nil
 	case "rueidis":
@@ -117,6 +122,7 @@ func openStore(redisURL, client string) (core.ScriptRunner, string, func(), erro
 		if err != nil {
 			return nil, "", nil, err
 		}
+		opt.DisableCache = true // no CLIENT TRACKING, which the README asks
 		c, err := rueidis.NewClient(opt)
 		if err != nil {
 			return nil, "", nil, err

@@ -286,7 +286,7 @@ func TestRedisFlags(t *testing.T) {
 		ts.Close()
 		closeFn()
 	}
-	for _, bad := range [][2]string{{"localhost:6379", "goredis"}, {"redis://" + srv.Addr, "jedis"}, {"http://x", "goredis"}} {
+	for _, bad := range [][2]string{{"localhost:6379", "goredis"}, {"redis://" + srv.Addr, "jedis"}, {"http://x", "goredis"}, {"", "jedis"}} {
 		if _, _, _, err := openStore(bad[0], bad[1]); err == nil {
 			t.Errorf("openStore(%q, %q): no error", bad[0], bad[1])
 		}
