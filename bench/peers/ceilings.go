@@ -96,7 +96,7 @@ func measureCeilings(ctx context.Context, t *target, o options, res *results, m 
 				"EVALSHA", sha, "1", t.prefix+"ceil:"+strings.ReplaceAll(s.name, " ", "-")+":"+tag)
 			args = append(args, s.args...)
 			before := m.sample()
-			out, err := exec.Command(bin, args...).Output()
+			out, err := exec.CommandContext(ctx, bin, args...).Output() // killed, and waited for, when ctx ends
 			res.ceilingLoad = append(res.ceilingLoad, between(before, m.sample()))
 			if err != nil {
 				return fmt.Errorf("redis-benchmark %s: %w", s.name, err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -131,20 +132,23 @@ func between(a, b cpuSample) usage {
 }
 
 // idle measures the machine for d while the harness does nothing.
-func (m *meter) idle(d time.Duration) usage {
+func (m *meter) idle(ctx context.Context, d time.Duration) usage {
 	a := m.sample()
-	time.Sleep(d)
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+	}
 	return between(a, m.sample())
 }
 
 // waitQuiet waits, up to limit, for a window of 5 s in which other
 // processes use less than maxForeign of the CPU, and returns the last
 // window's usage.
-func (m *meter) waitQuiet(limit time.Duration, logf func(string, ...any)) usage {
+func (m *meter) waitQuiet(ctx context.Context, limit time.Duration, logf func(string, ...any)) usage {
 	deadline := time.Now().Add(limit)
 	for {
-		u := m.idle(5 * time.Second)
-		if !u.disturbed() || time.Now().After(deadline) {
+		u := m.idle(ctx, 5*time.Second)
+		if !u.disturbed() || time.Now().After(deadline) || ctx.Err() != nil {
 			return u
 		}
 		logf("waiting for a quiet machine: %v", u)

@@ -18,9 +18,9 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -47,90 +47,149 @@ type options struct {
 }
 
 func main() {
-	var o options
-	var gs, algoList, stores string
-	flag.IntVar(&o.rounds, "rounds", 3, "interleaved rounds; medians and min-max are taken over them")
-	flag.DurationVar(&o.duration, "duration", 400*time.Millisecond, "time per case per round")
-	flag.StringVar(&gs, "goroutines", "1,16,64,256", "concurrencies")
-	flag.StringVar(&algoList, "algorithms", "all", "comma-separated algorithms, or all")
-	flag.StringVar(&stores, "stores", "all", "comma-separated stores (memory,goredis,goredis-auto,rueidis,redigo,valkey), or all")
-	flag.BoolVar(&o.peers, "peers", true, "measure the peer libraries")
-	flag.BoolVar(&o.ceilings, "ceilings", true, "measure each script's ceiling with redis-benchmark")
-	flag.IntVar(&o.ceilingReqs, "ceiling-requests", 100000, "requests per redis-benchmark run")
-	flag.BoolVar(&o.denyCache, "deny-cache", true, "also measure the 90%-denied workload with the local deny cache")
-	flag.BoolVar(&o.hotKey, "hot-key", true, "also measure one hot key (GCRA), with and without a hotkey.Budget")
-	flag.StringVar(&o.out, "out", "..", "directory for RESULTS.md and throughput.png")
-	flag.StringVar(&o.redisURL, "redis", "", "measure against this server (redis://[user:password@]host:port[/db]) instead of the harness's own; keys go under -prefix and are deleted at the end")
-	flag.StringVar(&o.cluster, "cluster", "", "measure against this Redis Cluster: comma-separated seed nodes (host:port or redis:// URLs)")
-	flag.StringVar(&o.prefix, "prefix", "", "with -redis or -cluster, the prefix of every key the harness writes (default ratekit-bench:<random>:)")
-	flag.DurationVar(&o.waitQuiet, "wait-quiet", 0, "before starting, wait up to this long for 5 s in which other processes use under 10% of the CPU")
-	flag.Parse()
-	o.keys = numKeys
 	var err error
 	if algos, err = ratekitAlgos(); err != nil {
 		log.Fatal(err)
 	}
-	for _, g := range strings.Split(gs, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(g))
-		if err != nil || n < 1 {
-			log.Fatalf("-goroutines: bad value %q", g)
-		}
-		o.goroutines = append(o.goroutines, n)
-	}
-	o.algorithms = set(algoList)
-	o.stores = set(stores)
-
-	start := time.Now()
-	var cond conditions
-	cond.before = newMeter(0).waitQuiet(o.waitQuiet, log.Printf)
-	log.Printf("before the run: %v", cond.before)
-	t, err := newTarget(o.redisURL, o.cluster, o.prefix)
+	o, err := parseOptions(flag.CommandLine, os.Args[1:])
 	if err != nil {
 		log.Fatal(err)
 	}
+	// The first Ctrl-C (or SIGTERM) ends ctx: the measurement stops, every
+	// client stops writing, then the harness's keys are deleted. A second
+	// one quits at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	notice := context.AfterFunc(ctx, func() {
+		stop()
+		log.Printf("interrupted: stopping the measurement, then deleting the harness's keys (interrupt again to quit at once and leave them)")
+	})
+	err = run(ctx, o)
+	notice()
+	if err != nil {
+		log.Fatal(err)
+	}
+}
+
+// parseOptions reads the flags in args into fs and checks them.
+func parseOptions(fs *flag.FlagSet, args []string) (options, error) {
+	var o options
+	var gs, algoList, stores string
+	fs.IntVar(&o.rounds, "rounds", 3, "interleaved rounds; medians and min-max are taken over them")
+	fs.DurationVar(&o.duration, "duration", 400*time.Millisecond, "time per case per round")
+	fs.StringVar(&gs, "goroutines", "1,16,64,256", "concurrencies")
+	fs.StringVar(&algoList, "algorithms", "all", "comma-separated algorithms ("+strings.Join(algoNames(), ",")+"), or all")
+	fs.StringVar(&stores, "stores", "all", "comma-separated stores ("+strings.Join(storeNames, ",")+"), or all")
+	fs.BoolVar(&o.peers, "peers", true, "measure the peer libraries")
+	fs.BoolVar(&o.ceilings, "ceilings", true, "measure each script's ceiling with redis-benchmark")
+	fs.IntVar(&o.ceilingReqs, "ceiling-requests", 100000, "requests per redis-benchmark run")
+	fs.BoolVar(&o.denyCache, "deny-cache", true, "also measure the 90%-denied workload with the local deny cache")
+	fs.BoolVar(&o.hotKey, "hot-key", true, "also measure one hot key (GCRA), with and without a hotkey.Budget")
+	fs.StringVar(&o.out, "out", "..", "directory for RESULTS.md and throughput.png")
+	fs.StringVar(&o.redisURL, "redis", "", "measure against this server (redis://[user:password@]host:port[/db]) instead of the harness's own; keys go under -prefix, which must hold no key before the run, and are deleted at the end")
+	fs.StringVar(&o.cluster, "cluster", "", "measure against this Redis Cluster: comma-separated seed nodes (host:port or redis:// URLs)")
+	fs.StringVar(&o.prefix, "prefix", "", "with -redis or -cluster, the prefix of every key the harness writes, under which no key may exist before the run (default ratekit-bench:<random>:)")
+	fs.DurationVar(&o.waitQuiet, "wait-quiet", 0, "before starting, wait up to this long for 5 s in which other processes use under 10% of the CPU")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q: every setting is a flag", fs.Args())
+	}
+	o.keys = numKeys
+	for _, g := range strings.Split(gs, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(g))
+		if err != nil || n < 1 {
+			return o, fmt.Errorf("-goroutines: bad value %q", g)
+		}
+		o.goroutines = append(o.goroutines, n)
+	}
+	var err error
+	if o.algorithms, err = pick("algorithms", algoList, algoNames()); err != nil {
+		return o, err
+	}
+	if o.stores, err = pick("stores", stores, storeNames); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+// run measures what o selects and writes RESULTS.md and throughput.png
+// into o.out. It writes nothing there when it fails or when ctx ends
+// first; on the user's Redis it deletes its keys in every case, once
+// every client has stopped writing.
+func run(ctx context.Context, o options) error {
+	start := time.Now()
+	t, err := newTarget(o.redisURL, o.cluster, o.prefix)
+	if err != nil {
+		return err
+	}
+	if t != nil {
+		// Before the harness writes anything: every key under the prefix
+		// is deleted at the end, so none may be there now.
+		if err := t.claim(ctx); err != nil {
+			return err
+		}
+	}
+	var cond conditions
+	cond.before = newMeter(0).waitQuiet(ctx, o.waitQuiet, log.Printf)
+	log.Printf("before the run: %v", cond.before)
 	srv := &redisServer{}
 	if t == nil {
 		if srv, err = startRedis(); err != nil {
-			log.Fatal(err)
+			return err
 		}
 		t = ownTarget(srv)
 	}
 	defer srv.stop()
-	env := describe(srv, t)
-	log.Printf("%s", env)
 
 	// On the user's Redis, the harness's keys go whatever happens: at the
-	// end, on a failure, on Ctrl-C.
-	var cleanOnce sync.Once
+	// end, on a failure, on Ctrl-C. runAll returns only once every client
+	// it opened has stopped writing.
+	cleaned := false
 	clean := func() {
-		cleanOnce.Do(func() {
-			if n, err := t.cleanup(context.Background()); err != nil {
-				log.Printf("deleting the harness's keys under %q: %v", t.prefix, err)
-			} else if t.own == nil {
-				log.Printf("deleted the harness's %d keys under %q", n, t.prefix)
-			}
-			srv.stop()
-		})
+		if cleaned {
+			return
+		}
+		cleaned = true
+		if n, err := t.cleanup(context.Background()); err != nil {
+			log.Printf("deleting the harness's keys under %q: %v", t.prefix, err)
+		} else if t.own == nil {
+			log.Printf("deleted the harness's %d keys under %q", n, t.prefix)
+		}
 	}
-	die := func(err error) { clean(); log.Fatal(err) }
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	go func() { <-sig; die(fmt.Errorf("interrupted")) }()
-
+	defer clean()
+	interrupted := func() error {
+		return fmt.Errorf("interrupted (%v): no results written", context.Cause(ctx))
+	}
+	if ctx.Err() != nil {
+		return interrupted()
+	}
+	env := describe(srv, t)
+	log.Printf("%s", env)
 	m := newMeter(srv.pid())
-	if err := t.measureRTT(context.Background()); err != nil {
-		die(err)
+	if err := t.measureRTT(ctx); err != nil {
+		if ctx.Err() != nil {
+			return interrupted()
+		}
+		return err
 	}
 	env.target = t.String()
 	log.Printf("measuring against %v", t)
 	runStart := m.sample()
-	res, err := runAll(context.Background(), o, t, m)
+	res, err := runAll(ctx, o, t, m)
+	if ctx.Err() != nil {
+		return interrupted()
+	}
 	if err != nil {
-		die(err)
+		return err
 	}
 	cond.during = between(runStart, m.sample())
 	clean()
-	cond.after = newMeter(0).idle(3 * time.Second)
+	cond.after = newMeter(0).idle(ctx, 3*time.Second)
+	if ctx.Err() != nil {
+		return interrupted()
+	}
 	log.Printf("after the run: %v", cond.after)
 	cond.rounds, cond.ceilings = res.roundLoad, res.ceilingLoad
 	res.cond = cond
@@ -139,26 +198,56 @@ func main() {
 	}
 	res.env = env
 	res.elapsed = time.Since(start)
-	md := res.markdown(o)
+	png, err := res.chart()
+	if err != nil {
+		return err
+	}
+	md := res.markdown(o, png != nil)
 	fmt.Print(md)
-	if err := os.WriteFile(filepath.Join(o.out, "RESULTS.md"), []byte(md), 0o644); err != nil {
-		log.Fatal(err)
+	resultsPath, chartPath := filepath.Join(o.out, "RESULTS.md"), filepath.Join(o.out, "throughput.png")
+	if err := os.WriteFile(resultsPath, []byte(md), 0o644); err != nil {
+		return err
 	}
-	if err := res.chart(filepath.Join(o.out, "throughput.png")); err != nil {
-		log.Fatal(err)
-	}
-	log.Printf("wrote %s and %s in %v", filepath.Join(o.out, "RESULTS.md"), filepath.Join(o.out, "throughput.png"), res.elapsed.Round(time.Second))
-}
-
-func set(s string) map[string]bool {
-	if s == "all" {
+	if png == nil {
+		log.Printf("wrote %s in %v; no chart: no token bucket was measured with nothing denied (%s left as it was)", resultsPath, res.elapsed.Round(time.Second), chartPath)
 		return nil
 	}
-	m := map[string]bool{}
-	for _, v := range strings.Split(s, ",") {
-		m[strings.TrimSpace(v)] = true
+	if err := os.WriteFile(chartPath, png, 0o644); err != nil {
+		return err
 	}
-	return m
+	log.Printf("wrote %s and %s in %v", resultsPath, chartPath, res.elapsed.Round(time.Second))
+	return nil
+}
+
+// pick returns the names a comma-separated flag value selects: nil for
+// "all" (every one), or an error naming each that valid lacks.
+func pick(flagName, value string, valid []string) (map[string]bool, error) {
+	if strings.TrimSpace(value) == "all" {
+		return nil, nil
+	}
+	m := map[string]bool{}
+	var unknown []string
+	for _, v := range strings.Split(value, ",") {
+		v = strings.TrimSpace(v)
+		if !slices.Contains(valid, v) {
+			unknown = append(unknown, strconv.Quote(v))
+			continue
+		}
+		m[v] = true
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("-%s: unknown %s; the valid ones are %s, or all", flagName, strings.Join(unknown, ", "), strings.Join(valid, ", "))
+	}
+	return m, nil
+}
+
+// algoNames are the names of algos, in order.
+func algoNames() []string {
+	var out []string
+	for _, a := range algos {
+		out = append(out, a.name)
+	}
+	return out
 }
 
 func want(m map[string]bool, k string) bool { return m == nil || m[k] }

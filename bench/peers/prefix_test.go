@@ -74,6 +74,9 @@ func TestUserServerKeepsToPrefix(t *testing.T) {
 	if algos, err = ratekitAlgos(); err != nil {
 		t.Fatal(err)
 	}
+	if err := tg.claim(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := runAll(ctx, o, tg, newMeter(0)); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"image/color"
 	"math"
@@ -98,7 +99,9 @@ func (r *results) series() []string {
 
 func (r *results) has(k caseKey) bool { return len(r.samples[k]) > 0 }
 
-func (r *results) markdown(o options) string {
+// markdown is RESULTS.md; withChart says whether throughput.png goes
+// beside it.
+func (r *results) markdown(o options, withChart bool) string {
 	var b strings.Builder
 	w := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
 	w("# ratekit benchmark results\n\n")
@@ -106,7 +109,9 @@ func (r *results) markdown(o options) string {
 	w("%s", r.cond.markdown())
 	w("%d interleaved rounds of %v per case (%d keys, chosen at random per request); every figure is the median over rounds, with [min–max] for throughput. Ratios are taken within a round, then the median; a coalescing case and its plain limiter run side by side, A B B A four times in slices of that time, each the mean of its slices. Allocations and bytes are per decision for the whole process (client, harness and, for the memory store, the store). Total time %v.\n\n", o.rounds, o.duration, o.keys, r.elapsed.Round(time.Second))
 
-	w("![decisions per second against goroutines, token bucket](throughput.png)\n\n")
+	if withChart {
+		w("![decisions per second against goroutines, token bucket](throughput.png)\n\n")
+	}
 	w("## Token bucket, nothing denied: decisions/s\n\n| series |")
 	for _, g := range o.goroutines {
 		w(" %d goroutines |", g)
@@ -267,8 +272,9 @@ func field2(cs []ceiling, f func(ceiling) float64) []float64 {
 }
 
 // chart plots token-bucket throughput against goroutines, one line per
-// store and peer, log-log.
-func (r *results) chart(path string) error {
+// store and peer, log-log, and returns the PNG; nil when no token bucket
+// was measured with nothing denied.
+func (r *results) chart() ([]byte, error) {
 	p := plot.New()
 	p.Title.Text = "Token bucket, nothing denied (median of rounds)"
 	p.X.Label.Text = "goroutines"
@@ -283,21 +289,25 @@ func (r *results) chart(path string) error {
 	p.Legend.Left = false
 	p.Legend.YOffs = vg.Points(4)
 	i := 0
+	xMin, xMax := math.Inf(1), math.Inf(-1)
 	for _, s := range r.series() {
 		var pts plotter.XYs
 		for k := range r.samples {
 			if k.series == s && k.algo == "tokenbucket" && k.workload == "open" {
-				m, _, _ := r.ops(k)
-				pts = append(pts, plotter.XY{X: float64(k.g), Y: m})
+				// A log scale has no place for 0 (nothing decided).
+				if m, _, _ := r.ops(k); m > 0 {
+					pts = append(pts, plotter.XY{X: float64(k.g), Y: m})
+				}
 			}
 		}
 		if len(pts) == 0 {
 			continue
 		}
 		slices.SortFunc(pts, func(a, b plotter.XY) int { return int(a.X - b.X) })
+		xMin, xMax = min(xMin, pts[0].X), max(xMax, pts[len(pts)-1].X)
 		l, sc, err := plotter.NewLinePoints(pts)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		c := plotutil.Color(i)
 		l.Color, sc.Color = c, c
@@ -310,5 +320,22 @@ func (r *results) chart(path string) error {
 		p.Legend.Add(s, l, sc)
 		i++
 	}
-	return p.Save(9*vg.Inch, 6*vg.Inch, path)
+	if i == 0 {
+		return nil, nil
+	}
+	if xMin == xMax {
+		// One concurrency: left alone, the axis would widen to
+		// [g-1, g+1], which starts at 0 for 1 goroutine, and a log scale
+		// cannot start there.
+		p.X.Min, p.X.Max = xMin/2, xMax*2
+	}
+	w, err := p.WriterTo(9*vg.Inch, 6*vg.Inch, "png")
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if _, err := w.WriteTo(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }

@@ -37,10 +37,10 @@ type caseKey struct {
 // numKeys is how many keys a case spreads its requests over.
 const numKeys = 10000
 
-// measure runs decide from g goroutines for d, over keys. Each
-// call of decide makes per decisions (a batch); latencies are per call.
-func measure(decide decideFunc, g, per int, d time.Duration, keys []string) sample {
-	ctx := context.Background()
+// measure runs decide from g goroutines for d, over keys, or until ctx
+// ends; it returns once every goroutine has. Each call of decide makes
+// per decisions (a batch); latencies are per call.
+func measure(ctx context.Context, decide decideFunc, g, per int, d time.Duration, keys []string) sample {
 	// Warm up: connections, scripts, the first touch of each key. The
 	// warm-up brings copies of the keys: a limiter that keeps the string
 	// of a key's first request (x/time/rate in a sync.Map, sethvargo's
@@ -58,7 +58,7 @@ func measure(decide decideFunc, g, per int, d time.Duration, keys []string) samp
 		go func() {
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(uint64(w), 1))
-			for time.Now().Before(warm) {
+			for time.Now().Before(warm) && ctx.Err() == nil {
 				decide(ctx, warmKeys[r.IntN(len(keys))])
 			}
 		}()
@@ -81,7 +81,7 @@ func measure(decide decideFunc, g, per int, d time.Duration, keys []string) samp
 			var n, den, e int64
 			for i := 0; ; i++ {
 				t0 := time.Now()
-				if !t0.Before(deadline) {
+				if !t0.Before(deadline) || ctx.Err() != nil {
 					break
 				}
 				ok, err := decide(ctx, keys[r.IntN(len(keys))])
@@ -154,10 +154,10 @@ type job struct {
 // pairCycles times, each for d/(2*pairCycles), and each job's sample is
 // the mean of its slices: a drift of the machine during the unit falls
 // on both alike.
-func measureUnit(jobs []job, unit []int, d time.Duration, keys []string) []sample {
+func measureUnit(ctx context.Context, jobs []job, unit []int, d time.Duration, keys []string) []sample {
 	run := func(i int, d time.Duration) sample {
 		jb := jobs[unit[i]]
-		return measure(jb.decide, jb.key.g, jb.per, d, keys)
+		return measure(ctx, jb.decide, jb.key.g, jb.per, d, keys)
 	}
 	if len(unit) == 1 {
 		return []sample{run(0, d)}
@@ -217,6 +217,9 @@ func units(jobs []job) [][]int {
 	return out
 }
 
+// runAll measures every case o selects on t, round after round. When ctx
+// ends it stops and returns ctx's error, but only once every goroutine
+// and every client it started has stopped writing.
 func runAll(ctx context.Context, o options, t *target, m *meter) (*results, error) {
 	keys := make([]string, o.keys)
 	for i := range keys {
@@ -312,6 +315,9 @@ func runAll(ctx context.Context, o options, t *target, m *meter) (*results, erro
 			}
 		}
 	}
+	if len(jobs) == 0 {
+		return nil, fmt.Errorf("nothing to measure: no store of -stores on this target, and -peers=false")
+	}
 	for r := 0; r < o.rounds; r++ {
 		// Interleave: every round runs every case once, in a fresh order,
 		// so that a noisy moment hurts one sample of many cases rather
@@ -324,7 +330,11 @@ func runAll(ctx context.Context, o options, t *target, m *meter) (*results, erro
 			if len(unit) == 2 && rand.IntN(2) == 0 {
 				unit = []int{unit[1], unit[0]}
 			}
-			for j, s := range measureUnit(jobs, unit, o.duration, keys) {
+			samples := measureUnit(ctx, jobs, unit, o.duration, keys)
+			if err := ctx.Err(); err != nil {
+				return nil, err // samples cut short
+			}
+			for j, s := range samples {
 				jb := jobs[unit[j]]
 				res.samples[jb.key] = append(res.samples[jb.key], s)
 				ran = append(ran, jb.key)

@@ -18,9 +18,10 @@ import (
 
 // target is the Redis the harness measures: its own redis-server, or a
 // server or cluster the user names (-redis, -cluster). On the user's, the
-// harness writes only keys that start with prefix, deletes them when it is
-// done (UNLINK of what SCAN MATCH prefix* finds, never FLUSH), and leaves
-// nothing else changed but the scripts it loads.
+// harness first makes sure no key exists under prefix (claim), writes
+// only keys that start with it, deletes them when it is done (UNLINK of
+// what SCAN MATCH prefix* finds, never FLUSH), and leaves nothing else
+// changed but the scripts it loads.
 type target struct {
 	addrs    []string // host:port: the node, or the cluster's seed nodes
 	cluster  bool
@@ -30,6 +31,9 @@ type target struct {
 	prefix   string       // every key the harness writes starts with it
 	own      *redisServer // the harness's own server, nil for the user's
 	rtt      time.Duration
+	// claimed is set by claim once no key was found under prefix:
+	// cleanup deletes nothing on a prefix not claimed.
+	claimed bool
 }
 
 // newTarget returns the user's target from -redis (a redis:// URL) or
@@ -47,8 +51,12 @@ func newTarget(url, cluster, prefix string) (*target, error) {
 		rand.Read(b[:])
 		prefix = "ratekit-bench:" + hex.EncodeToString(b[:]) + ":"
 	}
-	if strings.ContainsAny(prefix, "{}*?[]") {
-		return nil, fmt.Errorf("-prefix %q: no braces or glob characters", prefix)
+	// Braces would make a hash tag of part of the prefix; the glob
+	// characters, a backslash included (SCAN MATCH reads it as an escape),
+	// would make cleanup's pattern match other keys than the prefix's, or
+	// miss the harness's own.
+	if strings.ContainsAny(prefix, `{}*?[]\`) {
+		return nil, fmt.Errorf(`-prefix %q: no braces, glob characters or backslashes ({}*?[]\)`, prefix)
 	}
 	t := &target{prefix: prefix, cluster: cluster != ""}
 	list := []string{url}
@@ -139,16 +147,78 @@ func (t *target) measureRTT(ctx context.Context) error {
 	return nil
 }
 
-// cleanup deletes every key under the prefix on the user's target, node by
-// node on a cluster, and returns how many.
-func (t *target) cleanup(ctx context.Context) (int, error) {
+// claim makes sure that no key exists under the prefix on any node of the
+// user's target, before the harness writes anything there: cleanup
+// deletes every key under it, so a key found now would be the user's.
+// Only a claimed prefix is cleaned up.
+func (t *target) claim(ctx context.Context) error {
 	if t.own != nil {
-		return 0, nil
+		return nil
 	}
+	var found []string
+	err := t.eachNode(ctx, func(ctx context.Context, c goredis.UniversalClient) error {
+		it := c.Scan(ctx, 0, t.prefix+"*", 1000).Iterator()
+		for len(found) < 3 && it.Next(ctx) {
+			found = append(found, it.Val())
+		}
+		return it.Err()
+	})
+	if err != nil {
+		return fmt.Errorf("looking for keys under -prefix %q on %s: %w", t.prefix, strings.Join(t.addrs, ","), err)
+	}
+	if len(found) > 0 {
+		return fmt.Errorf("-prefix %q: %s already holds keys under it (%q): the harness deletes every key under its prefix when it is done, so it writes nothing under one in use; name an unused -prefix, or leave it out for a random one", t.prefix, strings.Join(t.addrs, ","), found)
+	}
+	t.claimed = true
+	return nil
+}
+
+// eachNode runs f on each master of a cluster, or on the one server.
+func (t *target) eachNode(ctx context.Context, f func(context.Context, goredis.UniversalClient) error) error {
 	c := t.goredis(0)
 	defer c.Close()
+	if cc, ok := c.(*goredis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, m *goredis.Client) error { return f(ctx, m) })
+	}
+	return f(ctx, c)
+}
+
+// cleanupPasses bounds cleanup's passes: one that deletes, then one after
+// a pause that finds nothing.
+const cleanupPasses = 5
+
+// cleanup deletes every key under a claimed prefix on the user's target,
+// node by node on a cluster, and returns how many. It is called once
+// every client of the harness has stopped; a write one of them sent just
+// before it stopped may still be on its way, so cleanup passes again
+// after a pause (ten round trips, at least 200 ms) until a pass finds
+// nothing.
+func (t *target) cleanup(ctx context.Context) (int, error) {
+	if t.own != nil || !t.claimed {
+		return 0, nil
+	}
+	total := 0
+	for pass := 0; ; pass++ {
+		n, err := t.unlinkPrefix(ctx)
+		total += n
+		if err != nil {
+			return total, err
+		}
+		if pass > 0 && n == 0 {
+			return total, nil
+		}
+		if pass == cleanupPasses-1 {
+			return total, fmt.Errorf("keys still appear under the prefix after %d passes: something else writes there", cleanupPasses)
+		}
+		time.Sleep(max(200*time.Millisecond, 10*t.rtt))
+	}
+}
+
+// unlinkPrefix makes one pass of cleanup: it deletes what SCAN MATCH
+// finds under the prefix on every node and returns how many.
+func (t *target) unlinkPrefix(ctx context.Context) (int, error) {
 	n := 0
-	node := func(ctx context.Context, c goredis.UniversalClient) error {
+	err := t.eachNode(ctx, func(ctx context.Context, c goredis.UniversalClient) error {
 		it := c.Scan(ctx, 0, t.prefix+"*", 1000).Iterator()
 		var batch []string
 		flush := func() error {
@@ -181,12 +251,8 @@ func (t *target) cleanup(ctx context.Context) (int, error) {
 			return err
 		}
 		return flush()
-	}
-	if cc, ok := c.(*goredis.ClusterClient); ok {
-		err := cc.ForEachMaster(ctx, func(ctx context.Context, m *goredis.Client) error { return node(ctx, m) })
-		return n, err
-	}
-	return n, node(ctx, c)
+	})
+	return n, err
 }
 
 // benchmarkArgs returns redis-benchmark's connection flags for the target,

@@ -41,6 +41,7 @@ func TestNewTarget(t *testing.T) {
 		{"", "redis://a:1/3", ""},    // a database on a cluster
 		{"redis://a:1", "", "p{x}:"}, // a hash tag in the prefix
 		{"redis://a:1", "", "p*:"},   // a pattern in the prefix: cleanup would match more
+		{"redis://a:1", "", `p\:`},   // SCAN MATCH reads a backslash as an escape: cleanup would miss the keys
 		{"nonsense://a:1", "", ""},   // not a Redis URL
 	} {
 		if _, err := newTarget(bad[0], bad[1], bad[2]); err == nil {
