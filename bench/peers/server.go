@@ -34,6 +34,8 @@ type target struct {
 	// claimed is set by claim once no key was found under prefix:
 	// cleanup deletes nothing on a prefix not claimed.
 	claimed bool
+	// afterPass, when set (by tests), runs after each pass of cleanup.
+	afterPass func(pass int)
 }
 
 // newTarget returns the user's target from -redis (a redis:// URL) or
@@ -203,6 +205,9 @@ func (t *target) cleanup(ctx context.Context) (int, error) {
 		total += n
 		if err != nil {
 			return total, err
+		}
+		if t.afterPass != nil {
+			t.afterPass(pass)
 		}
 		if pass > 0 && n == 0 {
 			return total, nil
