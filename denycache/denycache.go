@@ -6,9 +6,10 @@
 // longer by an amount only the store knows: it asks the store.)
 //
 // This is exact for every ratekit algorithm, with one exception it cannot
-// see: a change to the key made elsewhere before r is up. A Reset from
-// another process (or from another Limiter) is invisible here, and this
-// process keeps denying the key until r ends. Call Reset on this Limiter,
+// see: a change to the key made elsewhere before r is up. A Reset or a
+// Refund from another process (or through another Limiter, the one behind
+// the cache included) is invisible here, and this process keeps denying
+// the key until r ends. Call Reset on this Limiter,
 // or Forget, to clear the key in this process. Requests counted by other
 // processes only ever push r later, so they never make a cached denial
 // wrong.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/engine"
 )
 
 // The coalescing mode (ratekit.Coalesce): the token bucket's open limiter
@@ -51,7 +52,7 @@ func (r *results) coalesceSection(o options) string {
 			}
 			if rows == 0 {
 				w("\n## Coalescing: concurrent calls gathered into batch scripts (`ratekit.Coalesce`), token bucket, nothing denied\n\n")
-				w("The same limiter, plain and through `ratekit.Coalesce`, in the same rounds. A call goes alone when none of its group is in flight; those that come meanwhile go together in the next batch. On one server every key shares one group; on a cluster (`-cluster`) only calls on one key share a script call, so random keys gain nothing there.\n\n")
+				w("The same limiter, plain and through `ratekit.Coalesce`, in the same rounds. A call goes alone while fewer than %d of its group are in flight (`engine.MaxInFlight`); those that come meanwhile go together in the next batch. On one server every key shares one group; on a cluster (`-cluster`) only calls on one key share a script call, so random keys gain nothing there.\n\n", engine.MaxInFlight)
 				w("| store | goroutines | coalescing | plain | ratio | p99 coalescing | p99 plain | of the script's -P16 ceiling |\n|---|---|---|---|---|---|---|---|\n")
 			}
 			rows++
