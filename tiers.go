@@ -8,7 +8,9 @@ import (
 	"github.com/ratekit/ratekit/core"
 )
 
-// ErrUnknownTier is returned by Tiers.Policy for a tier it does not hold.
+// ErrUnknownTier is returned by Tiers.Policy for a tier it does not hold
+// (the caller's tier name, not a limiter's input: it wraps none of core's
+// sentinels).
 var ErrUnknownTier = errors.New("ratekit: unknown tier")
 
 // Tiers holds one [Policy] per tier: free and paid tenants, an internal

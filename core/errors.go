@@ -2,11 +2,19 @@ package core
 
 import "errors"
 
-// Sentinel errors. Every error ratekit returns wraps one of them (with %w),
-// so callers can tell bad input from a failing store with errors.Is.
+// Sentinel errors. Every error a limiter, a policy, a store or a wrapper of
+// them (failsafe, denycache, hotkey, httplimit and grpclimit keys)
+// returns wraps one of them (with %w), so callers can tell bad input from
+// a failing store with errors.Is. The few errors other packages export
+// say in their docs which of these they come with, if any:
+// failsafe.ErrBusy (with ErrStore), ratekit.ErrUnknownTier (a tier name
+// Tiers does not hold: none) and httplimit.ErrRemoteNotIP (none).
 var (
 	// ErrInvalidConfig reports a bad configuration; the message names the
-	// field. Constructors return it; a limiter is never built from it.
+	// field. Constructors return it, so that no limiter is built from a bad
+	// configuration; a limiter declared but never built by its New (a zero
+	// value) returns it from every call, and so does a HeaderKey or a
+	// Metadata key with bad settings.
 	ErrInvalidConfig = errors.New("ratekit: invalid config")
 	// ErrInvalidKey reports a key that cannot be used: empty, or longer than
 	// MaxKeyLen bytes.

@@ -159,5 +159,5 @@ func ExampleJoin() {
 	fmt.Println(key.Key(context.Background(), call))
 	// Output:
 	// "md:acme" "m:/shop.Cart/Add" <nil>
-	//  metadata x-tenant is missing
+	//  ratekit: invalid key: metadata x-tenant is missing
 }

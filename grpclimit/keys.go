@@ -134,7 +134,7 @@ type Metadata struct {
 	// "grpc-", which gRPC reserves.
 	Name string
 	// MaxLen bounds the value's length in bytes; 0 means DefaultMaxLen, at
-	// most core.MaxKeyLen.
+	// most core.MaxKeyLen-3 (the key is "md:" and the value).
 	MaxLen int
 }
 
@@ -160,7 +160,7 @@ func (m Metadata) check() error {
 	if strings.HasPrefix(m.Name, "grpc-") {
 		return fmt.Errorf("Metadata.Name %q starts with grpc-, which gRPC reserves", m.Name)
 	}
-	return clientip.CheckMaxLen("Metadata.MaxLen", m.MaxLen)
+	return clientip.CheckMaxLen("Metadata.MaxLen", m.MaxLen, "md:")
 }
 
 // Method is a Keyer that keys calls by the method called: "m:" and the

@@ -133,7 +133,7 @@ type HeaderKey struct {
 	// it must not be empty.
 	Name string
 	// MaxLen bounds the value's length in bytes; 0 means DefaultMaxLen, at
-	// most core.MaxKeyLen.
+	// most core.MaxKeyLen-2 (the key is "h:" and the value).
 	MaxLen int
 }
 
@@ -158,5 +158,5 @@ func (k HeaderKey) check() error {
 	if err := clientip.CheckHeaderName(k.Name); err != nil {
 		return fmt.Errorf("HeaderKey.Name: %w", err)
 	}
-	return clientip.CheckMaxLen("HeaderKey.MaxLen", k.MaxLen)
+	return clientip.CheckMaxLen("HeaderKey.MaxLen", k.MaxLen, "h:")
 }

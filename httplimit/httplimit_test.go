@@ -818,7 +818,7 @@ func TestHeaderKeyBounds(t *testing.T) {
 	if len(errs) != 3 || !strings.Contains(errs[1].Error(), "has 2 values, want one") {
 		t.Errorf("errors %v", errs)
 	}
-	// MaxLen raises the bound, up to core.MaxKeyLen.
+	// MaxLen raises the bound, up to core.MaxKeyLen less the key's "h:".
 	h = mw(t, httplimit.Config{Policies: []httplimit.Policy{{Limiter: bucket(t, s, clock, 100)}}, Key: httplimit.HeaderKey{Name: "X-API-Key", MaxLen: 1024}})(ok)
 	if got := get(t, h, "1.1.1.1:1", map[string]string{"X-API-Key": strings.Repeat("k", 1024)}).StatusCode; got != 200 {
 		t.Errorf("a 1024-byte value with MaxLen 1024: %d, want 200", got)
@@ -835,6 +835,7 @@ func TestHeaderKeyConfigErrors(t *testing.T) {
 		"HeaderKey.Name: the header name \"X API\"": httplimit.Header("X API"),
 		"HeaderKey.MaxLen -1":                       httplimit.HeaderKey{Name: "X-Key", MaxLen: -1},
 		"HeaderKey.MaxLen 65537":                    &httplimit.HeaderKey{Name: "X-Key", MaxLen: core.MaxKeyLen + 1},
+		"HeaderKey.MaxLen 65535":                    httplimit.HeaderKey{Name: "X-Key", MaxLen: core.MaxKeyLen - 1}, // "h:" and 65535 bytes is no key
 		"a nil *HeaderKey":                          (*httplimit.HeaderKey)(nil),
 	} {
 		for what, err := range map[string]error{

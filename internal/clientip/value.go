@@ -13,10 +13,12 @@ import (
 const DefaultMaxLen = 256
 
 // CheckMaxLen returns why maxLen cannot bound a key value, or nil: it is
-// between 0 (DefaultMaxLen) and core.MaxKeyLen. field names the setting.
-func CheckMaxLen(field string, maxLen int) error {
-	if maxLen < 0 || maxLen > core.MaxKeyLen {
-		return fmt.Errorf("%s %d is not between 0 and core.MaxKeyLen", field, maxLen)
+// between 0 (DefaultMaxLen) and core.MaxKeyLen minus the length of the
+// prefix the key puts before the value (a longer value would pass here
+// and be refused as a key). field names the setting.
+func CheckMaxLen(field string, maxLen int, prefix string) error {
+	if top := core.MaxKeyLen - len(prefix); maxLen < 0 || maxLen > top {
+		return fmt.Errorf("%s %d is not between 0 and %d (core.MaxKeyLen less the key's prefix %q)", field, maxLen, top, prefix)
 	}
 	return nil
 }
@@ -35,11 +37,11 @@ func Value(kind, name string, vs []string, maxLen int) (string, error) {
 	}
 	switch {
 	case len(vs) == 0 || len(vs) == 1 && vs[0] == "":
-		return "", fmt.Errorf("%s %s is missing", kind, name)
+		return "", fmt.Errorf("%w: %s %s is missing", core.ErrInvalidKey, kind, name)
 	case len(vs) > 1:
-		return "", fmt.Errorf("%s %s has %d values, want one", kind, name, len(vs))
+		return "", fmt.Errorf("%w: %s %s has %d values, want one", core.ErrInvalidKey, kind, name, len(vs))
 	case len(vs[0]) > maxLen:
-		return "", fmt.Errorf("%s %s is %d bytes, longer than %d", kind, name, len(vs[0]), maxLen)
+		return "", fmt.Errorf("%w: %s %s is %d bytes, longer than %d", core.ErrInvalidKey, kind, name, len(vs[0]), maxLen)
 	}
 	return vs[0], nil
 }

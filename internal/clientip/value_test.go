@@ -1,6 +1,7 @@
 package clientip_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -25,7 +26,11 @@ func TestValue(t *testing.T) {
 	} {
 		got, err := clientip.Value("header", "X-Key", tt.vs, tt.maxLen)
 		if err != nil {
-			got = err.Error()
+			// A client's bad key: 400, as any invalid key.
+			if !errors.Is(err, core.ErrInvalidKey) {
+				t.Errorf("Value(%q, %d): %v does not wrap core.ErrInvalidKey", tt.vs, tt.maxLen, err)
+			}
+			got = strings.TrimPrefix(err.Error(), core.ErrInvalidKey.Error()+": ")
 		}
 		if got != tt.want {
 			t.Errorf("Value(%q, %d) = %q, want %q", tt.vs, tt.maxLen, got, tt.want)
@@ -34,8 +39,8 @@ func TestValue(t *testing.T) {
 }
 
 func TestCheckMaxLen(t *testing.T) {
-	for n, ok := range map[int]bool{0: true, 1: true, core.MaxKeyLen: true, -1: false, core.MaxKeyLen + 1: false} {
-		if err := clientip.CheckMaxLen("MaxLen", n); (err == nil) != ok {
+	for n, ok := range map[int]bool{0: true, 1: true, core.MaxKeyLen - 2: true, core.MaxKeyLen - 1: false, -1: false, core.MaxKeyLen + 1: false} {
+		if err := clientip.CheckMaxLen("MaxLen", n, "h:"); (err == nil) != ok {
 			t.Errorf("CheckMaxLen(%d) = %v", n, err)
 		}
 	}
