@@ -203,11 +203,21 @@ func checkLimitName(name string) error {
 
 // Limits returns the policy's limits, in order (after PolicyConfig.Shadow
 // applied). The slice is a copy.
-func (p *Policy) Limits() []Limit { return append([]Limit(nil), p.limits...) }
+func (p *Policy) Limits() []Limit {
+	if p == nil {
+		return nil
+	}
+	return append([]Limit(nil), p.limits...)
+}
 
 // MaxCost is the largest cost AllowN and Refund accept: the smallest of
 // the limits' Limit.
-func (p *Policy) MaxCost() int64 { return p.limit }
+func (p *Policy) MaxCost() int64 {
+	if p == nil {
+		return 0
+	}
+	return p.limit
+}
 
 // Allow is AllowN(ctx, key, 1).
 func (p *Policy) Allow(ctx context.Context, key string) (PolicyDecision, error) {
@@ -245,7 +255,7 @@ func (p *Policy) Refund(ctx context.Context, key string, n int64) (PolicyDecisio
 
 // Reset deletes key's state in every limit and its penalty block.
 func (p *Policy) Reset(ctx context.Context, key string) error {
-	if len(p.engines) == 0 {
+	if p == nil || len(p.engines) == 0 {
 		return engine.ErrZero
 	}
 	for _, e := range p.engines {
@@ -261,7 +271,7 @@ func (p *Policy) Reset(ctx context.Context, key string) error {
 }
 
 func (p *Policy) run(ctx context.Context, key string, n int64, mode int64) (PolicyDecision, error) {
-	if len(p.engines) == 0 {
+	if p == nil || len(p.engines) == 0 {
 		return PolicyDecision{}, engine.ErrZero
 	}
 	if err := keyspace.CheckKey(key); err != nil {

@@ -78,6 +78,20 @@ func TestZeroLimiters(t *testing.T) {
 		t.Errorf("a zero gcra.Limiter describes itself as %q on %v", g.Algorithm(), g.Store())
 	}
 
+	// A zero Multi, and a nil *Policy.
+	var m ratekit.Multi
+	_, err = m.AllowN(ctx, "k", 1)
+	check("Multi.AllowN", err)
+	_, err = m.Peek(ctx, "k")
+	check("Multi.Peek", err)
+	var nilPolicy *ratekit.Policy
+	_, err = nilPolicy.Allow(ctx, "k")
+	check("Allow on a nil *Policy", err)
+	check("Reset on a nil *Policy", nilPolicy.Reset(ctx, "k"))
+	if nilPolicy.Limits() != nil || nilPolicy.MaxCost() != 0 {
+		t.Error("a nil *Policy describes limits")
+	}
+
 	var c concurrency.Limiter
 	_, _, err = c.Acquire(ctx, "k")
 	check("concurrency Acquire", err)
