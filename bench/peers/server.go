@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -171,16 +172,38 @@ func (t *target) claim(ctx context.Context) error {
 	if len(found) > 0 {
 		return fmt.Errorf("-prefix %q: %s already holds keys under it (%q): the harness deletes every key under its prefix when it is done, so it writes nothing under one in use; name an unused -prefix, or leave it out for a random one", t.prefix, strings.Join(t.addrs, ","), found)
 	}
+	// Two runs given one prefix at once both found it empty: one key,
+	// set only if absent, says which of them holds it (cleanup deletes it
+	// with the rest; it expires in a day should the run be killed).
+	c := t.goredis(0)
+	defer c.Close()
+	held, err := c.SetNX(ctx, t.prefix+claimKey, time.Now().UTC().Format(time.RFC3339), 24*time.Hour).Result()
+	if err != nil {
+		return fmt.Errorf("claiming -prefix %q on %s: %w", t.prefix, strings.Join(t.addrs, ","), err)
+	}
+	if !held {
+		return fmt.Errorf("-prefix %q: another run holds it on %s; name an unused -prefix, or leave it out for a random one", t.prefix, strings.Join(t.addrs, ","))
+	}
 	t.claimed = true
 	return nil
 }
 
-// eachNode runs f on each master of a cluster, or on the one server.
+// claimKey, under the prefix, marks it held by a run (claim).
+const claimKey = "claimed"
+
+// eachNode runs f on each master of a cluster, or on the one server, one
+// node at a time (go-redis calls ForEachMaster's function on every master
+// at once; f need not guard what it shares).
 func (t *target) eachNode(ctx context.Context, f func(context.Context, goredis.UniversalClient) error) error {
 	c := t.goredis(0)
 	defer c.Close()
 	if cc, ok := c.(*goredis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, func(ctx context.Context, m *goredis.Client) error { return f(ctx, m) })
+		var mu sync.Mutex
+		return cc.ForEachMaster(ctx, func(ctx context.Context, m *goredis.Client) error {
+			mu.Lock()
+			defer mu.Unlock()
+			return f(ctx, m)
+		})
 	}
 	return f(ctx, c)
 }
