@@ -40,13 +40,22 @@ func NewMulti(limiters ...*Limiter) (*Multi, error) {
 // (by all of them) exactly when every decision is Allowed. n must be at
 // least 1 and at most the smallest limit.
 func (m *Multi) AllowN(ctx context.Context, key string, n int64) ([]core.Decision, error) {
-	return decisions(m.p.AllowN(ctx, key, n))
+	return decisions(m.policy().AllowN(ctx, key, n))
+}
+
+// policy returns m's Policy: nil for a nil or zero Multi, whose calls
+// then fail with an error wrapping core.ErrInvalidConfig.
+func (m *Multi) policy() *Policy {
+	if m == nil {
+		return nil
+	}
+	return m.p
 }
 
 // Peek reports the decisions AllowN(ctx, key, 1) would get now, and writes
 // nothing.
 func (m *Multi) Peek(ctx context.Context, key string) ([]core.Decision, error) {
-	return decisions(m.p.Peek(ctx, key))
+	return decisions(m.policy().Peek(ctx, key))
 }
 
 // Allowed reports whether every decision allowed the request.

@@ -132,4 +132,14 @@ func TestConstructorsRefuseZeroLimiters(t *testing.T) {
 			t.Errorf("%s: %v, want an ErrInvalidConfig naming a zero limiter", name, err)
 		}
 	}
+	// A wrapper around nothing is refused as well: every call on it fails.
+	_, err := failsafe.New(failsafe.Config{Store: denycache.New(nil)})
+	if !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(fmt.Sprint(err), "around a limiter that is nil") {
+		t.Errorf("failsafe over a deny cache of nothing: %v", err)
+	}
+	// And a nil *Multi fails as a zero one.
+	var m *ratekit.Multi
+	if _, err := m.AllowN(ctx, "k", 1); !errors.Is(err, core.ErrInvalidConfig) {
+		t.Errorf("AllowN on a nil *Multi: %v", err)
+	}
 }

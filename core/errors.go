@@ -8,7 +8,8 @@ import "errors"
 // a failing store with errors.Is. The few errors other packages export
 // say in their docs which of these they come with, if any:
 // failsafe.ErrBusy (with ErrStore), ratekit.ErrUnknownTier (a tier name
-// Tiers does not hold: none) and httplimit.ErrRemoteNotIP (none).
+// Tiers does not hold: none) and httplimit.ErrRemoteNotIP (the same value
+// as grpclimit.ErrRemoteNotIP: none).
 var (
 	// ErrInvalidConfig reports a bad configuration; the message names the
 	// field. Constructors return it, so that no limiter is built from a bad

@@ -59,23 +59,48 @@ type storer interface{ Store() core.ScriptRunner }
 // core.ErrInvalidConfig, so constructors that take a limiter refuse it
 // when it is given.
 func Unbuilt(l any) bool {
-	if s, ok := l.(storer); ok && !typednil.Is(l) {
-		return s.Store() == nil
+	_, ok := unbuiltAt(l)
+	return ok
+}
+
+// unbuiltAt reports whether l, or a limiter it wraps (through Unwrap),
+// can never be called: nil, or a ratekit limiter never built by its New;
+// depth is how many wrappers lie above that one (0: l itself).
+func unbuiltAt(l any) (depth int, ok bool) {
+	for depth = range maxDepth {
+		if typednil.Is(l) {
+			return depth, depth > 0 // l itself: the caller's nil check
+		}
+		if s, ok := l.(storer); ok {
+			return depth, s.Store() == nil
+		}
+		if m, ok := l.(maxCoster); ok {
+			return depth, m.MaxCost() == 0
+		}
+		u, ok := l.(unwrapper)
+		if !ok {
+			return depth, false
+		}
+		l = u.Unwrap()
 	}
-	return MaxCost(l) == 0
+	return depth, false
 }
 
 // Unusable says why a constructor given l as a limiter must refuse it
 // ("nil", "a nil *T", "a zero *T, not built by its New"), or returns ""
 // when l can be called.
 func Unusable(l any) string {
-	switch {
-	case typednil.Is(l):
+	if typednil.Is(l) {
 		return typednil.Name(l)
-	case Unbuilt(l):
-		return fmt.Sprintf("a zero %T, not built by its New", l)
 	}
-	return ""
+	switch depth, ok := unbuiltAt(l); {
+	case !ok:
+		return ""
+	case depth == 0:
+		return fmt.Sprintf("a zero %T, not built by its New", l)
+	default:
+		return fmt.Sprintf("a %T around a limiter that is nil or was never built by its New", l)
+	}
 }
 
 // Check returns the error a ratekit limiter returns, without asking its

@@ -101,15 +101,19 @@ func TestUnusable(t *testing.T) {
 		want string
 	}{
 		"a limiter":               {tb, ""},
-		"a limiter of no ratekit": {wrap{nil}, ""},
+		"a limiter of no ratekit": {plain{}, ""},
 		"nil":                     {nil, "nil"},
 		"a typed nil":             {nilLimiter, "a nil *ratekit.Limiter"},
 		"a zero limiter":          {&ratekit.Limiter{}, "a zero *ratekit.Limiter, not built by its New"},
 		"a zero policy":           {&ratekit.Policy{}, "a zero *ratekit.Policy, not built by its New"},
-		"wrapping a zero limiter": {wrap{&ratekit.Limiter{}}, "a zero callcheck_test.wrap, not built by its New"},
+		"wrapping a zero limiter": {wrap{&ratekit.Limiter{}}, "a callcheck_test.wrap around a limiter that is nil or was never built by its New"},
+		"wrapping nil":            {wrap{nil}, "a callcheck_test.wrap around a limiter that is nil or was never built by its New"},
 	} {
 		if got := callcheck.Unusable(c.l); got != c.want {
 			t.Errorf("%s: Unusable = %q, want %q", name, got, c.want)
 		}
 	}
 }
+
+// plain is a limiter that is not ratekit's and wraps none.
+type plain struct{ core.Limiter }
