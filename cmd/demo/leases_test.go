@@ -284,6 +284,9 @@ func TestLeasesBadInput(t *testing.T) {
 	if n := len(ts.logLines(slog.LevelDebug, "bad request")); n != 13 {
 		t.Errorf("bad requests logged %d debug lines, want 13: each one the limiter, demoKey, cost or the query refused (a body that does not parse is not logged, as for PUT /api/config):\n%s", n, ts.logs.String())
 	}
+	if strings.Contains(ts.logs.String(), strings.Repeat("k", 257)) {
+		t.Error("the log holds a refused key whole")
+	}
 	if strings.Contains(ts.logs.String(), near) || strings.Contains(ts.logs.String(), good.ID[:31]) {
 		t.Errorf("the log holds a lease ID that was sent:\n%s", ts.logs.String())
 	}

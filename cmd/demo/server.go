@@ -161,7 +161,18 @@ func (s *server) logError(r *http.Request, err error) {
 	}
 	s.log.LogAttrs(r.Context(), level, msg,
 		slog.String("method", r.Method), slog.String("path", r.URL.Path),
-		slog.String("key", r.Header.Get("X-Demo-Key")), slog.Any("error", err))
+		keyAttr(r), slog.Any("error", err))
+}
+
+// keyAttr is the request's X-Demo-Key for a log line: the key when it is
+// one demoKey takes, its length otherwise (a refused key can be a
+// megabyte long).
+func keyAttr(r *http.Request) slog.Attr {
+	k := r.Header.Get("X-Demo-Key")
+	if len(k) > httplimit.DefaultMaxLen {
+		return slog.Int("key_bytes", len(k))
+	}
+	return slog.String("key", k)
 }
 
 // isClientError reports whether err is the request's fault (400), not the
