@@ -86,9 +86,9 @@ func New(next core.Limiter, opts ...Option) *Limiter {
 		}
 		o(l)
 	}
-	switch {
-	case callcheck.Unusable(next) != "":
-		l.invalid = fmt.Errorf("%w: denycache.New: the next limiter is %s", core.ErrInvalidConfig, callcheck.Unusable(next))
+	switch why := callcheck.Unusable(next); {
+	case why != "":
+		l.invalid = fmt.Errorf("%w: denycache.New: the next limiter is %s", core.ErrInvalidConfig, why)
 	case l.now == nil:
 		l.invalid = fmt.Errorf("%w: denycache.WithClock: the clock is nil", core.ErrInvalidConfig)
 	}
