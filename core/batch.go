@@ -27,8 +27,11 @@ type ScriptResult struct {
 // ScriptRunner has it, and run the calls one by one otherwise.
 //
 // RunScripts returns one result per call, in order. Calls on the same key
-// run in the order given; each call is atomic, and one call's failure does
-// not stop the others.
+// run in the order given, even when the server must first be sent a
+// script that it had not loaded (a Redis store that retries a call as
+// EVAL after NOSCRIPT holds back later calls on its keys); each call is
+// atomic, and one call's failure does not stop the others. Calls on
+// different keys may run in any order.
 type BatchRunner interface {
 	RunScripts(ctx context.Context, calls []ScriptCall) []ScriptResult
 }

@@ -12,7 +12,9 @@
 //     EVALSHA with WithoutReadOnlyCommands), and again as EVAL (EVAL_RO)
 //     when the server answers NOSCRIPT, which loads it;
 //   - a batch is one DoMulti of EVALSHA, then one DoMulti of EVAL for the
-//     calls that met NOSCRIPT;
+//     calls that met NOSCRIPT; a call on a key of an earlier call of the
+//     batch goes in a later DoMulti, so that calls on one key run in
+//     order;
 //   - a reply must be an array of integers (core.ErrUnexpectedReply
 //     otherwise);
 //   - every failure wraps core.ErrStore and the client's own error, and a
@@ -210,10 +212,11 @@ const replyCap = 4
 // call, in order; a call whose keys span slots gets its own error and the
 // others still run, unless it is marked AnySlot and r is one node.
 //
-// If another client loads a missing script while the first DoMulti runs,
-// a later call on a key can succeed before an earlier one that met
-// NOSCRIPT is retried: the two then apply in the other order. Every
-// decision is still atomic and within the limit.
+// Calls on one key run in the order given: a call that shares a key with
+// an earlier call is sent in a later DoMulti, once the earlier one's
+// reply (and its EVAL, after NOSCRIPT) is back, since a call retried as
+// EVAL runs after the calls that followed it. A limiter's batch puts no
+// key in two calls, and goes in one round trip.
 func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core.ScriptResult {
 	out := make([]core.ScriptResult, len(calls))
 	if len(calls) == 0 {
@@ -259,8 +262,7 @@ func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core
 	for j := range cmds {
 		res[j].Reply = replies[j*replyCap : j*replyCap : (j+1)*replyCap]
 	}
-	r.c.DoMulti(ctx, cmds, res)
-	r.retry(ctx, cmds, res)
+	r.send(ctx, cmds, res)
 	for j := range res {
 		if err := res[j].Err; err != nil {
 			if isCrossSlot(err) && single {
@@ -285,6 +287,78 @@ func (r *Runner) checkSlots(call core.ScriptCall, single bool) error {
 		return nil
 	}
 	return slot.Check(call.Keys)
+}
+
+// send runs cmds, leaving their outcomes in res: one DoMulti of EVALSHA,
+// then one of EVAL for the commands that met NOSCRIPT, per wave (waves).
+// A command retried as EVAL runs after the commands that followed it in
+// its DoMulti, so those must not touch its keys: a command on a key of an
+// earlier command goes in a later wave, sent once the earlier wave is
+// done. Nothing is sent for a wave once ctx has ended.
+func (r *Runner) send(ctx context.Context, cmds []Cmd, res []core.ScriptResult) {
+	wave, last := waves(cmds)
+	if last == 0 {
+		r.c.DoMulti(ctx, cmds, res)
+		r.retry(ctx, cmds, res)
+		return
+	}
+	var sub []Cmd
+	var subRes []core.ScriptResult
+	var at []int
+	for w := 0; w <= last; w++ {
+		sub, subRes, at = sub[:0], subRes[:0], at[:0]
+		for j := range cmds {
+			if wave[j] == w {
+				sub = append(sub, cmds[j])
+				subRes = append(subRes, core.ScriptResult{Reply: res[j].Reply})
+				at = append(at, j)
+			}
+		}
+		if err := ctx.Err(); err != nil && w > 0 {
+			for _, j := range at {
+				res[j] = core.ScriptResult{Err: err}
+			}
+			continue
+		}
+		r.c.DoMulti(ctx, sub, subRes)
+		r.retry(ctx, sub, subRes)
+		for k, j := range at {
+			cmds[j], res[j] = sub[k], subRes[k]
+		}
+	}
+}
+
+// waves returns each command's wave and the last wave: wave 0 for a
+// command that shares no key with an earlier one, else one more than the
+// wave of the last earlier command holding one of its keys. So no key is
+// in two commands of one wave, and a key's commands go wave after wave in
+// order. wave is nil when every command is in wave 0.
+func waves(cmds []Cmd) (wave []int, last int) {
+	if len(cmds) < 2 {
+		return nil, 0
+	}
+	n := 0
+	for _, c := range cmds {
+		n += len(c.Keys)
+	}
+	next := make(map[string]int, n) // key -> 1 + the wave of its last command
+	for j, c := range cmds {
+		w := 0
+		for _, k := range c.Keys {
+			w = max(w, next[k])
+		}
+		for _, k := range c.Keys {
+			next[k] = w + 1
+		}
+		if w > 0 && wave == nil {
+			wave = make([]int, len(cmds))
+		}
+		if wave != nil {
+			wave[j] = w
+		}
+		last = max(last, w)
+	}
+	return wave, last
 }
 
 // retry sends, as EVAL, the commands of res that met NOSCRIPT, in one

@@ -14,10 +14,12 @@ import (
 // fake is a Client over a map of scripts the "server" knows, by SHA1. A
 // known script replies {len(keys), args...}; EVAL loads it.
 type fake struct {
-	known map[string]bool
-	sent  []string // each command, "NAME script"
-	multi int      // DoMulti calls
-	err   error    // when set, every command fails with it
+	known   map[string]bool
+	sent    []string // each command, "NAME script"
+	ran     []string // each command that ran, "script keys"
+	multi   int      // DoMulti calls
+	err     error    // when set, every command fails with it
+	onMulti func()   // when set, called after each DoMulti
 }
 
 func (f *fake) run(c Cmd, reply []int64) ([]int64, error) {
@@ -33,6 +35,7 @@ func (f *fake) run(c Cmd, reply []int64) ([]int64, error) {
 	default:
 		f.known[c.Script.SHA1()] = true
 	}
+	f.ran = append(f.ran, fmt.Sprint(c.Script.Name(), c.Keys))
 	reply = append(reply, int64(len(c.Keys)))
 	return append(reply, c.Args...), nil
 }
@@ -43,6 +46,9 @@ func (f *fake) DoMulti(_ context.Context, cmds []Cmd, out []core.ScriptResult) {
 	f.multi++
 	for i, c := range cmds {
 		out[i].Reply, out[i].Err = f.run(c, out[i].Reply)
+	}
+	if f.onMulti != nil {
+		f.onMulti()
 	}
 }
 
@@ -95,7 +101,7 @@ func TestRunScriptsRetriesNoScriptInOneBatch(t *testing.T) {
 	r := New("fake", f, f, false)
 	calls := []core.ScriptCall{
 		{Script: rw, Keys: []string{"{a}"}, Args: []int64{1}},
-		{Script: ro, Keys: []string{"{a}"}, Args: []int64{2}},
+		{Script: ro, Keys: []string{"{c}"}, Args: []int64{2}},
 		{Script: rw, Keys: []string{"{a}", "{b}"}, Args: []int64{3}}, // two slots
 		{Script: rw, Keys: []string{"{b}"}, Args: []int64{4, 5, 6, 7}},
 		{Script: ro, Keys: nil, Args: []int64{5}},
@@ -125,6 +131,68 @@ func TestRunScriptsRetriesNoScriptInOneBatch(t *testing.T) {
 	_ = append(res[0].Reply, 99, 99, 99)
 	if fmt.Sprint(res[1].Reply) != "[1 2]" {
 		t.Errorf("replies share memory: %v", res[1].Reply)
+	}
+}
+
+// A call retried as EVAL after NOSCRIPT runs after the calls that
+// followed it in its DoMulti: calls on a key of an earlier call wait for
+// the next DoMulti, so that calls on one key run in the order given.
+func TestRunScriptsKeepsOrderOnAKey(t *testing.T) {
+	f := newFake()
+	f.known[rw.SHA1()] = true
+	r := New("fake", f, f, false)
+	calls := []core.ScriptCall{
+		{Script: ro, Keys: []string{"{a}"}, Args: []int64{1}}, // NOSCRIPT
+		{Script: rw, Keys: []string{"{a}"}, Args: []int64{2}},
+		{Script: rw, Keys: []string{"{b}"}, Args: []int64{3}},
+		{Script: ro, Keys: []string{"{b}"}, Args: []int64{4}},
+		{Script: rw, Keys: []string{"{a}"}, Args: []int64{5}},
+	}
+	for i, res := range r.RunScripts(context.Background(), calls) {
+		if want := fmt.Sprint([]int64{1, calls[i].Args[0]}); res.Err != nil || fmt.Sprint(res.Reply) != want {
+			t.Errorf("call %d: %v, %v; want %s", i, res.Reply, res.Err, want)
+		}
+	}
+	if want := "[rw[{b}] ro[{a}] rw[{a}] ro[{b}] rw[{a}]]"; fmt.Sprint(f.ran) != want {
+		t.Errorf("ran %v, want %s", f.ran, want)
+	}
+	// Three waves, the first with its EVAL.
+	if f.multi != 4 {
+		t.Errorf("%d DoMulti, want 4: %v", f.multi, f.sent)
+	}
+
+	// Calls on distinct keys go in one DoMulti.
+	f = newFake()
+	f.known[rw.SHA1()], f.known[ro.SHA1()] = true, true
+	r = New("fake", f, f, false)
+	r.RunScripts(context.Background(), []core.ScriptCall{
+		{Script: rw, Keys: []string{"{a}", "{a}"}}, {Script: ro, Keys: []string{"{b}"}}, {Script: rw, Keys: nil}, {Script: rw, Keys: []string{"{c}"}},
+	})
+	if f.multi != 1 {
+		t.Errorf("%d DoMulti for calls on distinct keys, want 1", f.multi)
+	}
+}
+
+// A wave is not sent once the context has ended: its calls fail with
+// core.ErrStore and the context's error.
+func TestRunScriptsEndedBetweenWaves(t *testing.T) {
+	f := newFake()
+	f.known[rw.SHA1()] = true
+	r := New("fake", f, f, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	f.onMulti = cancel
+	res := r.RunScripts(ctx, []core.ScriptCall{
+		{Script: rw, Keys: []string{"{a}"}, Args: []int64{1}},
+		{Script: rw, Keys: []string{"{a}"}, Args: []int64{2}},
+	})
+	if res[0].Err != nil || fmt.Sprint(res[0].Reply) != "[1 1]" {
+		t.Errorf("call 0: %v, %v", res[0].Reply, res[0].Err)
+	}
+	if !errors.Is(res[1].Err, core.ErrStore) || !errors.Is(res[1].Err, context.Canceled) {
+		t.Errorf("call 1: %v; want ErrStore and context.Canceled", res[1].Err)
+	}
+	if f.multi != 1 || len(f.ran) != 1 {
+		t.Errorf("%d DoMulti, ran %v; want the first wave only", f.multi, f.ran)
 	}
 }
 
@@ -363,5 +431,20 @@ func TestCrossSlotTurnsSingleNodeOff(t *testing.T) {
 	res = r.RunScripts(context.Background(), []core.ScriptCall{{Script: rw, Keys: []string{"{a}", "{b}"}, AnySlot: true}})
 	if !errors.Is(res[0].Err, slot.ErrCrossSlot) || len(f.sent) != sent {
 		t.Errorf("after CROSSSLOT: %v, %d commands sent", res[0].Err, len(f.sent)-sent)
+	}
+}
+
+// BenchmarkWaves is what RunScripts spends per batch to keep calls on one
+// key in order: AllowMany's 100 keys in two calls.
+func BenchmarkWaves(b *testing.B) {
+	keys := make([]string, 100)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("ratekit:tb:{user:%d}", i*7919)
+	}
+	cmds := []Cmd{{Keys: keys[:64]}, {Keys: keys[64:]}}
+	for b.Loop() {
+		if _, last := waves(cmds); last != 0 {
+			b.Fatal(last)
+		}
 	}
 }

@@ -148,8 +148,10 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 // RunScripts runs calls in one pipeline (one round trip per node on a
 // cluster or ring): EVALSHA for each, then, for the calls that met
 // NOSCRIPT, one more pipeline of EVAL, which loads the script where it was
-// missing. go-redis pipelines have no EVAL fallback of their own. A client
-// without Pipeline runs the calls one by one.
+// missing. go-redis pipelines have no EVAL fallback of their own. A call
+// on a key of an earlier call waits for the next pipeline, so that calls
+// on one key run in the order given even when the earlier one must be
+// loaded. A client without Pipeline runs the calls one by one.
 func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core.ScriptResult {
 	return r.proto().RunScripts(ctx, calls)
 }

@@ -78,7 +78,9 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 
 // RunScripts runs calls as one pipeline of EVALSHA on one connection (one
 // round trip), then one pipeline of EVAL for the calls that met NOSCRIPT,
-// which loads the script where it was missing.
+// which loads the script where it was missing. A call on a key of an
+// earlier call waits for the next pipeline, so that calls on one key run
+// in the order given even when the earlier one must be loaded.
 func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core.ScriptResult {
 	return r.proto().RunScripts(ctx, calls)
 }

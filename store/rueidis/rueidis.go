@@ -117,7 +117,9 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 
 // RunScripts runs calls with one DoMulti of EVALSHA commands (one round
 // trip per node on a cluster), then one DoMulti of EVAL for the calls that
-// met NOSCRIPT, which loads the script where it was missing.
+// met NOSCRIPT, which loads the script where it was missing. A call on a
+// key of an earlier call waits for the next DoMulti, so that calls on one
+// key run in the order given even when the earlier one must be loaded.
 func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core.ScriptResult {
 	return r.proto().RunScripts(ctx, calls)
 }

@@ -103,7 +103,9 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 }
 
 // RunScripts runs calls with one DoMulti (one round trip per node), then
-// one more for the calls that met NOSCRIPT.
+// one more for the calls that met NOSCRIPT. A call on a key of an earlier
+// call waits for the next DoMulti, so that calls on one key run in the
+// order given even when the earlier one must be loaded.
 func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core.ScriptResult {
 	return r.proto().RunScripts(ctx, calls)
 }
