@@ -7,10 +7,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/fakeclock"
 	"github.com/ratekit/ratekit/internal/keyspace"
 	"github.com/ratekit/ratekit/internal/slot"
+	"github.com/ratekit/ratekit/store/memory"
 )
 
 // oneNode is a fakeBatch that says it is one node (core.SingleNode). It
@@ -216,5 +219,91 @@ func TestAllowManyOneNodeErrors(t *testing.T) {
 	}
 	if o.batches != 1 {
 		t.Fatalf("%d RunScripts, want 1", o.batches)
+	}
+}
+
+// backwards runs the calls of each RunScripts last first, as a Redis
+// store may when the server had to load the first call's script
+// (NOSCRIPT, then EVAL) but knew the next one's. It is one node when
+// single is set.
+type backwards struct {
+	s      *memory.Store
+	single bool
+}
+
+func (b backwards) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
+	return b.s.RunScript(ctx, s, keys, args, reply)
+}
+
+func (b backwards) RunScripts(ctx context.Context, calls []core.ScriptCall) []core.ScriptResult {
+	out := make([]core.ScriptResult, len(calls))
+	for j := len(calls) - 1; j >= 0; j-- {
+		c := calls[j]
+		out[j].Reply, out[j].Err = b.s.RunScript(ctx, c.Script, c.Keys, c.Args, nil)
+	}
+	return out
+}
+
+func (b backwards) SingleNode() bool { return b.single }
+
+// sameSlot returns n user keys whose storage keys share a cluster slot,
+// which the memory store lets one script hold.
+func sameSlot(n int) []string {
+	bySlot := map[int][]string{}
+	for i := 0; ; i++ {
+		k := "k" + strconv.Itoa(i)
+		s := slot.Of(keyspace.Key("", k, ""))
+		if bySlot[s] = append(bySlot[s], k); len(bySlot[s]) == n {
+			return bySlot[s]
+		}
+	}
+}
+
+// AllowMany puts no key in two calls of one RunScripts: a batch of more
+// requests than one call holds, on few keys, decides as the same requests
+// one by one even on a store that runs a batch's calls in another order.
+func TestAllowManyCallsShareNoKey(t *testing.T) {
+	clock := fakeclock.New(time.Unix(1700000000, 0))
+	keys := sameSlot(3)
+	for _, a := range algorithms {
+		for _, single := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/one node %v", a.name, single), func(t *testing.T) {
+				for _, size := range []int{65, 100, 129, 300} {
+					store, err := memory.New(memory.WithClock(clock), memory.WithSweepInterval(0))
+					if err != nil {
+						t.Fatal(err)
+					}
+					ref, err := memory.New(memory.WithClock(clock), memory.WithSweepInterval(0))
+					if err != nil {
+						t.Fatal(err)
+					}
+					l, err := a.new(backwards{store, single})
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, err := a.new(ref)
+					if err != nil {
+						t.Fatal(err)
+					}
+					// Three keys, the third seldom and last: in calls of
+					// 64 in order, the last call would hold it alone and
+					// run first.
+					reqs := make([]core.Request, size)
+					for i := range reqs {
+						reqs[i] = core.Request{Key: keys[i%2], N: 1}
+					}
+					reqs[size/3].Key, reqs[size-1].Key = keys[2], keys[2]
+					ctx := context.Background()
+					for i, r := range l.AllowMany(ctx, reqs) {
+						d, err := want.AllowN(ctx, reqs[i].Key, reqs[i].N)
+						if r.Err != nil || err != nil || r.Decision != d {
+							t.Fatalf("%d requests: item %d (%q): %+v, %v; one by one %+v, %v", size, i, reqs[i].Key, r.Decision, r.Err, d, err)
+						}
+					}
+					store.Close()
+					ref.Close()
+				}
+			})
+		}
 	}
 }

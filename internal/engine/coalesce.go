@@ -221,7 +221,7 @@ func (c *Coalescer) send(g *group, live []*waiter) []core.Result {
 	}
 	ctx, cancel := g.line.Context(live)
 	defer cancel()
-	c.e.decideItems(ctx, now, items, idx, out)
+	c.e.decideItems(ctx, now, items, idx, maxCoalescedKey, out)
 	return out
 }
 

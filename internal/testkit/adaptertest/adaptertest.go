@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -210,6 +211,41 @@ func Run(t *testing.T, h Harness) {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("AllowMany = %v, want %v", got, want)
 		}
+
+		// After a flush the server may know one script of a batch and not
+		// another: the call it must load (NOSCRIPT, then EVAL) runs after
+		// the calls that followed it, and calls on its key wait for it.
+		lim, err = tokenbucket.New(h.Runner, tokenbucket.Config{Capacity: 100, RefillRate: 1, RefillInterval: time.Hour, Prefix: fmt.Sprintf("adaptertest:order:%d:", time.Now().UnixNano())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		do(t, "SCRIPT", "FLUSH")
+		if _, err := lim.Allow(ctx, "other"); err != nil { // loads the single script, not the batch's
+			t.Fatal(err)
+		}
+		// 64 requests in a batch call, the 65th alone.
+		for i, r := range lim.AllowMany(ctx, slices.Repeat([]core.Request{{Key: "k", N: 1}}, 65)) {
+			if r.Err != nil || !r.Decision.Allowed || r.Decision.Remaining != int64(99-i) {
+				t.Fatalf("request %d of 65 on one key after SCRIPT FLUSH: %+v, want Remaining %d", i, r, 99-i)
+			}
+		}
+		if !ok {
+			return
+		}
+		key := fmt.Sprintf("adaptertest:{order-%d}", time.Now().UnixNano())
+		appendA := core.NewScript("appendA", `return {redis.call('APPEND', KEYS[1], 'a')}`, noTwin, false)
+		appendB := core.NewScript("appendB", `return {redis.call('APPEND', KEYS[1], 'b')}`, noTwin, false)
+		do(t, "SCRIPT", "FLUSH")
+		br.RunScripts(ctx, []core.ScriptCall{{Script: appendA, Keys: []string{key}}})
+		for i, r := range br.RunScripts(ctx, []core.ScriptCall{{Script: appendB, Keys: []string{key}}, {Script: appendA, Keys: []string{key}}}) {
+			if r.Err != nil {
+				t.Fatalf("call %d: %v", i, r.Err)
+			}
+		}
+		if v := do(t, "GET", key); v != "aba" {
+			t.Fatalf("%s = %q after appending a, then b (a script the server had to load) and a in one batch; want \"aba\"", key, v)
+		}
+		do(t, "DEL", key)
 	})
 
 	t.Run("OneNodeBatches", func(t *testing.T) {
