@@ -129,6 +129,16 @@ func (e *Engine) decideItems(ctx context.Context, now int64, items []item, idx [
 // every item of the rounds after the first such refusal (sent with the
 // retry, they keep their place behind the refused ones).
 func (e *Engine) runGroups(ctx context.Context, now int64, items []item, groups [][]int, anySlot bool, keyCap int, out []core.Result) (retry []int) {
+	if _, ok := e.runner.(core.BatchRunner); !ok && !anySlot {
+		// The calls run one by one, in order, and none is refused for
+		// its slots to be sent again: a key's requests may span them,
+		// and one round holds every call.
+		var calls [][]int
+		for _, g := range groups {
+			calls = split(calls, g)
+		}
+		return e.runRound(ctx, now, items, calls, anySlot, out)
+	}
 	for _, calls := range chunk(items, groups, keyCap) {
 		if len(retry) > 0 {
 			for _, c := range calls {
@@ -174,13 +184,8 @@ func chunk(items []item, groups [][]int, keyCap int) (rounds [][][]int) {
 			count[id]++
 		}
 		if len(count) == len(g) {
-			// Every request on a key of its own: calls of maxBatch in
-			// order.
-			for len(g) > maxBatch {
-				rounds[0] = append(rounds[0], g[:maxBatch:maxBatch])
-				g = g[maxBatch:]
-			}
-			rounds[0] = append(rounds[0], g)
+			// Every request on a key of its own.
+			rounds[0] = split(rounds[0], g)
 			continue
 		}
 		// Key by key, place each of its blocks (keyCap requests, the
@@ -233,6 +238,16 @@ func chunk(items []item, groups [][]int, keyCap int) (rounds [][][]int) {
 		}
 	}
 	return rounds
+}
+
+// split appends g to calls as calls of maxBatch requests in order, the
+// rest last.
+func split(calls [][]int, g []int) [][]int {
+	for len(g) > maxBatch {
+		calls = append(calls, g[:maxBatch:maxBatch])
+		g = g[maxBatch:]
+	}
+	return append(calls, g)
 }
 
 // runRound sends calls, the chunks of one round, in one RunScripts (call
