@@ -102,7 +102,8 @@ func (e *Engine) singleNode() bool {
 
 // decideItems decides the items at indexes idx, all valid, at now, in
 // order, into out (indexed like items): grouped as the store allows,
-// each group in batch calls of up to maxBatch.
+// each group in batch calls of up to maxBatch decisions, or of up to
+// keyCap on one key (chunk).
 func (e *Engine) decideItems(ctx context.Context, now int64, items []item, idx []int, keyCap int, out []core.Result) {
 	if len(idx) == 0 {
 		return
@@ -122,9 +123,9 @@ func (e *Engine) decideItems(ctx context.Context, now int64, items []item, idx [
 	}
 }
 
-// runGroups sends each group as batch calls of up to maxBatch decisions
-// (one decision: the single script), marked AnySlot when anySlot, in the
-// rounds of chunk, and decodes each reply into out. It returns, in order,
+// runGroups sends each group as batch calls (one decision: the single
+// script), marked AnySlot when anySlot, in the rounds of chunk, and
+// decodes each reply into out. It returns, in order,
 // the items of AnySlot calls the store refused for spanning slots, and
 // every item of the rounds after the first such refusal (sent with the
 // retry, they keep their place behind the refused ones).
