@@ -107,7 +107,7 @@ func (r *results) markdown(o options, withChart bool) string {
 	w("# ratekit benchmark results\n\n")
 	w("Made by `make bench` (`bench/peers`), %s. Machine: %s. The harness, its clients and redis-server share these cores.\n\n", r.env.date, r.env)
 	w("%s", r.cond.markdown())
-	w("%d interleaved rounds of %v per case (%d keys, chosen at random per request); every figure is the median over rounds, with [min–max] for throughput. Ratios are taken within a round, then the median; a coalescing case and its plain limiter run side by side, A B B A four times in slices of that time, each the mean of its slices. Allocations and bytes are per decision for the whole process (client, harness and, for the memory store, the store). Total time %v.\n\n", o.rounds, o.duration, o.keys, r.elapsed.Round(time.Second))
+	w("%d interleaved rounds of %v per case (%d keys, chosen at random per request); every figure is the median over rounds, with [min–max] for throughput. Ratios are taken within a round, then the median; a coalescing case and its plain limiter run side by side, A B B A four times in slices of that time, each the mean of its slices. A case counts the calls that return within its time, after a warm-up of an eighth of it, its goroutines running throughout. Allocations and bytes are per decision for the whole process (client, harness and, for the memory store, the store). Total time %v.\n\n", o.rounds, o.duration, o.keys, r.elapsed.Round(time.Second))
 
 	if withChart {
 		w("![decisions per second against goroutines, token bucket](throughput.png)\n\n")
