@@ -21,8 +21,10 @@
 // have in flight, held there, so that they reach the store as batches:
 // each call's decision must be the reference's for the same requests one
 // by one, and the store must see each group's first two calls alone and
-// what queued behind them as one call. A script call whose context has
-// ended must fail with core.ErrStore and change nothing.
+// what queued behind them as one call. Batches (AllowMany) are now and
+// then larger than one batch script call holds, so that a key's requests
+// span calls; and a script call whose context has ended must fail with
+// core.ErrStore and change nothing.
 // An algorithm of the registry that the suite has no configurations for
 // fails the suite, by name. The concurrency limiter (algorithms/concurrency,
 // not in the registry) has a state machine of its own: random acquires,
