@@ -11,7 +11,8 @@ import "github.com/ratekit/ratekit/internal/engine"
 // Nothing waits for company. A call is sent at once, alone and exactly as
 // l sends it, when fewer than two calls of its group are in flight; the
 // calls that come while two are in flight are queued, and go together, as
-// one batch (up to 64 decisions per script call, all in one round trip),
+// one batch (up to 64 decisions per script call, or up to 256 on one key,
+// in one round trip; a key's requests past 256 in a second),
 // as soon as one of them returns. Two in flight keep the server busy: the
 // next batch is there while the last one's reply travels back. A lone
 // call therefore costs what it costs on l. A group is

@@ -82,7 +82,10 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 // own error. On the Redis stores the requests go in one pipelined round
 // trip per server, and up to 64 decisions go in one script call: any
 // requests on a store that is one node (core.SingleNode), those on the
-// same key on any other (a cluster, a Ring).
+// same key on any other (a cluster, a Ring). A key with more than 64
+// requests takes one more round trip for each further 64: its requests
+// never go in two script calls of one round trip, which a server that
+// had to load one call's script would run out of order.
 func (l *Limiter) AllowMany(ctx context.Context, reqs []core.Request) []core.Result {
 	return l.engine().AllowMany(ctx, reqs)
 }
