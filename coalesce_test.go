@@ -215,6 +215,48 @@ func TestCoalesceQueueIsOneBatch(t *testing.T) {
 	}
 }
 
+// batchGate is a gate that is also a core.BatchRunner: each call of a
+// RunScripts goes through the gate, one by one.
+type batchGate struct{ *gate }
+
+func (b batchGate) RunScripts(ctx context.Context, calls []core.ScriptCall) []core.ScriptResult {
+	out := make([]core.ScriptResult, len(calls))
+	for i, c := range calls {
+		out[i].Reply, out[i].Err = b.RunScript(ctx, c.Script, c.Keys, c.Args, nil)
+	}
+	return out
+}
+
+// A hot key's queue goes in one batch call, past the 64 decisions of one
+// AllowMany call: its calls were made at once, and a key's requests in
+// two calls would cost a round trip each.
+func TestCoalesceHotKeyOneCall(t *testing.T) {
+	g := newGate(t)
+	l, err := tokenbucket.New(batchGate{g}, tokenbucket.Config{Capacity: 1000, RefillRate: 1, RefillInterval: time.Hour, Clock: fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := ratekit.Coalesce(l)
+	ctx := context.Background()
+	g.close()
+	var all []chan result
+	for _, k := range slotTwins("hot", 2) {
+		all = append(all, start(t, g, lim, ctx, k, 1))
+	}
+	for range 100 {
+		all = append(all, start(t, g, lim, ctx, "hot", 1))
+	}
+	g.open()
+	for i, ch := range all {
+		if r := <-ch; r.err != nil || !r.d.Allowed {
+			t.Fatalf("call %d: %+v, %v", i, r.d, r.err)
+		}
+	}
+	if calls := g.sent(); fmt.Sprint(calls) != "[tokenbucket/1 tokenbucket/1 tokenbucket:batch/100]" {
+		t.Fatalf("sent %v; want the two in flight alone, then the 100 queued on one key in one call", calls)
+	}
+}
+
 // A call whose context ends while it waits in the queue returns at once
 // and is never sent; the others are decided without it.
 func TestCoalesceCancelWhileQueued(t *testing.T) {

@@ -23,7 +23,8 @@ type ScriptResult struct {
 }
 
 // BatchRunner is implemented by stores that can run many scripts in one
-// round trip per server (a pipeline). Limiters use it when their
+// round trip per server (a pipeline; calls on a key of an earlier call
+// may wait for another). Limiters use it when their
 // ScriptRunner has it, and run the calls one by one otherwise.
 //
 // RunScripts returns one result per call, in order. Calls on the same key

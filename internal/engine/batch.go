@@ -20,14 +20,14 @@ import (
 const maxBatch = 64
 
 // maxCoalescedKey is the most requests on one key that a coalesced batch
-// sends in one script call. Every request of a coalesced batch was made
-// at once, so their order is free; a key's requests in two calls of one
-// round trip could apply out of order (see chunk), so a hot key's queue
-// goes in one call: with 256 goroutines on one key (rueidis, go test on
-// this 2-core host) 1.15-1.25x the decisions per second of calls of
-// maxBatch in successive round trips, and as many as those calls in one
-// round trip made. The queue is at most as long as the goroutines
-// waiting; past this cap the rest waits for another round trip.
+// sends in one script call. A key's requests in two calls cost a round
+// trip each (chunk, and the store's own waves keep them in order), so a
+// hot key's queue goes in one call: with 256 goroutines on one key
+// (rueidis, go test on this 2-core host) 1.15-1.25x the decisions per
+// second of calls of maxBatch in successive round trips, and as many as
+// those calls in one round trip made before. The queue is at most as
+// long as the goroutines waiting; past this cap the rest waits for
+// another round trip.
 const maxCoalescedKey = 4 * maxBatch
 
 // AllowMany decides every request, in order, each with its own result.
@@ -141,6 +141,9 @@ func (e *Engine) runGroups(ctx context.Context, now int64, items []item, groups 
 		return e.runRound(ctx, now, items, calls, anySlot, out)
 	}
 	for _, calls := range chunk(items, groups, keyCap) {
+		// As chunk builds rounds, a refused call holds only keys' last
+		// blocks, so no later round has its keys: deferring the later
+		// rounds keeps each key's order whatever chunk becomes.
 		if len(retry) > 0 {
 			for _, c := range calls {
 				retry = append(retry, c...)
@@ -161,7 +164,8 @@ func (e *Engine) runGroups(ctx context.Context, now int64, items []item, groups 
 // (a Redis server runs a call whose script it had to load after the calls
 // that followed it) without changing a decision. A group of up to
 // maxBatch requests is one call of the first round, as are most batches;
-// a call's requests keep the order they came in.
+// a call's requests keep the order they came in. keyCap is at least
+// maxBatch.
 func chunk(items []item, groups [][]int, keyCap int) (rounds [][][]int) {
 	rounds = [][][]int{nil}
 	for _, g := range groups {

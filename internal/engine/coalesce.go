@@ -27,7 +27,8 @@ import (
 // timer, no wait. A call that finds MaxInFlight joins the group's queue;
 // when a call in flight returns, its caller hands the whole queue to the
 // queue's first waiter, which sends it as one batch (AllowMany's calls of
-// up to maxBatch decisions, in one round trip), passes on the next queue
+// up to maxBatch decisions, a hot key's up to maxCoalescedKey in one call,
+// in one round trip), passes on the next queue
 // when its reply is back, and then hands each waiter its decision.
 //
 // A batch is decided at one time, read when it is sent, in queue order:

@@ -213,10 +213,12 @@ const replyCap = 4
 // others still run, unless it is marked AnySlot and r is one node.
 //
 // Calls on one key run in the order given: a call that shares a key with
-// an earlier call is sent in a later DoMulti, once the earlier one's
-// reply (and its EVAL, after NOSCRIPT) is back, since a call retried as
-// EVAL runs after the calls that followed it. A limiter's batch puts no
-// key in two calls, and goes in one round trip.
+// an earlier call is sent in a later wave (its own DoMulti, and EVAL
+// after NOSCRIPT), once the earlier one's is back, since a call retried
+// as EVAL runs after the calls that followed it. Each RunScripts of a
+// limiter puts no key in two calls, so it is one wave. A call the server
+// refuses (CROSSSLOT included) holds nothing back: later calls on its
+// keys still run.
 func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core.ScriptResult {
 	out := make([]core.ScriptResult, len(calls))
 	if len(calls) == 0 {
@@ -330,9 +332,9 @@ func (r *Runner) send(ctx context.Context, cmds []Cmd, res []core.ScriptResult) 
 
 // waves returns each command's wave and the last wave: wave 0 for a
 // command that shares no key with an earlier one, else one more than the
-// wave of the last earlier command holding one of its keys. So no key is
-// in two commands of one wave, and a key's commands go wave after wave in
-// order. wave is nil when every command is in wave 0.
+// highest wave of the earlier commands that hold one of its keys. So no
+// key is in two commands of one wave, and a key's commands go wave after
+// wave in order. wave is nil when every command is in wave 0.
 func waves(cmds []Cmd) (wave []int, last int) {
 	if len(cmds) < 2 {
 		return nil, 0

@@ -11,7 +11,8 @@
 // implementing redis.Scripter. Each call is EVALSHA (EVALSHA_RO for
 // read-only scripts), falling back to EVAL (EVAL_RO) when the server
 // answers NOSCRIPT: after a restart, a failover or SCRIPT FLUSH, scripts
-// load themselves again. A batch (AllowMany) is one pipeline. A call whose
+// load themselves again. A batch (AllowMany) is one pipeline (a key's
+// requests past its first 64 wait for another). A call whose
 // context has already ended sends nothing. The protocol is the one every
 // ratekit Redis adapter shares.
 //

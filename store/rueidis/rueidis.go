@@ -9,7 +9,8 @@
 // (auto pipelining), so many goroutines deciding at once share network
 // writes. Each call is EVALSHA (EVALSHA_RO for read-only scripts), falling
 // back to EVAL (EVAL_RO) when the server answers NOSCRIPT; a batch
-// (AllowMany) is one DoMulti. A call whose context has already ended sends
+// (AllowMany) is one DoMulti (a key's requests past its first 64 wait for
+// another). A call whose context has already ended sends
 // nothing. The protocol is the one every ratekit Redis adapter shares.
 //
 // Client options that matter:

@@ -10,7 +10,8 @@
 // It speaks the protocol every ratekit Redis adapter shares, exactly as
 // store/rueidis does: EVALSHA (EVALSHA_RO for read-only scripts), falling
 // back to EVAL (EVAL_RO) on NOSCRIPT; RunScripts (a limiter's AllowMany)
-// sends a whole batch with one DoMulti; nothing is sent once a call's
+// sends a batch with one DoMulti (a call on a key of an earlier call waits
+// for another); nothing is sent once a call's
 // context has ended; keys in different slots are refused with an error, as
 // valkey-go would panic on them in cluster mode. Against a server without
 // CLIENT TRACKING set DisableCache; against miniredis also
