@@ -215,6 +215,24 @@ func TestCoalesceQueueIsOneBatch(t *testing.T) {
 	}
 }
 
+// queueBehind holds two calls of hot's group at the gate, on other keys,
+// queues n calls on hot behind them, then opens the gate; it returns the
+// calls' answers, the two first.
+func queueBehind(t *testing.T, g *gate, lim *ratekit.Limiter, n int) []chan result {
+	t.Helper()
+	ctx := context.Background()
+	g.close()
+	var calls []chan result
+	for _, k := range slotTwins("hot", 2) {
+		calls = append(calls, start(t, g, lim, ctx, k, 1))
+	}
+	for range n {
+		calls = append(calls, start(t, g, lim, ctx, "hot", 1))
+	}
+	g.open()
+	return calls
+}
+
 // batchGate is a gate that is also a core.BatchRunner: each call of a
 // RunScripts goes through the gate, one by one.
 type batchGate struct{ *gate }
@@ -236,18 +254,7 @@ func TestCoalesceHotKeyOneCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim := ratekit.Coalesce(l)
-	ctx := context.Background()
-	g.close()
-	var all []chan result
-	for _, k := range slotTwins("hot", 2) {
-		all = append(all, start(t, g, lim, ctx, k, 1))
-	}
-	for range 100 {
-		all = append(all, start(t, g, lim, ctx, "hot", 1))
-	}
-	g.open()
-	for i, ch := range all {
+	for i, ch := range queueBehind(t, g, ratekit.Coalesce(l), 100) {
 		if r := <-ch; r.err != nil || !r.d.Allowed {
 			t.Fatalf("call %d: %+v, %v", i, r.d, r.err)
 		}
@@ -420,15 +427,7 @@ func TestCoalesceStorePanics(t *testing.T) {
 		}
 	}
 	// A batch: two calls held at the store, three queued behind them.
-	g.close()
-	var calls []chan result
-	for _, k := range slotTwins("hot", 2) {
-		calls = append(calls, start(t, g, lim, ctx, k, 1))
-	}
-	for range 3 {
-		calls = append(calls, start(t, g, lim, ctx, "hot", 1))
-	}
-	g.open()
+	calls := queueBehind(t, g, lim, 3)
 	panicked, failed := 0, 0
 	for _, ch := range calls {
 		switch r := answer(ch); {
