@@ -223,7 +223,8 @@ func Run(t *testing.T, h Harness) {
 		if _, err := lim.Allow(ctx, "other"); err != nil { // loads the single script, not the batch's
 			t.Fatal(err)
 		}
-		// 64 requests in a batch call, the 65th alone.
+		// 64 requests in a batch call, the 65th in a call of its own: sent
+		// in one pipeline, it would run first.
 		for i, r := range lim.AllowMany(ctx, slices.Repeat([]core.Request{{Key: "k", N: 1}}, 65)) {
 			if r.Err != nil || !r.Decision.Allowed || r.Decision.Remaining != int64(99-i) {
 				t.Fatalf("request %d of 65 on one key after SCRIPT FLUSH: %+v, want Remaining %d", i, r, 99-i)
