@@ -25,13 +25,23 @@ type loop struct{ core.Limiter }
 
 func (l *loop) Unwrap() core.Limiter { return l }
 
-func TestMaxCost(t *testing.T) {
-	s, _ := memory.New()
+// tokenBucket7 returns a token bucket of capacity 7 on a memory store.
+func tokenBucket7(t *testing.T) *tokenbucket.Limiter {
+	t.Helper()
+	s, err := memory.New()
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { s.Close() })
 	tb, err := tokenbucket.New(s, tokenbucket.Config{Capacity: 7, RefillRate: 1, RefillInterval: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tb
+}
+
+func TestMaxCost(t *testing.T) {
+	tb := tokenBucket7(t)
 	var nilLimiter *ratekit.Limiter
 	for name, c := range map[string]struct {
 		l    core.Limiter
@@ -52,12 +62,7 @@ func TestMaxCost(t *testing.T) {
 
 // Check refuses what the limiter refuses, with the same errors.
 func TestCheckAgreesWithTheLimiter(t *testing.T) {
-	s, _ := memory.New()
-	t.Cleanup(func() { s.Close() })
-	tb, err := tokenbucket.New(s, tokenbucket.Config{Capacity: 7, RefillRate: 1, RefillInterval: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := tokenBucket7(t)
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
 	ctx := context.Background()
@@ -89,12 +94,7 @@ func TestCheckAgreesWithTheLimiter(t *testing.T) {
 }
 
 func TestUnusable(t *testing.T) {
-	s, _ := memory.New()
-	t.Cleanup(func() { s.Close() })
-	tb, err := tokenbucket.New(s, tokenbucket.Config{Capacity: 7, RefillRate: 1, RefillInterval: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := tokenBucket7(t)
 	var nilLimiter *ratekit.Limiter
 	for name, c := range map[string]struct {
 		l    any
