@@ -16,32 +16,31 @@ import (
 // with string keys cost about twice as many cache misses (its header, its
 // groups, the entry, the key's own array) and a third of a decision's time.
 
-// entry is one key's value and expiry, in three cache lines (192 bytes,
-// a size class whose objects start on a line): the key with its bytes
-// when they fit; what a decision reads and writes (the expiry and a value
-// of up to six integers); and what it seldom touches (the hash, a long
-// value's array). A decision on a known key with a short key and a
-// fixed-size state reads the first two lines and writes only the second,
-// which another core then takes over: the first and the third hold
-// nothing such a decision changes.
+// entry is one key's value and expiry, in two cache lines (128 bytes, a
+// size class whose objects start on a 128-byte boundary, so that no entry
+// shares a line with another): what a lookup compares (the
+// key with its bytes when they fit, which changes only when the entry is
+// made), then what a decision reads and writes (the expiry and a value of
+// up to six integers). A decision on a known key with a short key and a
+// fixed-size state reads both lines and writes only the second. The key's
+// hash lives in its slot (cell), not here, and a long value's array behind
+// a pointer: a third line for those made an entry 192 bytes, and a store
+// of a million keys 226 bytes a key against 162 (BenchmarkManyKeys).
 type entry struct {
 	key  string // kbuf[:len(key)] when it fits there
 	kbuf [inlineKey]byte
-
 	// plain is plainAt(key): the length of its prefix when key is
 	// prefix{T} with nothing to escape in T, else -1.
 	plain int32
 	// n is the value's length: inline[:n] when n <= inlineVals, else
-	// long[:n].
-	n        int32
+	// (*long)[:n]. fill writes it only when it changes.
+	n int32
+
 	expireAt int64 // Unix µs on the store's clock
 	inline   [inlineVals]int64
-
-	// long is the array of a value too long for inline, kept when the
+	// long holds the array of a value too long for inline, kept when the
 	// value shrinks so that it allocates only past its largest size.
-	long []int64
-	h    uint64 // the hash of key
-	_    [32]byte
+	long *[]int64
 }
 
 const (
@@ -49,7 +48,7 @@ const (
 	// algorithm but the sliding log stores at most this many integers.
 	inlineVals = 6
 	// inlineKey is the longest key kept inside its entry.
-	inlineKey = 48
+	inlineKey = 40
 	// maxVals is the longest value an entry holds (n is an int32).
 	maxVals = math.MaxInt32
 )
@@ -59,7 +58,16 @@ func (e *entry) value() []int64 {
 	if e.n <= inlineVals {
 		return e.inline[:e.n]
 	}
-	return e.long[:e.n]
+	return (*e.long)[:e.n]
+}
+
+// longCap returns the capacity of e's array for long values, 0 when it
+// has none.
+func (e *entry) longCap() int {
+	if e.long == nil {
+		return 0
+	}
+	return cap(*e.long)
 }
 
 type cell struct {
@@ -127,7 +135,7 @@ func (t *table) insert(h uint64, key string) *entry {
 	if 2*(t.n+1) > len(t.slots) {
 		t.resize(max(8, 2*len(t.slots)))
 	}
-	e := &entry{h: h}
+	e := &entry{}
 	if len(key) <= inlineKey {
 		n := copy(e.kbuf[:], key)
 		e.key = unsafe.String(&e.kbuf[0], n)
@@ -138,18 +146,18 @@ func (t *table) insert(h uint64, key string) *entry {
 	if p := plainAt(e.key); p <= math.MaxInt32 {
 		e.plain = int32(p)
 	}
-	t.place(e)
+	t.place(cell{h, e})
 	t.n++
 	return e
 }
 
-func (t *table) place(e *entry) {
+func (t *table) place(c cell) {
 	mask := uint64(len(t.slots) - 1)
-	i := e.h & mask
+	i := c.h & mask
 	for t.slots[i].e != nil {
 		i = (i + 1) & mask
 	}
-	t.slots[i] = cell{e.h, e}
+	t.slots[i] = c
 }
 
 // resize moves every entry to a table of size slots.
@@ -158,7 +166,7 @@ func (t *table) resize(size int) {
 	t.slots = make([]cell, size)
 	for _, s := range old {
 		if s.e != nil {
-			t.place(s.e)
+			t.place(s)
 		}
 	}
 }
@@ -198,30 +206,34 @@ func (t *table) remove(h uint64, key string, now int64) bool {
 }
 
 // sweep drops every entry expired at now and returns how many; the table
-// shrinks when it is mostly empty.
+// shrinks when it is mostly empty. A table with nothing to drop is only
+// read: a sweep of live keys allocates nothing.
 func (t *table) sweep(now int64) int {
-	var live []*entry
+	live := 0
 	for _, s := range t.slots {
 		if s.e != nil && s.e.expireAt > now {
-			live = append(live, s.e)
+			live++
 		}
 	}
-	dropped := t.n - len(live)
+	dropped := t.n - live
 	if dropped == 0 {
 		return 0
 	}
 	size := len(t.slots)
-	for size > 8 && 8*len(live) < size {
+	for size > 8 && 8*live < size {
 		size /= 2
 	}
-	if len(live) == 0 {
+	if live == 0 {
 		size = 0
 	}
-	t.slots, t.n = nil, len(live)
+	old := t.slots
+	t.slots, t.n = nil, live
 	if size > 0 {
 		t.slots = make([]cell, size)
-		for _, e := range live {
-			t.place(e)
+		for _, s := range old {
+			if s.e != nil && s.e.expireAt > now {
+				t.place(s)
+			}
 		}
 	}
 	return dropped
@@ -242,15 +254,19 @@ func fill(e *entry, n int, ttl time.Duration, now int64) []int64 {
 		// A fixed-size state: three stores zero it, without clear's call.
 		e.inline = [inlineVals]int64{}
 		v = e.inline[:n]
-	case cap(e.long) < n:
-		e.long = make([]int64, n, n+min(n/2, maxVals-n))
-		v = e.long
+	case e.longCap() < n:
+		v = make([]int64, n, n+min(n/2, maxVals-n))
+		if e.long == nil {
+			e.long = new([]int64)
+		}
+		*e.long = v
 	default:
-		e.long = e.long[:n]
-		clear(e.long)
-		v = e.long
+		v = (*e.long)[:n]
+		clear(v)
 	}
 	e.expireAt = now + int64(ttl/time.Microsecond)
-	e.n = int32(n)
+	if e.n != int32(n) { // a write to the first line only when it changes
+		e.n = int32(n)
+	}
 	return v
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -82,7 +83,7 @@ func TestFill(t *testing.T) {
 	var e entry
 	big := false
 	for _, n := range []int{1, 6, 7, 8, 30, 3, 40, 6} {
-		before := cap(e.long)
+		before := e.longCap()
 		v := fill(&e, n, 1000, 0)
 		big = big || n > inlineVals
 		if len(v) != n || (e.long != nil) != big || len(e.value()) != n || &e.value()[0] != &v[0] {
@@ -91,8 +92,8 @@ func TestFill(t *testing.T) {
 		if (n <= inlineVals) != (&v[0] == &e.inline[0]) {
 			t.Fatalf("fill(%d): inline %v", n, &v[0] == &e.inline[0])
 		}
-		if grew := cap(e.long) != before; big && grew != (n > before) {
-			t.Fatalf("fill(%d): cap %d -> %d", n, before, cap(e.long))
+		if grew := e.longCap() != before; big && grew != (n > before) {
+			t.Fatalf("fill(%d): cap %d -> %d", n, before, e.longCap())
 		}
 		for i := range v {
 			if v[i] != 0 {
@@ -117,17 +118,30 @@ func TestLayout(t *testing.T) {
 		wantLine    uintptr
 	}{
 		{"entry's key", unsafe.Offsetof(e.key), unsafe.Offsetof(e.kbuf) + inlineKey - 1, 0},
-		{"entry's written fields", unsafe.Offsetof(e.n), unsafe.Offsetof(e.inline) + unsafe.Sizeof(e.inline) - 1, 1},
+		{"entry's compared fields", unsafe.Offsetof(e.plain), unsafe.Offsetof(e.n) + unsafe.Sizeof(e.n) - 1, 0},
+		{"entry's written fields", unsafe.Offsetof(e.expireAt), unsafe.Offsetof(e.inline) + unsafe.Sizeof(e.inline) - 1, 1},
 		{"shard's written fields", unsafe.Offsetof(sh.mu), unsafe.Offsetof(sh.tx) + unsafe.Offsetof(sh.tx.scratch) + unsafe.Offsetof(sh.tx.scratch.used) + unsafe.Sizeof(sh.tx.scratch.used) - 1, 0},
 	} {
 		if c.first/64 != c.wantLine || c.last/64 != c.wantLine {
 			t.Errorf("%s: bytes %d-%d, want them on line %d", c.what, c.first, c.last, c.wantLine)
 		}
 	}
-	if unsafe.Sizeof(e) != 192 {
-		t.Errorf("entry is %d bytes, want 192 (a size class whose objects start a line)", unsafe.Sizeof(e))
+	if unsafe.Sizeof(e) != 128 {
+		t.Errorf("entry is %d bytes, want 128 (a size class whose objects start a pair of lines)", unsafe.Sizeof(e))
 	}
-	if unsafe.Offsetof(e.plain) != unsafe.Offsetof(e.n)-4 || unsafe.Offsetof(e.plain)/64 != 1 {
-		t.Errorf("plain at %d: a lookup reads it with the value's line", unsafe.Offsetof(e.plain))
+}
+
+// A sweep that finds nothing expired only reads the table.
+func TestSweepLiveAllocatesNothing(t *testing.T) {
+	var tb table
+	for i := range 1000 {
+		k := "k" + strconv.Itoa(i)
+		fill(tb.insert(uint64(i)*0x9E3779B97F4A7C15, k), 3, time.Second, 0)
+	}
+	if a := testing.AllocsPerRun(10, func() { tb.sweep(1) }); a != 0 {
+		t.Errorf("sweep of live keys: %v allocations, want 0", a)
+	}
+	if got := tb.sweep(1 << 40); got != 1000 || tb.n != 0 {
+		t.Errorf("sweep after every TTL dropped %d, %d left", got, tb.n)
 	}
 }
