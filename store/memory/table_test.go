@@ -118,7 +118,7 @@ func TestLayout(t *testing.T) {
 		wantLine    uintptr
 	}{
 		{"entry's key", unsafe.Offsetof(e.key), unsafe.Offsetof(e.kbuf) + inlineKey - 1, 0},
-		{"entry's compared fields", unsafe.Offsetof(e.plain), unsafe.Offsetof(e.n) + unsafe.Sizeof(e.n) - 1, 0},
+		{"entry's plain and length", unsafe.Offsetof(e.plain), unsafe.Offsetof(e.n) + unsafe.Sizeof(e.n) - 1, 0},
 		{"entry's written fields", unsafe.Offsetof(e.expireAt), unsafe.Offsetof(e.inline) + unsafe.Sizeof(e.inline) - 1, 1},
 		{"shard's written fields", unsafe.Offsetof(sh.mu), unsafe.Offsetof(sh.tx) + unsafe.Offsetof(sh.tx.scratch) + unsafe.Offsetof(sh.tx.scratch.used) + unsafe.Sizeof(sh.tx.scratch.used) - 1, 0},
 	} {
