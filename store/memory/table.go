@@ -18,14 +18,15 @@ import (
 
 // entry is one key's value and expiry, in two cache lines (128 bytes, a
 // size class whose objects start on a 128-byte boundary, so that no entry
-// shares a line with another): what a lookup compares (the
-// key with its bytes when they fit, set when the entry is made) and the
-// value's length (written only when it changes), then what a decision
-// reads and writes (the expiry and a value of up to six integers). A decision on a known key with a short key and a
-// fixed-size state reads both lines and writes only the second. The key's
-// hash lives in its slot (cell), not here, and a long value's array behind
-// a pointer: a third line for those made an entry 192 bytes, and a store
-// of a million keys 226 bytes a key against 162 (BenchmarkManyKeys).
+// shares a line with another): what a lookup compares (the key with its
+// bytes when they fit, set when the entry is made) and the value's length
+// (written only when it changes), then what a decision reads and writes
+// (the expiry and a value of up to six integers). A decision on a known
+// key with a short key and a fixed-size state reads both lines and writes
+// only the second. The key's hash lives in its slot (cell), not here, and
+// a long value's array behind a pointer: a third line for those made an
+// entry 192 bytes, and a store of a million keys 226 bytes a key against
+// 162 (BenchmarkManyKeys).
 type entry struct {
 	key  string // kbuf[:len(key)] when it fits there
 	kbuf [inlineKey]byte
