@@ -139,9 +139,9 @@ const why = `## Why targets are missed here
   read 0.99-1.01x, before and after concurrent calls had turned on the
   client's pipelining. Here each case is measured beside its plain
   limiter, A B B A four times, but at about 13 000 calls per second a
-  round's figure still moves by several percent: full runs with one
-  A B B A read 0.87-0.94x on rueidis and 0.93-1.11x on the other
-  clients, targeted runs 0.99-1.01x.
+  round's figure moves by tens of percent: full runs have read
+  0.87-1.30x on rueidis and 0.89-1.11x on the other clients, targeted
+  runs 0.99-1.01x.
 * **Ratios to redis_rate.** Both are bounded by the same single-threaded
   server and the same 2 cores; redis_rate's GCRA script is cheap, so 3x or
   2.5x its rate would need more than the server's ceiling for ratekit's
@@ -157,7 +157,7 @@ const why = `## Why targets are missed here
   per call for the token bucket and fixed window policy against 78 000
   for the token bucket alone (both with TIME), of which the second key's
   GET and SET with its TTL are 16 000. Where the server is the bottleneck (rueidis at 64 and
-  256 goroutines) the policy then makes about 0.56-0.65x a single limit's
+  256 goroutines) the policy then makes about 0.55-0.7x a single limit's
   decisions per second; 0.8x would need the second limit to add at most
   a quarter of a call. Keeping both limits' state in one key would save
   one GET and SET but parse and format twice the integers: estimated
@@ -195,7 +195,7 @@ const why = `## Why targets are missed here
   benchmark), where the server's time per call bounds it. At 1 goroutine
   there is nothing to share: what is left is ratekit's script, which
   costs the server more than the guide's per call (INFO commandstats;
-  cachegrind: 85 000 instructions with TIME against 59 000): a TTL on
+  cachegrind: 78 500 instructions with TIME against 57 800): a TTL on
   every write alone costs the guide's script 1.2x (0.90x the throughput),
   TIME about 1.1x, and the rest is the state's checked parse and exact
   formatting.
