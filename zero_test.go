@@ -143,3 +143,69 @@ func TestConstructorsRefuseZeroLimiters(t *testing.T) {
 		t.Errorf("AllowN on a nil *Multi: %v", err)
 	}
 }
+
+// The wrappers too: a failsafe.Limiter, denycache.Limiter or
+// hotkey.Budget declared but never built by its New, or a nil pointer to
+// one, fails every call with an error wrapping core.ErrInvalidConfig and
+// describes itself as empty; so does a nil *concurrency.Limiter.
+func TestZeroWrappers(t *testing.T) {
+	ctx := context.Background()
+	check := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(fmt.Sprint(err), "zero") {
+			t.Errorf("%s: %v, want an ErrInvalidConfig naming a zero limiter", what, err)
+		}
+	}
+	var nilFailsafe *failsafe.Limiter
+	for name, f := range map[string]*failsafe.Limiter{"zero": {}, "nil": nilFailsafe} {
+		_, err := f.Allow(ctx, "k")
+		check("failsafe Allow, "+name, err)
+		_, err = f.AllowN(ctx, "k", 1)
+		check("failsafe AllowN, "+name, err)
+		_, err = f.Peek(ctx, "k")
+		check("failsafe Peek, "+name, err)
+		check("failsafe Reset, "+name, f.Reset(ctx, "k"))
+		if f.Down() || f.State() != failsafe.Up || f.Unwrap() != nil {
+			t.Errorf("failsafe, %s: Down %v, State %v, Unwrap %v", name, f.Down(), f.State(), f.Unwrap())
+		}
+	}
+	var nilDeny *denycache.Limiter
+	for name, d := range map[string]*denycache.Limiter{"zero": {}, "nil": nilDeny} {
+		_, err := d.Allow(ctx, "k")
+		check("denycache Allow, "+name, err)
+		_, err = d.AllowN(ctx, "k", 1)
+		check("denycache AllowN, "+name, err)
+		_, err = d.Peek(ctx, "k")
+		check("denycache Peek, "+name, err)
+		check("denycache Reset, "+name, d.Reset(ctx, "k"))
+		d.Forget("k")
+		if d.Hits() != 0 || d.Unwrap() != nil {
+			t.Errorf("denycache, %s: Hits %d, Unwrap %v", name, d.Hits(), d.Unwrap())
+		}
+	}
+	var nilBudget *hotkey.Budget
+	for name, b := range map[string]*hotkey.Budget{"zero": {}, "nil": nilBudget} {
+		_, err := b.Allow(ctx, "k")
+		check("hotkey Allow, "+name, err)
+		_, err = b.AllowN(ctx, "k", 1)
+		check("hotkey AllowN, "+name, err)
+		_, err = b.Peek(ctx, "k")
+		check("hotkey Peek, "+name, err)
+		check("hotkey Reset, "+name, b.Reset(ctx, "k"))
+		check("hotkey Close, "+name, b.Close(ctx))
+		if b.Stats() != (hotkey.Stats{}) || b.Unwrap() != nil {
+			t.Errorf("hotkey, %s: Stats %+v, Unwrap %v", name, b.Stats(), b.Unwrap())
+		}
+	}
+	var c *concurrency.Limiter
+	_, _, err := c.Acquire(ctx, "k")
+	check("Acquire on a nil *concurrency.Limiter", err)
+	_, err = c.Extend(ctx, concurrency.Lease{Key: "k", N: 1, ID: "0123456789abcdef0123456789abcdef"})
+	check("Extend on a nil *concurrency.Limiter", err)
+	_, err = c.Peek(ctx, "k")
+	check("Peek on a nil *concurrency.Limiter", err)
+	check("Reset on a nil *concurrency.Limiter", c.Reset(ctx, "k"))
+	if c.Algorithm() != "" || c.Store() != nil || c.Limit() != 0 || c.TTL() != 0 {
+		t.Errorf("a nil *concurrency.Limiter describes itself as %q on %v, Limit %d, TTL %v", c.Algorithm(), c.Store(), c.Limit(), c.TTL())
+	}
+}

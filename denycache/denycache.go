@@ -30,7 +30,9 @@ import (
 const shards = 64
 
 // Limiter is a core.Limiter that answers cached denials locally and asks
-// its next limiter otherwise. It is safe for concurrent use.
+// its next limiter otherwise. It is safe for concurrent use. Build it with
+// New: a zero Limiter, or a nil *Limiter, fails every call with an error
+// wrapping core.ErrInvalidConfig.
 type Limiter struct {
 	next core.Limiter
 	// invalid, when New was given no limiter, is every call's error.
@@ -99,6 +101,21 @@ func New(next core.Limiter, opts ...Option) *Limiter {
 	return l
 }
 
+// errZero is what the calls of a Limiter not built by New return.
+var errZero = fmt.Errorf("%w: a zero denycache.Limiter: build it with denycache.New", core.ErrInvalidConfig)
+
+// check returns the error of every call on l: the error New recorded for
+// it, or errZero for a nil or zero Limiter.
+func (l *Limiter) check() error {
+	switch {
+	case l == nil || (l.next == nil && l.invalid == nil):
+		return errZero
+	case l.invalid != nil:
+		return l.invalid
+	}
+	return nil
+}
+
 func (l *Limiter) shard(key string) *shard {
 	return &l.shards[maphash.String(l.seed, key)%shards]
 }
@@ -115,8 +132,8 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 // it checks them). Where a key's denials come at several costs, the
 // lowest cost's is kept.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
-	if l.invalid != nil {
-		return core.Decision{}, l.invalid
+	if err := l.check(); err != nil {
+		return core.Decision{}, err
 	}
 	now := l.now().UnixNano()
 	sh := l.shard(key)
@@ -190,31 +207,46 @@ func (l *Limiter) drop(sh *shard, key string) {
 
 // Hits returns the number of requests denied from the cache, without
 // asking the next limiter, since New: the round trips it saved.
-func (l *Limiter) Hits() uint64 { return l.hits.Load() }
+func (l *Limiter) Hits() uint64 {
+	if l == nil {
+		return 0
+	}
+	return l.hits.Load()
+}
 
 // Unwrap returns the limiter behind the cache, for tools that walk a chain
 // of wrapped limiters, such as instrumentation.
-func (l *Limiter) Unwrap() core.Limiter { return l.next }
+func (l *Limiter) Unwrap() core.Limiter {
+	if l == nil {
+		return nil
+	}
+	return l.next
+}
 
 // Peek asks the next limiter: it is read-only there already.
 func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
-	if l.invalid != nil {
-		return core.Decision{}, l.invalid
+	if err := l.check(); err != nil {
+		return core.Decision{}, err
 	}
 	return l.next.Peek(ctx, key)
 }
 
 // Reset forgets key here and resets it in the next limiter.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
-	if l.invalid != nil {
-		return l.invalid
+	if err := l.check(); err != nil {
+		return err
 	}
 	l.Forget(key)
 	return l.next.Reset(ctx, key)
 }
 
-// Forget drops a cached denial for key in this process only.
+// Forget drops a cached denial for key in this process only. On a
+// Limiter that caches nothing (a zero one, or one New refused) it does
+// nothing.
 func (l *Limiter) Forget(key string) {
+	if l.check() != nil {
+		return
+	}
 	sh := l.shard(key)
 	sh.mu.Lock()
 	if _, ok := sh.m[key]; ok {

@@ -145,7 +145,9 @@ type Config struct {
 }
 
 // Limiter applies a failure policy around a store-backed limiter. It is
-// safe for concurrent use.
+// safe for concurrent use. Build it with New: a zero Limiter, or a nil
+// *Limiter, fails every call with an error wrapping core.ErrInvalidConfig
+// (which no Policy decides) and reports the store Up.
 type Limiter struct {
 	cfg Config
 	// maxCost is the largest cost Store accepts (callcheck.MaxCost): a
@@ -169,6 +171,12 @@ type Limiter struct {
 }
 
 var _ core.Limiter = (*Limiter)(nil)
+
+// errZero is what the calls of a Limiter not built by New return.
+var errZero = fmt.Errorf("%w: a zero failsafe.Limiter: build it with failsafe.New", core.ErrInvalidConfig)
+
+// built reports whether New made l (New refuses a nil Store).
+func (l *Limiter) built() bool { return l != nil && l.cfg.Store != nil }
 
 // New checks cfg and returns a Limiter; errors wrap core.ErrInvalidConfig.
 func New(cfg Config) (*Limiter, error) {
@@ -215,12 +223,17 @@ func New(cfg Config) (*Limiter, error) {
 
 // Unwrap returns the limiter whose store may fail (Config.Store), for
 // tools that walk a chain of wrapped limiters, such as instrumentation.
-func (l *Limiter) Unwrap() core.Limiter { return l.cfg.Store }
+func (l *Limiter) Unwrap() core.Limiter {
+	if l == nil {
+		return nil
+	}
+	return l.cfg.Store
+}
 
 // Down reports whether the store is considered down: from a failure until
 // a probe of the store gets an answer.
 func (l *Limiter) Down() bool {
-	return l.downUntil.Load() != 0
+	return l != nil && l.downUntil.Load() != 0
 }
 
 // State is the state of a Limiter's store, as [Limiter.State] reports it.
@@ -253,7 +266,7 @@ func (s State) String() string {
 // State reports the store's state now: Up, Down, or Probing while a probe
 // of a store marked down is running. Down reports whether it is not Up.
 func (l *Limiter) State() State {
-	if l.downUntil.Load() == 0 {
+	if l == nil || l.downUntil.Load() == 0 {
 		return Up
 	}
 	if l.probes.Load() > 0 {
@@ -312,6 +325,9 @@ func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
 // store failure is returned: a reset cannot be faked. A Reset that timed
 // out may still be applied by the store, later.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
+	if !l.built() {
+		return errZero
+	}
 	if l.cfg.Local != nil {
 		if err := l.cfg.Local.Reset(ctx, key); err != nil {
 			return err
@@ -329,6 +345,9 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 // decide asks the store for the decision on a call of cost n on key (op
 // on Store), or lets the policy decide.
 func (l *Limiter) decide(ctx context.Context, key string, n int64, op func(core.Limiter, context.Context) (core.Decision, error)) (core.Decision, error) {
+	if !l.built() {
+		return core.Decision{}, errZero
+	}
 	if ok, probe := l.try(); ok {
 		d, err := l.ask(ctx, op, probe)
 		if err == nil || !l.storeFault(ctx, err) {

@@ -140,7 +140,9 @@ type Config struct {
 
 // Budget decides requests for hot keys from units leased from a shared
 // limit (see the package doc). It is a core.Limiter, safe for concurrent
-// use; Close gives the unused units back.
+// use; Close gives the unused units back. Build it with New: a zero
+// Budget, or a nil *Budget, fails every call with an error wrapping
+// core.ErrInvalidConfig.
 type Budget struct {
 	src    core.Limiter
 	atMost atMoster // src's AllowAtMost, or nil
@@ -224,6 +226,12 @@ func New(source core.Limiter, cfg Config) (*Budget, error) {
 	return b, nil
 }
 
+// errZero is what the calls of a Budget not built by New return.
+var errZero = fmt.Errorf("%w: a zero hotkey.Budget: build it with hotkey.New", core.ErrInvalidConfig)
+
+// built reports whether New made b (New refuses a nil source).
+func (b *Budget) built() bool { return b != nil && b.src != nil }
+
 // now is the Budget's time: nanoseconds since New.
 func (b *Budget) now() int64 {
 	if b.clock == nil {
@@ -249,6 +257,9 @@ func (b *Budget) Allow(ctx context.Context, key string) (core.Decision, error) {
 // store's ResetAfter counted down. A local denial is described in the
 // package doc.
 func (b *Budget) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
+	if !b.built() {
+		return core.Decision{}, errZero
+	}
 	if n < 1 || n > b.maxLease || len(key) == 0 || len(key) > core.MaxKeyLen || b.closed.Load() {
 		return b.directN(ctx, key, n)
 	}
@@ -281,6 +292,9 @@ func (b *Budget) directN(ctx context.Context, key string, n int64) (core.Decisio
 // Peek asks the source: it reports the shared state, in which this and
 // other processes' leases are counted in full, used or not.
 func (b *Budget) Peek(ctx context.Context, key string) (core.Decision, error) {
+	if !b.built() {
+		return core.Decision{}, errZero
+	}
 	return b.src.Peek(ctx, key)
 }
 
@@ -290,6 +304,9 @@ func (b *Budget) Peek(ctx context.Context, key string) (core.Decision, error) {
 // spent or expire, so up to their unused units are allowed beyond the
 // fresh state's limit.
 func (b *Budget) Reset(ctx context.Context, key string) error {
+	if !b.built() {
+		return errZero
+	}
 	if s := (*b.keys.Load())[key]; s != nil {
 		if err := s.lock(ctx); err != nil {
 			return err
@@ -309,6 +326,9 @@ func (b *Budget) Reset(ctx context.Context, key string) error {
 // returns the refunds' errors, joined. From Close on, every request is
 // decided by the source. Close may be called more than once.
 func (b *Budget) Close(ctx context.Context) error {
+	if !b.built() {
+		return errZero
+	}
 	b.closed.Store(true)
 	var errs []error
 	for key, s := range *b.keys.Load() {
@@ -327,4 +347,9 @@ func (b *Budget) Close(ctx context.Context) error {
 
 // Unwrap returns the source, for tools that walk a chain of wrapped
 // limiters, such as instrumentation.
-func (b *Budget) Unwrap() core.Limiter { return b.src }
+func (b *Budget) Unwrap() core.Limiter {
+	if b == nil {
+		return nil
+	}
+	return b.src
+}

@@ -28,6 +28,9 @@ type Stats struct {
 // Stats returns the Budget's counts. Taken while requests are decided, the
 // counts are each exact but not read at one instant.
 func (b *Budget) Stats() Stats {
+	if !b.built() {
+		return Stats{}
+	}
 	m := *b.keys.Load()
 	st := Stats{Keys: len(m)}
 	for _, s := range m {

@@ -167,21 +167,35 @@ func New(runner core.ScriptRunner, cfg Config) (*Limiter, error) {
 	return &Limiter{e: e, ttl: cfg.TTL}, nil
 }
 
+// engine returns l's engine: nil for a nil or zero Limiter, whose calls
+// then return engine.ErrZero (wrapping core.ErrInvalidConfig).
+func (l *Limiter) engine() *engine.Engine {
+	if l == nil {
+		return nil
+	}
+	return l.e
+}
+
 // Limit returns the configured Limit: every Decision's Limit.
-func (l *Limiter) Limit() int64 { return l.e.Limit() }
+func (l *Limiter) Limit() int64 { return l.engine().Limit() }
 
 // TTL returns the configured TTL, the life of a lease from its acquire
 // or its last extension.
-func (l *Limiter) TTL() time.Duration { return l.ttl }
+func (l *Limiter) TTL() time.Duration {
+	if l == nil {
+		return 0
+	}
+	return l.ttl
+}
 
 // Algorithm returns "concurrency", the name of the limiter's step. It is
 // fixed, never derived from a key, so metrics and traces use it as an
 // attribute, as they use ratekit.Limiter's.
-func (l *Limiter) Algorithm() string { return l.e.Spec().Name }
+func (l *Limiter) Algorithm() string { return l.engine().Spec().Name }
 
 // Store returns the store the limiter runs its scripts on, as given to
 // New. Stores name themselves with core.StoreNamer.
-func (l *Limiter) Store() core.ScriptRunner { return l.e.Runner() }
+func (l *Limiter) Store() core.ScriptRunner { return l.engine().Runner() }
 
 // Acquire is AcquireN(ctx, key, 1).
 func (l *Limiter) Acquire(ctx context.Context, key string) (Lease, core.Decision, error) {
@@ -198,7 +212,7 @@ func (l *Limiter) Acquire(ctx context.Context, key string) (Lease, core.Decision
 // core.MaxKeyLen bytes (core.ErrInvalidKey). Store failures wrap
 // core.ErrStore; a call whose ctx has ended sends nothing.
 func (l *Limiter) AcquireN(ctx context.Context, key string, n int64) (Lease, core.Decision, error) {
-	if l.e == nil {
+	if l.engine() == nil {
 		return Lease{}, core.Decision{}, engine.ErrZero
 	}
 	if err := keyspace.CheckKey(key); err != nil {
@@ -247,7 +261,7 @@ func (l *Limiter) call(ctx context.Context, lease Lease, mode int64) (bool, erro
 	if err != nil {
 		return false, err
 	}
-	reply, err := l.e.RunArgs(ctx, leaseScript, lease.Key, lease.N, mode, a, b)
+	reply, err := l.engine().RunArgs(ctx, leaseScript, lease.Key, lease.N, mode, a, b)
 	if err != nil {
 		return false, err
 	}
@@ -292,11 +306,11 @@ func lowerHex(s string) bool {
 // unless a lowered Limit or Extend keeps more in flight), and ResetAfter
 // the time until every lease has.
 func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
-	return l.e.Decide(ctx, key, 1, engine.ModePeek)
+	return l.engine().Decide(ctx, key, 1, engine.ModePeek)
 }
 
 // Reset deletes every lease on key: the slots are free at once, and the
 // leases it deleted are no longer live (releasing one reports false).
 func (l *Limiter) Reset(ctx context.Context, key string) error {
-	return l.e.Reset(ctx, key)
+	return l.engine().Reset(ctx, key)
 }
