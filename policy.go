@@ -26,7 +26,13 @@ type Limit struct {
 	Name string
 	// Limiter is the limit's algorithm, configuration, store and key
 	// prefix (for GCRA, the Limiter field of a *gcra.Limiter). Every limit
-	// of a policy has a prefix of its own, and all share one store.
+	// of a policy has a prefix of its own, and all share one store. A
+	// policy decides all its limits at one time: the store's, when no
+	// limit has a Clock, or the first limit's Clock, when every limit has
+	// one (a calendar window, fixedwindow.NewCalendar, always has one: in
+	// a policy with it, give the other limits a Clock, such as
+	// core.ClockFunc(time.Now)). Limits with and without a Clock cannot
+	// share a policy.
 	Limiter *Limiter
 	// Shadow makes the limit report without enforcing: it decides and
 	// counts like the others, but its denial never denies a request; the
@@ -144,8 +150,15 @@ func NewPolicy(cfg PolicyConfig) (*Policy, error) {
 			return nil, bad("limit %q has no Limiter", l.Name)
 		}
 		e := l.Limiter.e
-		if i > 0 && (!same(e.Runner(), p.engines[0].Runner()) || (e.Clock() == nil) != (p.engines[0].Clock() == nil)) {
-			return nil, bad("limit %q has another store than limit %q, or a Clock where it has none", l.Name, cfg.Limits[0].Name)
+		if i > 0 && !same(e.Runner(), p.engines[0].Runner()) {
+			return nil, bad("limit %q has another store than limit %q", l.Name, cfg.Limits[0].Name)
+		}
+		if i > 0 && (e.Clock() == nil) != (p.engines[0].Clock() == nil) {
+			has, hasNot := l.Name, cfg.Limits[0].Name
+			if e.Clock() == nil {
+				has, hasNot = hasNot, has
+			}
+			return nil, bad("limit %q has a Clock and limit %q has none: a policy decides all its limits at one time, so give every limit a Clock (a calendar window always has one) or none", has, hasNot)
 		}
 		if prefixes[e.Prefix()] {
 			return nil, bad("limit %q shares the prefix %q with another limit", l.Name, e.Prefix())

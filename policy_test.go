@@ -64,7 +64,8 @@ func TestNewPolicyRefuses(t *testing.T) {
 		{"zero limiter", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: &ratekit.Limiter{}}}}, "no Limiter"},
 		{"same prefix", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: a}, {Name: "y", Limiter: a}}}, "prefix"},
 		{"two stores", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: a}, {Name: "y", Limiter: bucket(t, other, "y:", 1)}}}, "another store"},
-		{"clock and none", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: a}, {Name: "y", Limiter: clocked}}}, "Clock"},
+		{"none and clock", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: a}, {Name: "y", Limiter: clocked}}}, `limit "y" has a Clock and limit "x" has none`},
+		{"clock and none", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: clocked}, {Name: "y", Limiter: a}}}, `limit "x" has a Clock and limit "y" has none`},
 		{"negative penalty", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: a, Penalty: -time.Second}}}, "Penalty"},
 		{"sub-µs penalty", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: a, Penalty: time.Nanosecond}}}, "Penalty"},
 		{"huge penalty", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: a, Penalty: 1 << 62}}}, "Penalty"},
@@ -216,5 +217,39 @@ func TestNewTiersRefuses(t *testing.T) {
 	}
 	if got := strings.Join(tiers.Names(), ","); got != "a,b" {
 		t.Errorf("Names: %s", got)
+	}
+}
+
+// A calendar window always has a Clock: in a policy beside limits that
+// have one too it is a limit like any other, decided at the first
+// limit's clock.
+func TestPolicyWithCalendarWindow(t *testing.T) {
+	s := newStore(t)
+	clock := fakeclock.New(time.Date(2026, 3, 1, 23, 59, 0, 0, time.UTC))
+	perSecond, err := tokenbucket.New(s, tokenbucket.Config{Capacity: 5, RefillRate: 5, RefillInterval: time.Second, Prefix: "s:", Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	perDay, err := fixedwindow.NewCalendar(s, fixedwindow.CalendarConfig{Limit: 2, Period: fixedwindow.Day, Prefix: "d:", Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "second", Limiter: perSecond}, {Name: "day", Limiter: perDay}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i, want := range []bool{true, true, false} {
+		d, err := p.Allow(ctx, "k")
+		if err != nil || d.Allowed != want {
+			t.Fatalf("request %d: %+v, %v; want allowed %v", i, d, err, want)
+		}
+		if !want && (len(d.Denied) != 1 || d.Denied[0] != "day" || d.RetryAfter != time.Minute) {
+			t.Fatalf("request %d: denied by %v, RetryAfter %v; want the day's limit, until midnight (1m)", i, d.Denied, d.RetryAfter)
+		}
+	}
+	clock.Advance(time.Minute) // midnight: a new day
+	if d, err := p.Allow(ctx, "k"); err != nil || !d.Allowed {
+		t.Fatalf("after midnight: %+v, %v", d, err)
 	}
 }
