@@ -40,14 +40,9 @@ const maxCoalescedKey = 4 * maxBatch
 // on (chunk).
 func (e *Engine) AllowMany(ctx context.Context, reqs []core.Request) []core.Result {
 	out := make([]core.Result, len(reqs))
-	var now int64
-	err := ErrZero
-	if e != nil {
-		now, err = params.Now(e.clock)
-	}
-	if err != nil {
+	if e == nil {
 		for i := range out {
-			out[i].Err = err
+			out[i].Err = ErrZero
 		}
 		return out
 	}
@@ -76,7 +71,13 @@ func (e *Engine) AllowMany(ctx context.Context, reqs []core.Request) []core.Resu
 		items[i] = item{key: r.Key, skey: unsafe.String(&keyBuf[at], len(keyBuf)-at), n: r.N}
 		valid = append(valid, i)
 	}
-	if err := Ended(ctx); err != nil {
+	// Then the clock and the context, in Decide's order: each request
+	// gets the error AllowN would return for it.
+	now, err := params.Now(e.clock)
+	if err == nil {
+		err = Ended(ctx)
+	}
+	if err != nil {
 		for _, i := range valid {
 			out[i].Err = err
 		}
