@@ -153,6 +153,9 @@ func Names() []string {
 // returns (*ratekit.Limiter, or *gcra.Limiter). An error wraps
 // core.ErrInvalidConfig and names the parameter or the Config field.
 func (a Algorithm) New(runner core.ScriptRunner, p Params, clock core.Clock, prefix string) (core.Limiter, error) {
+	if a.build == nil {
+		return nil, fmt.Errorf("%w: algorithms: Algorithm %q is not one of All (take it from All or Lookup)", core.ErrInvalidConfig, a.Name)
+	}
 	for _, prm := range a.Params {
 		if _, ok := p[prm.Name]; !ok {
 			return nil, fmt.Errorf("%w: %s: parameter %s (%s) is missing", core.ErrInvalidConfig, a.Name, prm.Name, prm.Field)
@@ -184,9 +187,13 @@ func (a Algorithm) Param(name string) (Param, bool) {
 	return a.Params[i], true
 }
 
-// Limit returns the parameter that is the limiter's limit.
+// Limit returns the parameter that is the limiter's limit, or the zero
+// Param for an Algorithm that is not one of All.
 func (a Algorithm) Limit() Param {
 	i := slices.IndexFunc(a.Params, func(p Param) bool { return p.Limit })
+	if i < 0 {
+		return Param{}
+	}
 	return a.Params[i]
 }
 

@@ -276,3 +276,28 @@ func TestLayering(t *testing.T) {
 		}
 	}
 }
+
+// An Algorithm that is not one of All (the zero one Lookup returns for an
+// unknown name, or one built by hand) builds nothing: New returns an
+// error wrapping core.ErrInvalidConfig, and Limit the zero Param.
+func TestZeroAlgorithm(t *testing.T) {
+	s, err := memory.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	unknown, ok := algorithms.Lookup("nope")
+	if ok {
+		t.Fatal("Lookup found nope")
+	}
+	custom := algorithms.Algorithm{Name: "custom", Params: algorithms.All[0].Params}
+	for _, a := range []algorithms.Algorithm{unknown, custom} {
+		l, err := a.New(s, a.Defaults(), nil, "")
+		if !errors.Is(err, core.ErrInvalidConfig) || l != nil {
+			t.Errorf("%q.New: %v, %v; want ErrInvalidConfig", a.Name, l, err)
+		}
+	}
+	if p := unknown.Limit(); p != (algorithms.Param{}) {
+		t.Errorf("the zero Algorithm's Limit: %+v", p)
+	}
+}
