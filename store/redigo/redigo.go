@@ -22,6 +22,10 @@ package redigostore
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
 
 	"github.com/gomodule/redigo/redis"
 
@@ -105,12 +109,12 @@ type client struct{ pool *redis.Pool }
 func (k client) Do(ctx context.Context, c scriptproto.Cmd, reply []int64) ([]int64, error) {
 	conn, err := k.pool.GetContext(ctx)
 	if err != nil {
-		return nil, err
+		return nil, ctxErr(ctx, err)
 	}
 	defer conn.Close()
 	v, err := redis.DoContext(conn, ctx, c.Name.String(), args(c)...)
 	if err != nil {
-		return nil, err
+		return nil, ctxErr(ctx, err)
 	}
 	return scriptproto.DecodeAny(v, reply)
 }
@@ -119,7 +123,7 @@ func (k client) Do(ctx context.Context, c scriptproto.Cmd, reply []int64) ([]int
 func (k client) DoMulti(ctx context.Context, cmds []scriptproto.Cmd, out []core.ScriptResult) {
 	conn, err := k.pool.GetContext(ctx)
 	if err != nil {
-		fail(out, err)
+		fail(out, ctxErr(ctx, err))
 		return
 	}
 	defer conn.Close()
@@ -138,11 +142,28 @@ func (k client) DoMulti(ctx context.Context, cmds []scriptproto.Cmd, out []core.
 	for i := range out {
 		v, err := redis.ReceiveContext(conn, ctx)
 		if err != nil {
-			out[i].Err = err
+			out[i].Err = ctxErr(ctx, err)
 			continue
 		}
 		out[i].Reply, out[i].Err = scriptproto.DecodeAny(v, out[i].Reply)
 	}
+}
+
+// ctxErr returns err, wrapping ctx's error too when ctx has ended, so that
+// errors.Is(err, context.DeadlineExceeded) holds for a call that ran out
+// of time: redigo gives the connection the context's deadline, and a read
+// that reaches it fails with a net timeout (i/o timeout), which may come
+// a moment before the context reports its own end.
+func ctxErr(ctx context.Context, err error) error {
+	cerr := ctx.Err()
+	var ne net.Error
+	if d, ok := ctx.Deadline(); cerr == nil && ok && errors.As(err, &ne) && ne.Timeout() && !time.Now().Before(d) {
+		cerr = context.DeadlineExceeded
+	}
+	if cerr == nil || errors.Is(err, cerr) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", cerr, err)
 }
 
 func fail(out []core.ScriptResult, err error) {

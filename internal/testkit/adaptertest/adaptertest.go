@@ -136,6 +136,44 @@ func Run(t *testing.T, h Harness) {
 		}
 	})
 
+	t.Run("DeadlineDuringCall", func(t *testing.T) {
+		// The server answers nothing for 300 ms; a call with 50 ms to
+		// live that fails says its deadline passed (errors.Is), however
+		// the client noticed it (its context, or a read deadline). A client
+		// that waits for the reply past the deadline (go-redis without
+		// ContextTimeoutEnabled, in a pipeline) succeeds instead.
+		do(t, "CLIENT", "PAUSE", "300", "ALL")
+		defer time.Sleep(350 * time.Millisecond) // the pause ends by itself
+		failed := 0
+		check := func(what string, err error) {
+			t.Helper()
+			if err == nil {
+				return
+			}
+			failed++
+			if !errors.Is(err, core.ErrStore) || !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%s past its deadline: %v; want ErrStore wrapping context.DeadlineExceeded", what, err)
+			}
+		}
+		defer func() {
+			if failed == 0 {
+				t.Error("no call failed past its deadline: the server was not paused")
+			}
+		}()
+		echo := core.NewScript("adaptertest-echo", `return {1}`, noTwin, false)
+		cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		_, err := h.Runner.RunScript(cctx, echo, []string{"adaptertest:{deadline}"}, nil, nil)
+		check("RunScript", err)
+		if br, ok := h.Runner.(core.BatchRunner); ok {
+			cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			defer cancel()
+			for _, r := range br.RunScripts(cctx, []core.ScriptCall{{Script: echo, Keys: []string{"adaptertest:{deadline}"}}, {Script: echo, Keys: []string{"adaptertest:{deadline2}"}}}) {
+				check("RunScripts", r.Err)
+			}
+		}
+	})
+
 	t.Run("TokenBucketKeyAndTTL", func(t *testing.T) {
 		clock := fakeclock.New(time.Now())
 		lim, err := tokenbucket.New(h.Runner, tokenbucket.Config{Capacity: 10, RefillRate: 1, RefillInterval: 10 * time.Second, Prefix: "adaptertest:tb:", Clock: clock})
