@@ -32,6 +32,9 @@ type Concurrency struct {
 // Concurrency wraps next, a concurrency limiter named name (see
 // Telemetry.Limiter for names). An error wraps core.ErrInvalidConfig.
 func (t *Telemetry) Concurrency(name string, next *concurrency.Limiter) (*Concurrency, error) {
+	if !t.built() {
+		return nil, errZeroTelemetry
+	}
 	if err := checkName(name); err != nil {
 		return nil, fmt.Errorf("%w: otelratekit: limiter name %q: %w", core.ErrInvalidConfig, name, err)
 	}
@@ -46,22 +49,42 @@ func (t *Telemetry) Concurrency(name string, next *concurrency.Limiter) (*Concur
 }
 
 // Name returns the limiter's name, its ratekit.limiter.name.
-func (c *Concurrency) Name() string { return c.l.name }
+func (c *Concurrency) Name() string {
+	if !c.built() {
+		return ""
+	}
+	return c.l.name
+}
 
 // Algorithm returns "concurrency".
-func (c *Concurrency) Algorithm() string { return c.l.algorithm }
+func (c *Concurrency) Algorithm() string {
+	if !c.built() {
+		return ""
+	}
+	return c.l.algorithm
+}
 
 // StoreName returns the name of the limiter's store, or "other".
-func (c *Concurrency) StoreName() string { return c.l.store }
+func (c *Concurrency) StoreName() string {
+	if !c.built() {
+		return ""
+	}
+	return c.l.store
+}
 
 // Unwrap returns the wrapped concurrency limiter.
-func (c *Concurrency) Unwrap() *concurrency.Limiter { return c.next }
+func (c *Concurrency) Unwrap() *concurrency.Limiter {
+	if c == nil {
+		return nil
+	}
+	return c.next
+}
 
 // Limit returns the wrapped limiter's Limit.
-func (c *Concurrency) Limit() int64 { return c.next.Limit() }
+func (c *Concurrency) Limit() int64 { return c.Unwrap().Limit() }
 
 // TTL returns the wrapped limiter's TTL.
-func (c *Concurrency) TTL() time.Duration { return c.next.TTL() }
+func (c *Concurrency) TTL() time.Duration { return c.Unwrap().TTL() }
 
 // Acquire is AcquireN(ctx, key, 1).
 func (c *Concurrency) Acquire(ctx context.Context, key string) (concurrency.Lease, core.Decision, error) {
@@ -72,6 +95,9 @@ func (c *Concurrency) Acquire(ctx context.Context, key string) (concurrency.Leas
 // a span "ratekit.Acquire", counts the decision, and counts the lease
 // while it is held.
 func (c *Concurrency) AcquireN(ctx context.Context, key string, n int64) (concurrency.Lease, core.Decision, error) {
+	if !c.built() {
+		return concurrency.Lease{}, core.Decision{}, errZero
+	}
 	ctx, span := c.l.t.tracer.Start(ctx, "ratekit.Acquire", c.l.start...)
 	lease, d, err := c.next.AcquireN(ctx, key, n)
 	c.l.count(ctx, d, err)
@@ -91,6 +117,9 @@ func (c *Concurrency) AcquireN(ctx context.Context, key string, n int64) (concur
 // one (core.ErrInvalidLease: the zero Lease of a denial) was never counted
 // and is not uncounted.
 func (c *Concurrency) Release(ctx context.Context, lease concurrency.Lease) (bool, error) {
+	if !c.built() {
+		return false, errZero
+	}
 	ctx, span := c.l.t.tracer.Start(ctx, "ratekit.Release", c.l.start...)
 	live, err := c.next.Release(ctx, lease)
 	if !errors.Is(err, core.ErrInvalidLease) {
@@ -102,6 +131,9 @@ func (c *Concurrency) Release(ctx context.Context, lease concurrency.Lease) (boo
 
 // Extend extends lease in the wrapped limiter, in a span "ratekit.Extend".
 func (c *Concurrency) Extend(ctx context.Context, lease concurrency.Lease) (bool, error) {
+	if !c.built() {
+		return false, errZero
+	}
 	ctx, span := c.l.t.tracer.Start(ctx, "ratekit.Extend", c.l.start...)
 	live, err := c.next.Extend(ctx, lease)
 	endLeaseSpan(span, live, err)
@@ -123,6 +155,9 @@ func endLeaseSpan(span trace.Span, live bool, err error) {
 
 // Peek asks the wrapped limiter, in a span "ratekit.Peek"; not a decision.
 func (c *Concurrency) Peek(ctx context.Context, key string) (core.Decision, error) {
+	if !c.built() {
+		return core.Decision{}, errZero
+	}
 	ctx, span := c.l.t.tracer.Start(ctx, "ratekit.Peek", c.l.start...)
 	d, err := c.next.Peek(ctx, key)
 	if span.IsRecording() {
@@ -136,6 +171,9 @@ func (c *Concurrency) Peek(ctx context.Context, key string) (core.Decision, erro
 // "ratekit.Reset". The leases this process holds on key stay counted
 // until they are released.
 func (c *Concurrency) Reset(ctx context.Context, key string) error {
+	if !c.built() {
+		return errZero
+	}
 	ctx, span := c.l.t.tracer.Start(ctx, "ratekit.Reset", c.l.start...)
 	err := c.next.Reset(ctx, key)
 	if err != nil && span.IsRecording() {

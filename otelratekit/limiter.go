@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/callcheck"
 	"github.com/ratekit/ratekit/internal/typednil"
 )
 
@@ -62,6 +63,9 @@ const maxChain = 32
 // observed too (see the package doc) until Close. An error wraps
 // core.ErrInvalidConfig.
 func (t *Telemetry) Limiter(name string, next core.Limiter) (*Limiter, error) {
+	if !t.built() {
+		return nil, errZeroTelemetry
+	}
 	if err := checkName(name); err != nil {
 		return nil, fmt.Errorf("%w: otelratekit: limiter name %q: %w", core.ErrInvalidConfig, name, err)
 	}
@@ -70,6 +74,9 @@ func (t *Telemetry) Limiter(name string, next core.Limiter) (*Limiter, error) {
 	}
 	if typednil.Is(next) {
 		return nil, fmt.Errorf("%w: otelratekit: limiter %q is a nil %T", core.ErrInvalidConfig, name, next)
+	}
+	if callcheck.Unbuilt(next) {
+		return nil, fmt.Errorf("%w: otelratekit: limiter %q is a %T around nothing: a zero limiter, or a wrapper of one, not built by its New", core.ErrInvalidConfig, name, next)
 	}
 	algorithm, store := Other, Other
 	var obs observed
@@ -140,23 +147,43 @@ func (l *Limiter) decisionSet(outcome, errType string) attribute.Set {
 }
 
 // Name returns the limiter's name, its ratekit.limiter.name.
-func (l *Limiter) Name() string { return l.name }
+func (l *Limiter) Name() string {
+	if l == nil {
+		return ""
+	}
+	return l.name
+}
 
 // Algorithm returns the algorithm of the ratekit limiter behind l, or
 // "other".
-func (l *Limiter) Algorithm() string { return l.algorithm }
+func (l *Limiter) Algorithm() string {
+	if l == nil {
+		return ""
+	}
+	return l.algorithm
+}
 
 // StoreName returns the name of the store behind l, or "other".
-func (l *Limiter) StoreName() string { return l.store }
+func (l *Limiter) StoreName() string {
+	if l == nil {
+		return ""
+	}
+	return l.store
+}
 
 // Unwrap returns the wrapped limiter.
-func (l *Limiter) Unwrap() core.Limiter { return l.next }
+func (l *Limiter) Unwrap() core.Limiter {
+	if l == nil {
+		return nil
+	}
+	return l.next
+}
 
 // Close stops observing the failsafe limiters and deny caches behind l;
 // decisions are still counted. Close a Limiter you stop using, so that the
 // meter provider forgets it.
 func (l *Limiter) Close() error {
-	if l.reg == nil {
+	if l == nil || l.reg == nil {
 		return nil
 	}
 	return l.reg.Unregister()
@@ -170,6 +197,9 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 // AllowN asks the wrapped limiter, in a span "ratekit.AllowN", and counts
 // the decision.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
+	if !l.built() {
+		return core.Decision{}, errZero
+	}
 	ctx, span := l.t.tracer.Start(ctx, "ratekit.AllowN", l.start...)
 	d, err := l.next.AllowN(ctx, key, n)
 	l.count(ctx, d, err)
@@ -210,6 +240,9 @@ func endDecision(span trace.Span, d core.Decision, err error) {
 // Peek asks the wrapped limiter, in a span "ratekit.Peek"; a Peek is not
 // a decision and is not counted.
 func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
+	if !l.built() {
+		return core.Decision{}, errZero
+	}
 	ctx, span := l.t.tracer.Start(ctx, "ratekit.Peek", l.start...)
 	d, err := l.next.Peek(ctx, key)
 	if span.IsRecording() {
@@ -221,6 +254,9 @@ func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
 
 // Reset resets key in the wrapped limiter, in a span "ratekit.Reset".
 func (l *Limiter) Reset(ctx context.Context, key string) error {
+	if !l.built() {
+		return errZero
+	}
 	ctx, span := l.t.tracer.Start(ctx, "ratekit.Reset", l.start...)
 	err := l.next.Reset(ctx, key)
 	if err != nil && span.IsRecording() {
@@ -235,6 +271,13 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 // AllowMany (as ratekit.Limiter does), by AllowN one request at a time
 // otherwise.
 func (l *Limiter) AllowMany(ctx context.Context, reqs []core.Request) []core.Result {
+	if !l.built() {
+		out := make([]core.Result, len(reqs))
+		for i := range out {
+			out[i].Err = errZero
+		}
+		return out
+	}
 	ctx, span := l.t.tracer.Start(ctx, "ratekit.AllowMany", l.start...)
 	var out []core.Result
 	if l.many != nil {

@@ -28,8 +28,11 @@ type Config struct {
 
 // Telemetry holds the instruments and the tracer that the stores and
 // limiters it wraps report to. Make one per program (or per meter
-// provider) and wrap every store and limiter with it. It is safe for
-// concurrent use.
+// provider) with New and wrap every store and limiter with it. It is safe
+// for concurrent use. A zero Telemetry wraps nothing: its methods return
+// an error wrapping core.ErrInvalidConfig, as do the calls of a zero
+// Limiter, Policy, Concurrency or Store (a Store's wrapping
+// core.ErrStore too).
 type Telemetry struct {
 	tracer trace.Tracer
 	meter  metric.Meter

@@ -51,6 +51,9 @@ type limitOpts struct {
 // names). Its store is its limits' store. An error wraps
 // core.ErrInvalidConfig.
 func (t *Telemetry) Policy(name string, next *ratekit.Policy) (*Policy, error) {
+	if !t.built() {
+		return nil, errZeroTelemetry
+	}
 	if err := checkName(name); err != nil {
 		return nil, fmt.Errorf("%w: otelratekit: policy name %q: %w", core.ErrInvalidConfig, name, err)
 	}
@@ -85,16 +88,26 @@ func (t *Telemetry) Policy(name string, next *ratekit.Policy) (*Policy, error) {
 }
 
 // Name returns the policy's name, its ratekit.limiter.name.
-func (p *Policy) Name() string { return p.l.name }
+func (p *Policy) Name() string {
+	if !p.built() {
+		return ""
+	}
+	return p.l.name
+}
 
 // Unwrap returns the wrapped policy.
-func (p *Policy) Unwrap() *ratekit.Policy { return p.next }
+func (p *Policy) Unwrap() *ratekit.Policy {
+	if p == nil {
+		return nil
+	}
+	return p.next
+}
 
 // Limits returns the wrapped policy's limits.
-func (p *Policy) Limits() []ratekit.Limit { return p.next.Limits() }
+func (p *Policy) Limits() []ratekit.Limit { return p.Unwrap().Limits() }
 
 // MaxCost returns the wrapped policy's MaxCost.
-func (p *Policy) MaxCost() int64 { return p.next.MaxCost() }
+func (p *Policy) MaxCost() int64 { return p.Unwrap().MaxCost() }
 
 // Allow is AllowN(ctx, key, 1).
 func (p *Policy) Allow(ctx context.Context, key string) (ratekit.PolicyDecision, error) {
@@ -104,6 +117,9 @@ func (p *Policy) Allow(ctx context.Context, key string) (ratekit.PolicyDecision,
 // AllowN decides with the wrapped policy, in a span "ratekit.AllowN", and
 // counts the request and each limit's part.
 func (p *Policy) AllowN(ctx context.Context, key string, n int64) (ratekit.PolicyDecision, error) {
+	if !p.built() {
+		return ratekit.PolicyDecision{}, errZero
+	}
 	ctx, span := p.l.t.tracer.Start(ctx, "ratekit.AllowN", p.l.start...)
 	d, err := p.next.AllowN(ctx, key, n)
 	p.count(ctx, d, err)
@@ -168,6 +184,9 @@ func (p *Policy) endSpan(span trace.Span, d ratekit.PolicyDecision, err error) {
 
 // Peek asks the wrapped policy, in a span "ratekit.Peek"; not a decision.
 func (p *Policy) Peek(ctx context.Context, key string) (ratekit.PolicyDecision, error) {
+	if !p.built() {
+		return ratekit.PolicyDecision{}, errZero
+	}
 	ctx, span := p.l.t.tracer.Start(ctx, "ratekit.Peek", p.l.start...)
 	d, err := p.next.Peek(ctx, key)
 	if span.IsRecording() {
@@ -180,6 +199,9 @@ func (p *Policy) Peek(ctx context.Context, key string) (ratekit.PolicyDecision, 
 // Refund gives n back to every limit of key in the wrapped policy, in a
 // span "ratekit.Refund".
 func (p *Policy) Refund(ctx context.Context, key string, n int64) (ratekit.PolicyDecision, error) {
+	if !p.built() {
+		return ratekit.PolicyDecision{}, errZero
+	}
 	ctx, span := p.l.t.tracer.Start(ctx, "ratekit.Refund", p.l.start...)
 	d, err := p.next.Refund(ctx, key, n)
 	if span.IsRecording() {
@@ -195,6 +217,9 @@ func (p *Policy) Refund(ctx context.Context, key string, n int64) (ratekit.Polic
 // Reset deletes key's state in the wrapped policy, in a span
 // "ratekit.Reset".
 func (p *Policy) Reset(ctx context.Context, key string) error {
+	if !p.built() {
+		return errZero
+	}
 	ctx, span := p.l.t.tracer.Start(ctx, "ratekit.Reset", p.l.start...)
 	err := p.next.Reset(ctx, key)
 	if err != nil && span.IsRecording() {

@@ -51,6 +51,9 @@ var (
 // Store wraps the store next. next must not be nil; an error wraps
 // core.ErrInvalidConfig.
 func (t *Telemetry) Store(next core.ScriptRunner) (*Store, error) {
+	if !t.built() {
+		return nil, errZeroTelemetry
+	}
 	if next == nil {
 		return nil, fmt.Errorf("%w: otelratekit: the store is nil", core.ErrInvalidConfig)
 	}
@@ -85,15 +88,25 @@ func lendsKeys(r core.ScriptRunner) bool {
 }
 
 // StoreName returns the wrapped store's name (core.StoreNamer), or "other".
-func (s *Store) StoreName() string { return s.name }
+func (s *Store) StoreName() string {
+	if s == nil {
+		return ""
+	}
+	return s.name
+}
 
 // Unwrap returns the wrapped store.
-func (s *Store) Unwrap() core.ScriptRunner { return s.next }
+func (s *Store) Unwrap() core.ScriptRunner {
+	if s == nil {
+		return nil
+	}
+	return s.next
+}
 
 // CopiesKeysOf returns s when the wrapped store copies every key it keeps
 // (core.KeyCopier), since s keeps none; nil otherwise.
 func (s *Store) CopiesKeysOf() core.ScriptRunner {
-	if s.lends {
+	if s != nil && s.lends {
 		return s
 	}
 	return nil
@@ -103,12 +116,17 @@ func (s *Store) CopiesKeysOf() core.ScriptRunner {
 // script's keys may span cluster slots (core.SingleNode), so that limiters
 // on s batch as they would on the store; false when it cannot tell.
 func (s *Store) SingleNode() bool {
-	sn, ok := s.next.(core.SingleNode)
+	sn, ok := s.Unwrap().(core.SingleNode)
 	return ok && sn.SingleNode()
 }
 
-// Check is the wrapped store's check (core.Checker), nil when it has none.
+// Check is the wrapped store's check (core.Checker), nil when it has none;
+// for a Store its Telemetry did not build, an error wrapping
+// core.ErrInvalidConfig, so that limiters refuse it when they are built.
 func (s *Store) Check() error {
+	if !s.built() {
+		return errZero
+	}
 	if c, ok := s.next.(core.Checker); ok {
 		return c.Check()
 	}
@@ -118,6 +136,9 @@ func (s *Store) Check() error {
 // RunScript runs the script on the wrapped store, in a span, and records
 // its duration and its error.
 func (s *Store) RunScript(ctx context.Context, sc *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
+	if !s.built() {
+		return nil, errZeroStore
+	}
 	ctx, span := s.t.tracer.Start(ctx, "ratekit.store.RunScript", clientSpan...)
 	start := s.t.now()
 	reply, err := s.next.RunScript(ctx, sc, keys, args, reply)
@@ -157,6 +178,13 @@ func (s *Store) scriptAttrs(sc *core.Script) []metric.RecordOption {
 // batches (one span and one duration for the batch, one error for each
 // call that failed), and one RunScript at a time otherwise.
 func (s *Store) RunScripts(ctx context.Context, calls []core.ScriptCall) []core.ScriptResult {
+	if !s.built() {
+		out := make([]core.ScriptResult, len(calls))
+		for i := range out {
+			out[i].Err = errZeroStore
+		}
+		return out
+	}
 	if s.batch == nil {
 		out := make([]core.ScriptResult, len(calls))
 		for i, c := range calls {
