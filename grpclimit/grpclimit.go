@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms/concurrency"
@@ -169,7 +170,9 @@ type Config struct {
 }
 
 // Interceptors are the server interceptors New returns: install both, so
-// that unary and streaming calls are limited alike.
+// that unary and streaming calls are limited alike. Interceptors New did
+// not make (a zero value, or nil) limit nothing, and so let nothing
+// through: they answer every call Internal without running its handler.
 type Interceptors struct {
 	cfg Config
 	now func() time.Time
@@ -264,10 +267,20 @@ func New(cfg Config) (*Interceptors, error) {
 	return &Interceptors{cfg: cfg, now: time.Now}, nil
 }
 
+// built reports whether New made in. Interceptors it did not make (a zero
+// value, or nil) hold no limit: rather than let every call through, they
+// answer each one Internal (errUnbuilt), never running its handler.
+func (in *Interceptors) built() bool { return in != nil && in.now != nil }
+
+var errUnbuilt = status.Error(codes.Internal, "rate limiter misconfigured")
+
 // Unary returns the unary server interceptor: each call is decided before
 // its handler runs.
 func (in *Interceptors) Unary() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+		if !in.built() {
+			return nil, errUnbuilt
+		}
 		if in.cfg.Skip != nil && in.cfg.Skip(info.FullMethod) {
 			return handler(ctx, req)
 		}
@@ -288,6 +301,9 @@ func (in *Interceptors) Unary() grpc.UnaryServerInterceptor {
 // it ends); the messages on it are not decided one by one.
 func (in *Interceptors) Stream() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+		if !in.built() {
+			return errUnbuilt
+		}
 		if in.cfg.Skip != nil && in.cfg.Skip(info.FullMethod) {
 			return handler(srv, ss)
 		}

@@ -328,3 +328,26 @@ func TestPeerNotIP(t *testing.T) {
 		t.Fatalf("%d debug lines, want 0", got)
 	}
 }
+
+// Interceptors that New did not make hold no limit: they answer every
+// call Internal and never run its handler, rather than let it through.
+func TestZeroInterceptors(t *testing.T) {
+	var nilIn *grpclimit.Interceptors
+	for name, in := range map[string]*grpclimit.Interceptors{"zero": {}, "nil": nilIn} {
+		ran := false
+		_, err := in.Unary()(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: "/s/M"}, func(context.Context, any) (any, error) {
+			ran = true
+			return nil, nil
+		})
+		if status.Code(err) != codes.Internal || ran {
+			t.Errorf("%s, unary: %v, handler ran %v; want Internal and no handler", name, err, ran)
+		}
+		err = in.Stream()(nil, nil, &grpc.StreamServerInfo{FullMethod: "/s/S"}, func(any, grpc.ServerStream) error {
+			ran = true
+			return nil
+		})
+		if status.Code(err) != codes.Internal || ran {
+			t.Errorf("%s, stream: %v, handler ran %v; want Internal and no handler", name, err, ran)
+		}
+	}
+}
