@@ -66,8 +66,13 @@ func NewTiers(policies map[string]*Policy) (*Tiers, error) {
 	return &Tiers{policies: policies}, nil
 }
 
-// Policy returns the tier's policy, or an error wrapping ErrUnknownTier.
+// Policy returns the tier's policy, or an error wrapping ErrUnknownTier;
+// on a Tiers NewTiers did not build, an error wrapping
+// core.ErrInvalidConfig.
 func (t *Tiers) Policy(tier string) (*Policy, error) {
+	if t == nil || t.policies == nil {
+		return nil, fmt.Errorf("%w: a zero ratekit.Tiers: build it with NewTiers", core.ErrInvalidConfig)
+	}
 	p, ok := t.policies[tier]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownTier, tier)
@@ -77,6 +82,9 @@ func (t *Tiers) Policy(tier string) (*Policy, error) {
 
 // Names returns the tiers' names, sorted.
 func (t *Tiers) Names() []string {
+	if t == nil {
+		return nil
+	}
 	names := make([]string, 0, len(t.policies))
 	for name := range t.policies {
 		names = append(names, name)

@@ -209,3 +209,17 @@ func TestZeroWrappers(t *testing.T) {
 		t.Errorf("a nil *concurrency.Limiter describes itself as %q on %v, Limit %d, TTL %v", c.Algorithm(), c.Store(), c.Limit(), c.TTL())
 	}
 }
+
+// A zero or nil Tiers holds no tier: Policy fails with ErrInvalidConfig,
+// Names is empty.
+func TestZeroTiers(t *testing.T) {
+	var nilTiers *ratekit.Tiers
+	for name, ts := range map[string]*ratekit.Tiers{"zero": {}, "nil": nilTiers} {
+		if p, err := ts.Policy("free"); p != nil || !errors.Is(err, core.ErrInvalidConfig) {
+			t.Errorf("%s Tiers: Policy: %v, %v; want ErrInvalidConfig", name, p, err)
+		}
+		if n := ts.Names(); len(n) != 0 {
+			t.Errorf("%s Tiers: Names %v", name, n)
+		}
+	}
+}
