@@ -74,6 +74,9 @@ func TestZeroLimiters(t *testing.T) {
 	check("gcra Allow", err)
 	_, _, err = g.AllowAtMost(ctx, "k", 1)
 	check("gcra AllowAtMost", err)
+	var nilGCRA *gcra.Limiter
+	_, _, err = nilGCRA.AllowAtMost(ctx, "k", 1)
+	check("gcra AllowAtMost on a nil *gcra.Limiter", err)
 	if g.Algorithm() != "" || g.Store() != nil {
 		t.Errorf("a zero gcra.Limiter describes itself as %q on %v", g.Algorithm(), g.Store())
 	}

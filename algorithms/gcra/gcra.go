@@ -88,7 +88,10 @@ type Config struct {
 // (Allow, AllowN, Peek, Reset, AllowMany) are documented there, with
 // AllowAtMost. It is safe for concurrent use. Remaining is how many
 // requests of cost 1 would pass now; ResetAfter is the time until a full
-// burst is available again.
+// burst is available again. A zero Limiter fails every call with an error
+// wrapping core.ErrInvalidConfig; a nil *Limiter does so in AllowAtMost
+// only (the methods it has from *ratekit.Limiter reach that field through
+// the nil pointer, and panic, as any embedded field's would).
 type Limiter struct {
 	*ratekit.Limiter
 	e *engine.Engine
@@ -118,6 +121,9 @@ func New(runner core.ScriptRunner, cfg Config) (*Limiter, error) {
 // n may exceed Burst; at most Burst units are ever granted at once. When
 // nothing fits, RetryAfter is the wait until one unit would.
 func (l *Limiter) AllowAtMost(ctx context.Context, key string, n int64) (granted int64, d core.Decision, err error) {
+	if l == nil {
+		return 0, core.Decision{}, engine.ErrZero
+	}
 	if n <= 0 || n > params.MaxCount {
 		return 0, core.Decision{}, fmt.Errorf("%w: n must be between 1 and %d, got %d", core.ErrInvalidCost, params.MaxCount, n)
 	}
