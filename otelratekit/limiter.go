@@ -84,12 +84,8 @@ func (t *Telemetry) Limiter(name string, next core.Limiter) (*Limiter, error) {
 	for range maxChain {
 		obs.add(cur)
 		if d, ok := cur.(described); ok {
-			algorithm = d.Algorithm()
-			s := d.Store()
-			if s == nil {
-				return nil, fmt.Errorf("%w: otelratekit: limiter %q wraps a zero %T, not built by its New", core.ErrInvalidConfig, name, cur)
-			}
-			store = storeName(s)
+			// callcheck.Unbuilt refused a limiter without a store above.
+			algorithm, store = d.Algorithm(), storeName(d.Store())
 			break
 		}
 		u, ok := cur.(unwrapper)
