@@ -1,6 +1,6 @@
 // Package gather holds what the two places that gather concurrent calls
 // into one send share: ratekit.Coalesce (internal/engine, batch scripts)
-// and the go-redis store's pipelining (internal/scriptproto, pipelines):
+// and the go-redis store's pipelining (store/scriptproto, pipelines):
 // the hand-off between their callers (Line) and the context a gathered
 // send goes out with (Context).
 package gather

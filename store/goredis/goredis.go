@@ -58,7 +58,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/scriptproto"
+	"github.com/ratekit/ratekit/store/scriptproto"
 	"github.com/ratekit/ratekit/internal/typednil"
 )
 

@@ -16,7 +16,7 @@ import (
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/fakeclock"
-	"github.com/ratekit/ratekit/internal/scriptproto"
+	"github.com/ratekit/ratekit/store/scriptproto"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
 )

@@ -30,7 +30,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/scriptproto"
+	"github.com/ratekit/ratekit/store/scriptproto"
 )
 
 // Runner is a core.ScriptRunner and core.BatchRunner over a redigo pool.

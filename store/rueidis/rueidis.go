@@ -38,7 +38,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/scriptproto"
+	"github.com/ratekit/ratekit/store/scriptproto"
 	"github.com/ratekit/ratekit/internal/typednil"
 )
 

@@ -28,7 +28,7 @@ import (
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/scriptproto"
+	"github.com/ratekit/ratekit/store/scriptproto"
 	"github.com/ratekit/ratekit/internal/typednil"
 )
 

@@ -332,7 +332,7 @@ func TestRunScriptDoesNotAllocate(t *testing.T) {
 }
 
 // BenchmarkLoneCall is what a Pipe adds to a call that finds nothing in
-// flight: go test -bench LoneCall ./internal/scriptproto/.
+// flight: go test -bench LoneCall ./store/scriptproto/.
 func BenchmarkLoneCall(b *testing.B) {
 	for name, c := range map[string]Client{"alone": static{}, "pipe": NewPipe(static{}, DefaultInFlight)} {
 		b.Run(name, func(b *testing.B) {
