@@ -1,6 +1,11 @@
 package ratekit
 
-import "github.com/ratekit/ratekit/internal/engine"
+import (
+	"fmt"
+
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/engine"
+)
 
 // Coalesce returns a limiter that decides as l does, on the same keys and
 // state, but gathers the Allow and AllowN calls that many goroutines make
@@ -20,7 +25,8 @@ import "github.com/ratekit/ratekit/internal/engine"
 // that is not a cluster), and one cluster slot on any other, where only
 // calls on the same key share a script call (ratekit makes each key its
 // own hash tag), so coalescing there helps hot keys and cannot help calls
-// spread over many keys. On the memory store it only adds work.
+// spread over many keys. On a store that decides in process (the memory
+// store) there is nothing to gather: calls are decided as by l.
 //
 // Decisions are those of l: a batch decides its calls in the order they
 // came, at the time it is sent, so each call is decided after every call
@@ -36,12 +42,16 @@ import "github.com/ratekit/ratekit/internal/engine"
 // the client a timeout, as for any call to a store.
 //
 // Peek, Refund, Reset and AllowMany go to l's store directly, and a
-// Policy built from the returned limiter decides as one built from l.
-// Coalesce(nil) is nil; Coalesce of a coalescing limiter, or of a zero
-// Limiter (which fails every call), returns it.
-func Coalesce(l *Limiter) *Limiter {
-	if l == nil || l.c != nil || l.e == nil {
-		return l
+// policy built from the returned limiter decides as one built from l.
+// Any Limiter coalesces, a policy too (its batches decide every limit of
+// each request). Coalesce of a coalescing limiter returns it; a nil or
+// zero l is an error wrapping core.ErrInvalidConfig.
+func Coalesce(l *Limiter) (*Limiter, error) {
+	if l.engine() == nil {
+		return nil, fmt.Errorf("%w: ratekit.Coalesce: the limiter is nil or was not built by its New", core.ErrInvalidConfig)
 	}
-	return &Limiter{e: l.e, c: engine.NewCoalescer(l.e)}
+	if l.c != nil {
+		return l, nil
+	}
+	return &Limiter{e: l.e, c: engine.NewCoalescer(l.e)}, nil
 }

@@ -7,9 +7,16 @@ import (
 	"github.com/ratekit/ratekit/internal/engine"
 )
 
-// Limiter is the limiter every ratekit algorithm's New returns: one
-// algorithm, one configuration, one store. It is safe for concurrent use;
-// all its state lives in the store, under the configuration's key prefix.
+// Limiter is the one concrete limiter type of ratekit: every algorithm's
+// New returns one (one algorithm, one configuration, one store), and so do
+// NewPolicy (several limits decided at once), Tiers.Policy and Coalesce.
+// It implements core.Limiter, so any wrapper (failsafe, denycache, hotkey,
+// otelratekit, httplimit, grpclimit) wraps any Limiter. It is safe for
+// concurrent use; all its state lives in the store, under its limits' key
+// prefixes.
+//
+// The zero Limiter, and a nil *Limiter, cannot decide: every call returns
+// an error wrapping core.ErrInvalidConfig, and MaxCost returns 0.
 type Limiter struct {
 	e *engine.Engine
 	c *engine.Coalescer // Allow and AllowN go through it when set (Coalesce)
@@ -17,13 +24,19 @@ type Limiter struct {
 
 var _ core.Limiter = (*Limiter)(nil)
 
-// FromEngine wraps an engine. It is for the algorithm packages of this
-// module, which cannot name engine.Engine outside it.
-func FromEngine(e *engine.Engine) *Limiter { return &Limiter{e: e} }
+func init() {
+	engine.SetPublic(
+		func(e *engine.Engine) any { return &Limiter{e: e} },
+		func(l any) *engine.Engine {
+			if l, ok := l.(*Limiter); ok {
+				return l.engine()
+			}
+			return nil
+		})
+}
 
 // engine returns l's engine: nil for a nil or zero Limiter, whose calls
-// then fail with engine.ErrZero (wrapping core.ErrInvalidConfig) instead
-// of panicking.
+// then fail with an error wrapping core.ErrInvalidConfig.
 func (l *Limiter) engine() *engine.Engine {
 	if l == nil {
 		return nil
@@ -44,10 +57,14 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 // AllowN decides whether a request of cost n on key may proceed now, and
 // counts it when it does; a denied request consumes nothing and writes
 // nothing, and its RetryAfter is the exact wait until the same request
-// would pass. n must be between 1 and the limit (Decision.Limit): a larger
-// n could never pass and is an error wrapping core.ErrInvalidCost. A key
-// must be 1 to core.MaxKeyLen bytes (core.ErrInvalidKey). Store failures
-// wrap core.ErrStore; a call whose ctx has ended sends nothing.
+// would pass. On a policy, the request is allowed when every enforced
+// limit allows it and no penalty blocks the key, and then every limit
+// counts it; when any denies, none counts anything (the only write a
+// denial makes is the penalty block it may start). n must be between 1
+// and MaxCost: a larger n could never pass and is an error wrapping
+// core.ErrInvalidCost. A key must be 1 to core.MaxKeyLen bytes
+// (core.ErrInvalidKey). Store failures wrap core.ErrStore; a call whose
+// ctx has ended sends nothing.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
 	if l != nil && l.c != nil {
 		return l.c.Decide(ctx, key, n)
@@ -66,13 +83,20 @@ func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
 // a refund can undo is said in each algorithm's package doc (a sliding
 // log entry that has left the window is gone; a fixed window's count is
 // only that of the current window). Use it to count by outcome: allow
-// first, then refund what should not have counted. n is checked as for
-// AllowN.
+// first, then refund what should not have counted (a successful login, a
+// response under 400, the tokens an LLM call did not use). n is checked
+// as for AllowN.
+//
+// A policy refunds every limit at once, including a shadow limit that
+// would have denied the request and so did not count it (its count is
+// then lower than what it counted, never below nothing); a refund does
+// not lift a penalty block.
 func (l *Limiter) Refund(ctx context.Context, key string, n int64) (core.Decision, error) {
 	return l.engine().Decide(ctx, key, n, engine.ModeRefund)
 }
 
-// Reset deletes key's state: the next request sees a fresh limiter.
+// Reset deletes key's state, in every limit of a policy and its penalty
+// block: the next request sees a fresh limiter.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	return l.engine().Reset(ctx, key)
 }
@@ -90,11 +114,13 @@ func (l *Limiter) AllowMany(ctx context.Context, reqs []core.Request) []core.Res
 	return l.engine().AllowMany(ctx, reqs)
 }
 
-// Call returns the script call AllowN(ctx, key, n) would send to the store
-// now: the script (its Lua source and SHA1), its keys and its arguments.
-// It is for looking at a decision from outside: loading the script in
-// redis-cli, or measuring it with redis-benchmark. With no Clock the first
-// argument is -1, which makes the script read the server's TIME.
-func (l *Limiter) Call(key string, n int64) (core.ScriptCall, error) {
-	return l.engine().Call(key, n)
+// AllowAtMost allows as many units of a request of cost n as fit now, at
+// least 1 and at most n, and reports how many it granted (0 when denied).
+// n may exceed MaxCost; at most MaxCost units are ever granted at once.
+// When nothing fits, RetryAfter is the wait until one unit would. Only an
+// algorithm whose step can grant part of a request does it (GCRA, as
+// go-redis/redis_rate's AllowAtMost); on the others, and on a policy, it
+// returns an error wrapping errors.ErrUnsupported and sends nothing.
+func (l *Limiter) AllowAtMost(ctx context.Context, key string, n int64) (granted int64, d core.Decision, err error) {
+	return l.engine().AllowAtMost(ctx, key, n)
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/engine"
 )
 
 // ErrUnknownTier is returned by Tiers.Policy for a tier it does not hold
@@ -13,7 +14,7 @@ import (
 // sentinels).
 var ErrUnknownTier = errors.New("ratekit: unknown tier")
 
-// Tiers holds one [Policy] per tier: free and paid tenants, an internal
+// Tiers holds one policy (NewPolicy) per tier: free and paid tenants, an internal
 // service, one noisy customer's override. User code picks the tier of each
 // request; no limiter is built per key.
 //
@@ -26,13 +27,13 @@ var ErrUnknownTier = errors.New("ratekit: unknown tier")
 // new Capacity, and a GCRA key never waits longer than the new
 // configuration allows plus the time the clock is behind it.
 type Tiers struct {
-	policies map[string]*Policy
+	policies map[string]*Limiter
 }
 
-// NewTiers checks that policies have one shape and returns their Tiers,
-// or an error wrapping core.ErrInvalidConfig that names the first
-// difference.
-func NewTiers(policies map[string]*Policy) (*Tiers, error) {
+// NewTiers checks that policies, each built by NewPolicy, have one shape
+// and returns their Tiers, or an error wrapping core.ErrInvalidConfig that
+// names the first difference.
+func NewTiers(policies map[string]*Limiter) (*Tiers, error) {
 	names := make([]string, 0, len(policies))
 	for name := range policies {
 		names = append(names, name)
@@ -44,23 +45,23 @@ func NewTiers(policies map[string]*Policy) (*Tiers, error) {
 	first := policies[names[0]]
 	penalized := "" // the first tier with penalties
 	for _, name := range names {
-		p := policies[name]
-		if p == nil {
-			return nil, fmt.Errorf("%w: ratekit.NewTiers: tier %q has a nil Policy", core.ErrInvalidConfig, name)
+		p := policies[name].engine()
+		if !p.Policy() {
+			return nil, fmt.Errorf("%w: ratekit.NewTiers: tier %q is not a policy built by NewPolicy", core.ErrInvalidConfig, name)
 		}
-		if err := sameShape(first, p); err != nil {
+		if err := sameShape(first.engine(), p); err != nil {
 			return nil, fmt.Errorf("%w: ratekit.NewTiers: tier %q differs from tier %q: %v", core.ErrInvalidConfig, name, names[0], err)
 		}
 		// Tiers without penalties match any; those with penalties must all
 		// block under one prefix, so that a key keeps its block when it
 		// moves between them.
-		if p.penalty == "" {
+		if p.PenaltyPrefix() == "" {
 			continue
 		}
 		if penalized == "" {
 			penalized = name
-		} else if q := policies[penalized]; q.penalty != p.penalty {
-			return nil, fmt.Errorf("%w: ratekit.NewTiers: tier %q differs from tier %q: penalty prefix %q against %q", core.ErrInvalidConfig, name, penalized, p.penalty, q.penalty)
+		} else if q := policies[penalized].engine(); q.PenaltyPrefix() != p.PenaltyPrefix() {
+			return nil, fmt.Errorf("%w: ratekit.NewTiers: tier %q differs from tier %q: penalty prefix %q against %q", core.ErrInvalidConfig, name, penalized, p.PenaltyPrefix(), q.PenaltyPrefix())
 		}
 	}
 	return &Tiers{policies: policies}, nil
@@ -69,7 +70,7 @@ func NewTiers(policies map[string]*Policy) (*Tiers, error) {
 // Policy returns the tier's policy, or an error wrapping ErrUnknownTier;
 // on a Tiers NewTiers did not build, an error wrapping
 // core.ErrInvalidConfig.
-func (t *Tiers) Policy(tier string) (*Policy, error) {
+func (t *Tiers) Policy(tier string) (*Limiter, error) {
 	if t == nil || t.policies == nil {
 		return nil, fmt.Errorf("%w: a zero ratekit.Tiers: build it with NewTiers", core.ErrInvalidConfig)
 	}
@@ -94,21 +95,21 @@ func (t *Tiers) Names() []string {
 }
 
 // sameShape reports how b's shape differs from a's, or nil.
-func sameShape(a, b *Policy) error {
-	if len(a.engines) != len(b.engines) {
-		return fmt.Errorf("%d limits against %d", len(b.engines), len(a.engines))
+func sameShape(a, b *engine.Engine) error {
+	la, lb := a.Limits(), b.Limits()
+	if len(la) != len(lb) {
+		return fmt.Errorf("%d limits against %d", len(lb), len(la))
 	}
-	for i, ea := range a.engines {
-		eb := b.engines[i]
-		switch {
-		case a.names[i] != b.names[i]:
-			return fmt.Errorf("limit %d is %q, not %q", i, b.names[i], a.names[i])
-		case ea.Spec() != eb.Spec():
-			return fmt.Errorf("limit %q is a %s, not a %s", a.names[i], eb.Spec().Name, ea.Spec().Name)
-		case ea.Prefix() != eb.Prefix():
-			return fmt.Errorf("limit %q has the prefix %q, not %q", a.names[i], eb.Prefix(), ea.Prefix())
-		case !same(ea.Runner(), eb.Runner()) || (ea.Clock() == nil) != (eb.Clock() == nil):
-			return fmt.Errorf("limit %q has another store, or a Clock where the other has none", a.names[i])
+	for i := range la {
+		switch x, y := &la[i], &lb[i]; {
+		case x.Name != y.Name:
+			return fmt.Errorf("limit %d is %q, not %q", i, y.Name, x.Name)
+		case x.Spec != y.Spec:
+			return fmt.Errorf("limit %q is a %s, not a %s", x.Name, y.Spec.Name, x.Spec.Name)
+		case x.Prefix != y.Prefix:
+			return fmt.Errorf("limit %q has the prefix %q, not %q", x.Name, y.Prefix, x.Prefix)
+		case !sameStore(a.Store(), b.Store()) || (a.Clock() == nil) != (b.Clock() == nil):
+			return fmt.Errorf("limit %q has another store, or a Clock where the other has none", x.Name)
 		}
 	}
 	return nil

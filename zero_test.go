@@ -114,9 +114,9 @@ func TestConstructorsRefuseZeroLimiters(t *testing.T) {
 	ctx := context.Background()
 	zero, zeroPolicy, zeroConcurrency := &ratekit.Limiter{}, &ratekit.Policy{}, &concurrency.Limiter{}
 	for name, err := range map[string]error{
-		"failsafe Store": func() error { _, err := failsafe.New(failsafe.Config{Store: zero}); return err }(),
+		"failsafe Store": func() error { _, err := failsafe.New(failsafe.Config{Limiter: zero}); return err }(),
 		"failsafe Local": func() error {
-			_, err := failsafe.New(failsafe.Config{Store: &gcra.Limiter{Limiter: zero}, Policy: failsafe.FailLocal, Local: zero})
+			_, err := failsafe.New(failsafe.Config{Limiter: &gcra.Limiter{Limiter: zero}, Policy: failsafe.FailLocal, Local: zero})
 			return err
 		}(),
 		"denycache": func() error { _, err := denycache.New(zero).Allow(ctx, "k"); return err }(),
@@ -136,7 +136,7 @@ func TestConstructorsRefuseZeroLimiters(t *testing.T) {
 		}
 	}
 	// A wrapper around nothing is refused as well: every call on it fails.
-	_, err := failsafe.New(failsafe.Config{Store: denycache.New(nil)})
+	_, err := failsafe.New(failsafe.Config{Limiter: denycache.New(nil)})
 	if !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(fmt.Sprint(err), "around a limiter that is nil") {
 		t.Errorf("failsafe over a deny cache of nothing: %v", err)
 	}

@@ -6,17 +6,12 @@ import (
 	"time"
 )
 
-// AllowNer is the one method Wait needs from a limiter.
-type AllowNer interface {
-	AllowN(ctx context.Context, key string, n int64) (Decision, error)
-}
-
 // Wait blocks until a request of cost n on key is allowed by l and returns
 // that decision, or returns early with an error when ctx ends (wrapping
 // ErrStore and ctx's error, as a limiter reports it) or l fails. It
 // sleeps for the RetryAfter each denial reports, so it asks the store once
 // per wait, never in a busy loop. It is Waiter{}.Wait.
-func Wait(ctx context.Context, l AllowNer, key string, n int64) (Decision, error) {
+func Wait(ctx context.Context, l Limiter, key string, n int64) (Decision, error) {
 	return Waiter{}.Wait(ctx, l, key, n)
 }
 
@@ -33,7 +28,7 @@ type Waiter struct {
 const minWait = time.Millisecond
 
 // Wait is like the package function Wait.
-func (w Waiter) Wait(ctx context.Context, l AllowNer, key string, n int64) (Decision, error) {
+func (w Waiter) Wait(ctx context.Context, l Limiter, key string, n int64) (Decision, error) {
 	sleep := w.Sleep
 	if sleep == nil {
 		sleep = timerSleep

@@ -1,18 +1,20 @@
 // Package failsafe decides what a limiter does when its store fails or is
 // too slow: fail open (allow), fail closed (deny), or fall back to a local
 // limiter (a memory-store limiter with the same configuration: degraded,
-// since each process then limits on its own, but still limiting).
+// since each process then limits on its own, but still limiting). It wraps
+// any core.Limiter: an algorithm's limiter, a policy, a tier's policy, a
+// coalescing limiter, or another wrapper.
 //
 // Every call to the store gets a timeout. After a failure, the store is left
-// alone for RetryInterval, and the policy decides. Then one call (and only
+// alone for RetryInterval, and the Mode decides. Then one call (and only
 // one, however many are waiting) probes the store while the others go on
-// with the policy; once a probe answers, decisions come from the store
+// with the Mode; once a probe answers, decisions come from the store
 // again, and if it fails the store is left alone for another RetryInterval.
 // So at most one call per RetryInterval waits on a failing store (more only
 // when Timeout is longer than RetryInterval).
 // Every store error goes to OnError; none is swallowed silently. The
 // store's state changes go to Config.Logger (slog.Default() when nil): one
-// line when the store fails and the policy starts deciding, one when it
+// line when the store fails and the Mode starts deciding, one when it
 // answers again, however long the outage and however many calls fail in it.
 // [Limiter.State] reports the state (up, down, probing) for metrics.
 //
@@ -20,7 +22,7 @@
 //
 // failsafe enforces Timeout (and the caller's own context) itself, whatever
 // the client's options: the store call runs in its own goroutine, and the
-// caller gets the policy's decision at the deadline even if the client
+// caller gets the Mode's decision at the deadline even if the client
 // ignores its context (go-redis without ContextTimeoutEnabled waits for
 // its ReadTimeout, 3 s by default). The abandoned call goes on in the
 // background until the client gives up or the store answers; its late
@@ -30,7 +32,7 @@
 // stopped waiting, it crashes the program, as any goroutine's panic does.
 //
 // A timed-out call may still have been applied: the script may have
-// reached Redis and run there, so a request that got the policy's decision
+// reached Redis and run there, so a request that got the Mode's decision
 // may also have been counted by the store. The same holds for a client that
 // honours the deadline itself, since the command may already have been
 // sent. Counting it can only make later decisions stricter, never allow
@@ -55,31 +57,32 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"sync/atomic"
 	"time"
 
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/bound"
 	"github.com/ratekit/ratekit/internal/callcheck"
 	"github.com/ratekit/ratekit/internal/params"
 )
 
-// Policy is what a Limiter does while its store is failing.
-type Policy int
+// Mode is what a Limiter does while its store is failing.
+type Mode int
 
 const (
 	// FailOpen allows every request (Decision.Allowed only; the other
 	// fields are zero).
-	FailOpen Policy = iota
+	FailOpen Mode = iota
 	// FailClosed denies every request, with RetryAfter = RetryInterval.
 	FailClosed
 	// FailLocal decides with Config.Local.
 	FailLocal
 )
 
-// String names the policy.
-func (p Policy) String() string {
-	switch p {
+// String names the mode: "fail open", "fail closed" or "fall back to
+// local".
+func (m Mode) String() string {
+	switch m {
 	case FailOpen:
 		return "fail open"
 	case FailClosed:
@@ -87,7 +90,7 @@ func (p Policy) String() string {
 	case FailLocal:
 		return "fall back to local"
 	}
-	return fmt.Sprintf("Policy(%d)", int(p))
+	return fmt.Sprintf("Mode(%d)", int(m))
 }
 
 // DefaultMaxInFlight is Config.MaxInFlight when it is 0.
@@ -105,19 +108,19 @@ var ErrBusy = errors.New("failsafe: too many store calls in flight")
 
 // Config configures a Limiter.
 type Config struct {
-	// Store is the limiter whose store may fail. Required.
-	Store core.Limiter
-	// Policy applies while the store fails.
-	Policy Policy
+	// Limiter is the limiter whose store may fail. Required.
+	Limiter core.Limiter
+	// Mode applies while the store fails.
+	Mode Mode
 	// Local decides under FailLocal: typically the same algorithm and
 	// configuration on a memory store. Required for FailLocal.
 	Local core.Limiter
-	// Timeout bounds every call to Store, whether or not the client honours
+	// Timeout bounds every call to Limiter, whether or not the client honours
 	// context deadlines; 0 means no timeout of our own (the caller's context
-	// still bounds the call). A call that times out gets the policy's
+	// still bounds the call). A call that times out gets the Mode's
 	// decision, and may still be applied by the store (see the package doc).
 	Timeout time.Duration
-	// MaxInFlight is the most calls to Store that may run at once, counting
+	// MaxInFlight is the most calls to Limiter that may run at once, counting
 	// calls abandoned at their timeout that the store has not finished. A
 	// call beyond it is not sent and counts as a store failure (ErrBusy).
 	// 0 means DefaultMaxInFlight.
@@ -129,30 +132,30 @@ type Config struct {
 	// the caller's goroutine and must be safe for concurrent use.
 	OnError func(key string, err error)
 	// Logger receives the store's state changes: a line at
-	// slog.LevelError when the store fails and the policy starts deciding
-	// (with the error and the policy), and one at slog.LevelInfo when a
+	// slog.LevelError when the store fails and the Mode starts deciding
+	// (with the error and the mode), and one at slog.LevelInfo when a
 	// probe gets an answer and decisions come from the store again (with
 	// how long it was down). The failures in between (failed probes, calls
 	// that failed beside the one that marked the store down) are logged at
 	// slog.LevelDebug. So an outage logs two lines at Info and above,
 	// however long it lasts. Keys are never logged: the lines carry the
-	// store's error, and ratekit's store errors name no key (a Store of
+	// store's error, and ratekit's store errors name no key (a limiter of
 	// your own must keep to that); OnError gets them. nil
 	// means slog.Default(); slog.New(slog.DiscardHandler) logs nothing.
 	Logger *slog.Logger
-	// Now is the clock for RetryInterval; nil means time.Now.
-	Now func() time.Time
+	// Clock is the clock of RetryInterval; nil means the system's.
+	Clock core.Clock
 }
 
-// Limiter applies a failure policy around a store-backed limiter. It is
-// safe for concurrent use. Build it with New: a zero Limiter, or a nil
-// *Limiter, fails every call with an error wrapping core.ErrInvalidConfig
-// (which no Policy decides) and reports the store Up.
+// Limiter applies a failure mode around a store-backed limiter: it is a
+// core.Limiter itself, safe for concurrent use. The zero Limiter, and a
+// nil *Limiter, cannot decide: every call returns an error wrapping
+// core.ErrInvalidConfig (which no Mode decides), MaxCost returns 0 and
+// State reports Up; build one with New.
 type Limiter struct {
-	cfg Config
-	// maxCost is the largest cost Store accepts (callcheck.MaxCost): a
-	// larger one is refused while the policy decides, as Store would.
-	maxCost int64
+	cfg   Config
+	now   func() time.Time
+	calls bound.Calls
 	// downUntil is 0 while the store is up. After a failure it is the Unix
 	// time in ns before which the store is skipped; after that, the one
 	// caller that moves it forward by RetryInterval probes the store, and
@@ -163,11 +166,6 @@ type Limiter struct {
 	downSince atomic.Int64
 	// probes counts the probes running: calls to a store marked down.
 	probes atomic.Int64
-	// inFlight counts the store calls running, abandoned ones included.
-	inFlight atomic.Int64
-	// callDone, if set (by tests), runs when a store call run in its own
-	// goroutine has finished, just before that goroutine ends.
-	callDone func()
 }
 
 var _ core.Limiter = (*Limiter)(nil)
@@ -175,30 +173,28 @@ var _ core.Limiter = (*Limiter)(nil)
 // errZero is what the calls of a Limiter not built by New return.
 var errZero = fmt.Errorf("%w: a zero failsafe.Limiter: build it with failsafe.New", core.ErrInvalidConfig)
 
-// built reports whether New made l (New refuses a nil Store).
-func (l *Limiter) built() bool { return l != nil && l.cfg.Store != nil }
+// built reports whether New made l (New refuses a nil Limiter).
+func (l *Limiter) built() bool { return l != nil && l.cfg.Limiter != nil }
 
 // New checks cfg and returns a Limiter; errors wrap core.ErrInvalidConfig.
 func New(cfg Config) (*Limiter, error) {
-	if cfg.Store == nil {
-		return nil, fmt.Errorf("%w: failsafe: Store is nil", core.ErrInvalidConfig)
+	if cfg.Limiter == nil || cfg.Limiter.MaxCost() < 1 {
+		return nil, fmt.Errorf("%w: failsafe: Limiter is nil or cannot decide (not built by its New)", core.ErrInvalidConfig)
 	}
-	if why := callcheck.Unusable(cfg.Store); why != "" {
-		return nil, fmt.Errorf("%w: failsafe: Store is %s", core.ErrInvalidConfig, why)
+	if cfg.Local != nil && cfg.Local.MaxCost() < 1 {
+		return nil, fmt.Errorf("%w: failsafe: Local cannot decide (not built by its New)", core.ErrInvalidConfig)
 	}
-	if cfg.Local != nil {
-		if why := callcheck.Unusable(cfg.Local); why != "" {
-			return nil, fmt.Errorf("%w: failsafe: Local is %s", core.ErrInvalidConfig, why)
-		}
-	}
-	switch cfg.Policy {
+	switch cfg.Mode {
 	case FailOpen, FailClosed:
 	case FailLocal:
 		if cfg.Local == nil {
 			return nil, fmt.Errorf("%w: failsafe: Local is nil with FailLocal", core.ErrInvalidConfig)
 		}
 	default:
-		return nil, fmt.Errorf("%w: failsafe: unknown Policy %d", core.ErrInvalidConfig, int(cfg.Policy))
+		return nil, fmt.Errorf("%w: failsafe: unknown Mode %d", core.ErrInvalidConfig, int(cfg.Mode))
+	}
+	if err := params.CheckClock(cfg.Clock); err != nil {
+		return nil, fmt.Errorf("failsafe: Clock: %w", err)
 	}
 	if cfg.Timeout < 0 || cfg.RetryInterval < 0 || cfg.MaxInFlight < 0 {
 		return nil, fmt.Errorf("%w: failsafe: Timeout, RetryInterval and MaxInFlight must not be negative", core.ErrInvalidConfig)
@@ -212,22 +208,34 @@ func New(cfg Config) (*Limiter, error) {
 	if cfg.MaxInFlight == 0 {
 		cfg.MaxInFlight = DefaultMaxInFlight
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Limiter{cfg: cfg, maxCost: callcheck.MaxCost(cfg.Store)}, nil
+	l := &Limiter{cfg: cfg, now: time.Now}
+	if cfg.Clock != nil {
+		l.now = cfg.Clock.Now
+	}
+	l.calls = bound.Calls{Timeout: cfg.Timeout, Max: int64(cfg.MaxInFlight), Busy: ErrBusy}
+	return l, nil
 }
 
-// Unwrap returns the limiter whose store may fail (Config.Store), for
+// Unwrap returns the limiter whose store may fail (Config.Limiter), for
 // tools that walk a chain of wrapped limiters, such as instrumentation.
 func (l *Limiter) Unwrap() core.Limiter {
 	if l == nil {
 		return nil
 	}
-	return l.cfg.Store
+	return l.cfg.Limiter
+}
+
+// MaxCost returns the wrapped limiter's (core.Limiter): the largest cost
+// it accepts, which l refuses beyond while the Mode decides; 0 for a
+// Limiter New did not make.
+func (l *Limiter) MaxCost() int64 {
+	if !l.built() {
+		return 0
+	}
+	return l.cfg.Limiter.MaxCost()
 }
 
 // Down reports whether the store is considered down: from a failure until
@@ -242,11 +250,11 @@ type State int
 const (
 	// Up: decisions come from the store.
 	Up State = iota
-	// Down: the store failed and is left alone; the policy decides.
+	// Down: the store failed and is left alone; the Mode decides.
 	Down
 	// Probing: the store is down and one call (more only when Timeout is
 	// longer than RetryInterval) is asking it whether it answers again;
-	// the other calls get the policy's decision.
+	// the other calls get the Mode's decision.
 	Probing
 )
 
@@ -283,7 +291,7 @@ func (l *Limiter) try() (ok bool, probe int64) {
 	if until == 0 {
 		return true, 0
 	}
-	now := l.cfg.Now().UnixNano()
+	now := l.now().UnixNano()
 	if now < until {
 		return false, 0
 	}
@@ -300,8 +308,8 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 }
 
 // AllowN asks the store, within Timeout; when the store fails (or is being
-// skipped after a failure), the policy decides. Errors that are the
-// caller's are returned as they are, never decided by the policy: a bad
+// skipped after a failure), the Mode decides. Errors that are the
+// caller's are returned as they are, never decided by the Mode: a bad
 // key (core.ErrInvalidKey), a bad cost (core.ErrInvalidCost: below 1, or
 // above the store's limiter's MaxCost), the caller's own context ending,
 // a clock out of range (core.ErrInvalidTime), and state the limiter did
@@ -321,6 +329,37 @@ func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
 	})
 }
 
+// Refund gives n back to key on the store, within Timeout. A refund
+// cannot be faked: when the store fails (or is being skipped), FailLocal
+// refunds Local, and the other modes return the store's error, wrapping
+// core.ErrStore.
+func (l *Limiter) Refund(ctx context.Context, key string, n int64) (core.Decision, error) {
+	if !l.built() {
+		return core.Decision{}, errZero
+	}
+	op := func(lim core.Limiter, ctx context.Context) (core.Decision, error) {
+		return lim.Refund(ctx, key, n)
+	}
+	err := errors.New("failsafe: the store is down")
+	if ok, probe := l.try(); ok {
+		var d core.Decision
+		if d, err = l.ask(ctx, op, probe); err == nil || !l.storeFault(ctx, err) {
+			return d, err
+		}
+		l.fail(ctx, key, err)
+	}
+	if err := callcheck.Check(ctx, key, n, l.MaxCost()); err != nil {
+		return core.Decision{}, err
+	}
+	if l.cfg.Mode == FailLocal {
+		return op(l.cfg.Local, ctx)
+	}
+	if !errors.Is(err, core.ErrStore) {
+		err = fmt.Errorf("%w: %w", core.ErrStore, err)
+	}
+	return core.Decision{}, err
+}
+
 // Reset resets key on the store (and on Local, if any), within Timeout. A
 // store failure is returned: a reset cannot be faked. A Reset that timed
 // out may still be applied by the store, later.
@@ -333,8 +372,8 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 			return err
 		}
 	}
-	_, err := l.call(ctx, func(cctx context.Context) (core.Decision, error) {
-		return core.Decision{}, l.cfg.Store.Reset(cctx, key)
+	_, err := l.calls.Do(ctx, func(cctx context.Context) (core.Decision, error) {
+		return core.Decision{}, l.cfg.Limiter.Reset(cctx, key)
 	})
 	if err != nil && l.storeFault(ctx, err) {
 		l.fail(ctx, key, err)
@@ -343,7 +382,7 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 }
 
 // decide asks the store for the decision on a call of cost n on key (op
-// on Store), or lets the policy decide.
+// on Limiter), or lets the Mode decide.
 func (l *Limiter) decide(ctx context.Context, key string, n int64, op func(core.Limiter, context.Context) (core.Decision, error)) (core.Decision, error) {
 	if !l.built() {
 		return core.Decision{}, errZero
@@ -355,10 +394,10 @@ func (l *Limiter) decide(ctx context.Context, key string, n int64, op func(core.
 		}
 		l.fail(ctx, key, err)
 	}
-	if err := callcheck.Check(ctx, key, n, l.maxCost); err != nil {
+	if err := callcheck.Check(ctx, key, n, l.MaxCost()); err != nil {
 		return core.Decision{}, err
 	}
-	switch l.cfg.Policy {
+	switch l.cfg.Mode {
 	case FailClosed:
 		return core.Decision{Allowed: false, RetryAfter: l.cfg.RetryInterval}, nil
 	case FailLocal:
@@ -372,104 +411,20 @@ func (l *Limiter) decide(ctx context.Context, key string, n int64, op func(core.
 // its claim stored) counts as running until it returns, even if op
 // panics, and marks the store up when it gets an answer.
 func (l *Limiter) ask(ctx context.Context, op func(core.Limiter, context.Context) (core.Decision, error), probe int64) (core.Decision, error) {
-	call := func(cctx context.Context) (core.Decision, error) { return op(l.cfg.Store, cctx) }
+	call := func(cctx context.Context) (core.Decision, error) { return op(l.cfg.Limiter, cctx) }
 	if probe == 0 {
-		return l.call(ctx, call)
+		return l.calls.Do(ctx, call)
 	}
 	l.probes.Add(1)
 	defer l.probes.Add(-1)
-	d, err := l.call(ctx, call)
+	d, err := l.calls.Do(ctx, call)
 	// The store answered: up again, unless a newer failure has been
 	// recorded since this probe was claimed.
 	if err == nil && l.downUntil.CompareAndSwap(probe, 0) {
 		l.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "failsafe: the store answers again, decisions come from it",
-			slog.Duration("down_for", time.Duration(l.cfg.Now().UnixNano()-l.downSince.Load())))
+			slog.Duration("down_for", time.Duration(l.now().UnixNano()-l.downSince.Load())))
 	}
 	return d, err
-}
-
-// The states of a store call run in its own goroutine.
-const (
-	running   int32 = iota
-	finished        // the result is (being) sent to the waiting caller
-	abandoned       // the caller stopped waiting; the result is dropped
-)
-
-// result is the outcome of a store call run in its own goroutine.
-type result struct {
-	d        core.Decision
-	err      error
-	panicked bool
-	panicVal any
-}
-
-// call runs op against the store and returns no later than Timeout after
-// it starts, or when ctx ends, whatever op does with its context: op runs
-// in its own goroutine, which is abandoned at the deadline and finishes in
-// the background; its late result is dropped. Without a deadline (no
-// Timeout, and a ctx that never ends) op runs in the caller's goroutine.
-func (l *Limiter) call(ctx context.Context, op func(context.Context) (core.Decision, error)) (core.Decision, error) {
-	if l.inFlight.Add(1) > int64(l.cfg.MaxInFlight) {
-		l.inFlight.Add(-1)
-		return core.Decision{}, fmt.Errorf("%w: %w: %d calls already running (MaxInFlight)", core.ErrStore, ErrBusy, l.cfg.MaxInFlight)
-	}
-	cctx, cancel := ctx, context.CancelFunc(func() {})
-	if l.cfg.Timeout > 0 {
-		cctx, cancel = context.WithTimeout(ctx, l.cfg.Timeout)
-	}
-	defer cancel()
-	if cctx.Done() == nil {
-		defer l.inFlight.Add(-1)
-		return op(cctx)
-	}
-
-	var state atomic.Int32
-	done := make(chan result, 1) // buffered: the goroutine never blocks on it
-	go func() {
-		r := result{panicked: true}
-		defer func() {
-			if r.panicked {
-				r.panicVal = recover()
-			}
-			l.inFlight.Add(-1)
-			if state.CompareAndSwap(running, finished) {
-				done <- r
-			} else if r.panicked {
-				// Nobody waits for this call any more: crash, as any
-				// goroutine's panic would, rather than hide it.
-				panic(fmt.Sprintf("failsafe: store call panicked after its caller stopped waiting: %v\n%s", r.panicVal, debug.Stack()))
-			}
-			if l.callDone != nil {
-				l.callDone()
-			}
-		}()
-		r.d, r.err = op(cctx)
-		r.panicked = false
-	}()
-
-	select {
-	case r := <-done:
-		return r.get()
-	case <-cctx.Done():
-	}
-	if !state.CompareAndSwap(running, abandoned) {
-		// The answer came with the deadline: use it.
-		r := <-done
-		return r.get()
-	}
-	if err := ctx.Err(); err != nil {
-		return core.Decision{}, fmt.Errorf("%w: failsafe: gave up waiting: %w", core.ErrStore, err)
-	}
-	return core.Decision{}, fmt.Errorf("%w: failsafe: no answer within %v: %w", core.ErrStore, l.cfg.Timeout, context.DeadlineExceeded)
-}
-
-// get returns the call's outcome in the caller's goroutine, panicking
-// there if the call panicked.
-func (r result) get() (core.Decision, error) {
-	if r.panicked {
-		panic(r.panicVal)
-	}
-	return r.d, r.err
 }
 
 // storeFault reports whether err is the store's fault rather than the
@@ -491,11 +446,11 @@ var callerErrors = []error{core.ErrInvalidKey, core.ErrInvalidCost, core.ErrInva
 // fail marks the store down for RetryInterval, reports err to OnError, and
 // logs the change when the store was up.
 func (l *Limiter) fail(ctx context.Context, key string, err error) {
-	now := l.cfg.Now()
+	now := l.now()
 	if l.downUntil.Swap(now.Add(l.cfg.RetryInterval).UnixNano()) == 0 {
 		l.downSince.Store(now.UnixNano())
-		l.cfg.Logger.LogAttrs(ctx, slog.LevelError, "failsafe: the store failed, the policy decides until it answers again",
-			slog.Any("error", err), slog.String("policy", l.cfg.Policy.String()), slog.Duration("retry_interval", l.cfg.RetryInterval))
+		l.cfg.Logger.LogAttrs(ctx, slog.LevelError, "failsafe: the store failed, the mode decides until it answers again",
+			slog.Any("error", err), slog.String("mode", l.cfg.Mode.String()), slog.Duration("retry_interval", l.cfg.RetryInterval))
 	} else {
 		l.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "failsafe: the store failed again", slog.Any("error", err))
 	}

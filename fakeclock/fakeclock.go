@@ -10,6 +10,8 @@ import (
 )
 
 // Clock is a core.Clock that only moves when told. Safe for concurrent use.
+// A nil *Clock reads the zero time, which every ratekit constructor
+// refuses (core.ErrInvalidConfig), and Set and Advance do nothing on it.
 type Clock struct {
 	mu sync.Mutex
 	t  time.Time
@@ -20,6 +22,9 @@ func New(t time.Time) *Clock { return &Clock{t: t} }
 
 // Now returns the clock's time.
 func (c *Clock) Now() time.Time {
+	if c == nil {
+		return time.Time{}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.t
@@ -27,6 +32,9 @@ func (c *Clock) Now() time.Time {
 
 // Set moves the clock to t.
 func (c *Clock) Set(t time.Time) {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	c.t = t
 	c.mu.Unlock()
@@ -35,6 +43,9 @@ func (c *Clock) Set(t time.Time) {
 // Advance moves the clock by d (back when d is negative) and returns the
 // new time.
 func (c *Clock) Advance(d time.Duration) time.Time {
+	if c == nil {
+		return time.Time{}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)

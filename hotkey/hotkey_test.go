@@ -509,7 +509,7 @@ func TestFailsafeSource(t *testing.T) {
 	src.fail.Store(true)
 	quiet := slog.New(slog.DiscardHandler)
 
-	open, err := failsafe.New(failsafe.Config{Store: src, Policy: failsafe.FailOpen, Logger: quiet})
+	open, err := failsafe.New(failsafe.Config{Limiter: src, Mode: failsafe.FailOpen, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +523,7 @@ func TestFailsafeSource(t *testing.T) {
 		t.Errorf("fail open: Stats() = %+v, want two leases the policy granted", st)
 	}
 
-	closed, err := failsafe.New(failsafe.Config{Store: src, Policy: failsafe.FailClosed, RetryInterval: time.Minute, Logger: quiet})
+	closed, err := failsafe.New(failsafe.Config{Limiter: src, Mode: failsafe.FailClosed, RetryInterval: time.Minute, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,7 +107,7 @@ func ExampleTelemetry_Limiter() {
 	defer mem.Close()
 	store, _ := tel.Store(mem)
 	lim, _ := tokenbucket.New(store, tokenbucket.Config{Capacity: 1, RefillRate: 1, RefillInterval: time.Minute})
-	safe, _ := failsafe.New(failsafe.Config{Store: lim, Policy: failsafe.FailOpen})
+	safe, _ := failsafe.New(failsafe.Config{Limiter: lim, Mode: failsafe.FailOpen})
 	api, err := tel.Limiter("api", denycache.New(safe))
 	if err != nil {
 		panic(err)

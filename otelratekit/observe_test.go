@@ -51,8 +51,8 @@ func TestFailsafeState(t *testing.T) {
 	var now atomic.Int64
 	now.Store(time.Unix(1000, 0).UnixNano())
 	fs, err := failsafe.New(failsafe.Config{
-		Store: lim, Policy: failsafe.FailOpen, RetryInterval: time.Second,
-		Now:    func() time.Time { return time.Unix(0, now.Load()) },
+		Limiter: lim, Mode: failsafe.FailOpen, RetryInterval: time.Second,
+		Clock:    core.ClockFunc(func() time.Time { return time.Unix(0, now.Load()) }),
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {

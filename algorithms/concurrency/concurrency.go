@@ -82,10 +82,10 @@ const (
 )
 
 // The modes of a call besides engine.ModeAllow (acquire) and
-// engine.ModePeek.
+// engine.ModePeek: a release is the lease's refund.
 const (
-	modeRelease = 3
-	modeExtend  = 4
+	modeRelease = engine.ModeRefund
+	modeExtend  = engine.ModeExtend
 )
 
 var spec = engine.NewSpec(engine.Spec{
@@ -149,12 +149,13 @@ type Lease struct {
 	ID string
 }
 
-// New returns a concurrency limiter storing its leases through runner. It
-// touches no store; an error wraps core.ErrInvalidConfig and names the
+// New returns a concurrency limiter keeping its leases in store. It sends
+// nothing to the store; an error wraps core.ErrInvalidConfig and names the
 // field: Limit and TTL must be positive, Limit at most MaxLimit, TTL a
-// whole number of microseconds.
-func New(runner core.ScriptRunner, cfg Config) (*Limiter, error) {
-	e, err := engine.New(runner, cfg.Clock, cfg.Prefix, DefaultPrefix, cfg.Limit, spec, []int64{
+// whole number of microseconds. Its decisions' Window is the TTL, by
+// which every lease has come back.
+func New(store core.ScriptRunner, cfg Config) (*Limiter, error) {
+	l, err := spec.Limit(cfg.Prefix, DefaultPrefix, cfg.Limit, []int64{
 		limit: cfg.Limit,
 		ttl:   int64(cfg.TTL),
 	})
@@ -163,6 +164,11 @@ func New(runner core.ScriptRunner, cfg Config) (*Limiter, error) {
 	}
 	if cfg.Limit > MaxLimit {
 		return nil, fmt.Errorf("%w: Limit %d needs up to %d entries per key, more than MaxLimit (%d)", core.ErrInvalidConfig, cfg.Limit, cfg.Limit, MaxLimit)
+	}
+	l.Window = cfg.TTL
+	e, err := engine.New(engine.Config{Store: store, Clock: cfg.Clock, Limits: []engine.Limit{l}})
+	if err != nil {
+		return nil, err
 	}
 	return &Limiter{e: e, ttl: cfg.TTL}, nil
 }
@@ -177,7 +183,7 @@ func (l *Limiter) engine() *engine.Engine {
 }
 
 // Limit returns the configured Limit: every Decision's Limit.
-func (l *Limiter) Limit() int64 { return l.engine().Limit() }
+func (l *Limiter) Limit() int64 { return l.engine().MaxCost() }
 
 // TTL returns the configured TTL, the life of a lease from its acquire
 // or its last extension.
@@ -191,11 +197,11 @@ func (l *Limiter) TTL() time.Duration {
 // Algorithm returns "concurrency", the name of the limiter's step. It is
 // fixed, never derived from a key, so metrics and traces use it as an
 // attribute, as they use ratekit.Limiter's.
-func (l *Limiter) Algorithm() string { return l.engine().Spec().Name }
+func (l *Limiter) Algorithm() string { return l.engine().Name() }
 
 // Store returns the store the limiter runs its scripts on, as given to
 // New. Stores name themselves with core.StoreNamer.
-func (l *Limiter) Store() core.ScriptRunner { return l.engine().Runner() }
+func (l *Limiter) Store() core.ScriptRunner { return l.engine().Store() }
 
 // Acquire is AcquireN(ctx, key, 1).
 func (l *Limiter) Acquire(ctx context.Context, key string) (Lease, core.Decision, error) {
@@ -218,17 +224,13 @@ func (l *Limiter) AcquireN(ctx context.Context, key string, n int64) (Lease, cor
 	if err := keyspace.CheckKey(key); err != nil {
 		return Lease{}, core.Decision{}, err
 	}
-	if err := params.Cost(n, l.e.Limit()); err != nil {
+	if err := params.Cost(n, l.e.MaxCost()); err != nil {
 		return Lease{}, core.Decision{}, err
 	}
 	var id [16]byte
 	rand.Read(id[:]) // never fails (crypto/rand)
 	a, b := int64(binary.BigEndian.Uint64(id[:8])), int64(binary.BigEndian.Uint64(id[8:]))
-	reply, err := l.e.RunArgs(ctx, leaseScript, key, n, engine.ModeAllow, a, b)
-	if err != nil {
-		return Lease{}, core.Decision{}, err
-	}
-	d, err := l.e.Decode(key, reply)
+	d, err := l.e.RunArgs(ctx, leaseScript, key, n, engine.ModeAllow, a, b)
 	if err != nil || !d.Allowed {
 		return Lease{}, d, err
 	}
@@ -256,16 +258,12 @@ func (l *Limiter) Extend(ctx context.Context, lease Lease) (bool, error) {
 	return l.call(ctx, lease, modeExtend)
 }
 
-func (l *Limiter) call(ctx context.Context, lease Lease, mode int64) (bool, error) {
+func (l *Limiter) call(ctx context.Context, lease Lease, mode engine.Mode) (bool, error) {
 	a, b, err := parseLease(lease)
 	if err != nil {
 		return false, err
 	}
-	reply, err := l.engine().RunArgs(ctx, leaseScript, lease.Key, lease.N, mode, a, b)
-	if err != nil {
-		return false, err
-	}
-	d, err := l.e.Decode(lease.Key, reply)
+	d, err := l.engine().RunArgs(ctx, leaseScript, lease.Key, lease.N, mode, a, b)
 	return d.Allowed, err
 }
 

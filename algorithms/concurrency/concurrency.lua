@@ -55,11 +55,11 @@ local function concurrency(key, now, client_clock, n, mode, limit, ttl_us, lease
 
   -- The unit that expires last: when no lease is left.
   local top = redis.pcall('ZRANGE', key, -1, -1, 'WITHSCORES')
-  if top.err then return -1, 0, 0, 0 end
+  if top.err then return CORRUPT, 0, 0, 0 end
   local last = 0
   if top[1] then
     last = concurrency_time(top[2])
-    if not last or not string.match(top[1], '^%-?%d+:%-?%d+:%d+:%d+$') then return -1, 0, 0, 0 end
+    if not last or not string.match(top[1], '^%-?%d+:%-?%d+:%d+:%d+$') then return CORRUPT, 0, 0, 0 end
   end
   local now_s = string.format('%d', now)
   local after = '(' .. now_s
@@ -70,15 +70,15 @@ local function concurrency(key, now, client_clock, n, mode, limit, ttl_us, lease
   local reset = 0
   if count > 0 then reset = last - now end
 
-  if mode == 0 or mode == 1 then
+  if mode == MODE_ALLOW or mode == MODE_PEEK then
     if count + n > limit then
       -- The (count + n - limit)-th unit to expire frees the room for n.
       local e = redis.call('ZRANGEBYSCORE', key, after, '+inf', 'WITHSCORES', 'LIMIT', count + n - limit - 1, 1)
       local at = concurrency_time(e[2])
-      if not at then return -1, 0, 0, 0 end
+      if not at then return CORRUPT, 0, 0, 0 end
       return 0, remaining, at - now, reset
     end
-    if mode == 1 then return 1, remaining, 0, reset end
+    if mode == MODE_PEEK then return 1, remaining, 0, reset end
     local expires = now + ttl
     local fresh = math.max(last, expires)
     local id = lease_a .. ':' .. lease_b .. ':' .. string.format('%d', n) .. ':'
@@ -95,11 +95,11 @@ local function concurrency(key, now, client_clock, n, mode, limit, ttl_us, lease
   local at = false
   if s then
     at = concurrency_time(s)
-    if not at then return -1, 0, 0, 0 end
+    if not at then return CORRUPT, 0, 0, 0 end
   end
   if not at or at <= now then return 0, remaining, 0, reset end
 
-  if mode == 3 then
+  if mode == MODE_REFUND then
     -- The last expiry of the other live leases: the first unit from the
     -- top that is not this lease's (it has n units).
     local others = 0
@@ -107,7 +107,7 @@ local function concurrency(key, now, client_clock, n, mode, limit, ttl_us, lease
     for k = 1, #tops, 2 do
       if string.sub(tops[k], 1, #id) ~= id then
         others = concurrency_time(tops[k + 1])
-        if not others then return -1, 0, 0, 0 end
+        if not others then return CORRUPT, 0, 0, 0 end
         break
       end
     end

@@ -60,13 +60,14 @@ type CalendarConfig struct {
 // calendar periods of cfg.Period in cfg.Location: at most Limit requests
 // from one midnight to the next (or per week, or per month), whatever the
 // time of the first request. RetryAfter and ResetAfter count the time
-// until the period ends. An error wraps core.ErrInvalidConfig and names
+// until the period ends, and Window is the period's nominal length (24
+// hours, 7 days, 30 days). An error wraps core.ErrInvalidConfig and names
 // the field.
 //
 // The limiter is a fixed window counter like New's, and reads the same
 // state: one built with New over the same prefix keeps its window until
 // that window ends, then the calendar's periods take over.
-func NewCalendar(runner core.ScriptRunner, cfg CalendarConfig) (*ratekit.Limiter, error) {
+func NewCalendar(store core.ScriptRunner, cfg CalendarConfig) (*ratekit.Limiter, error) {
 	if cfg.Period < Day || cfg.Period > Month {
 		return nil, fmt.Errorf("%w: fixedwindow: Period must be Day, Week or Month, got %v", core.ErrInvalidConfig, cfg.Period)
 	}
@@ -78,7 +79,7 @@ func NewCalendar(runner core.ScriptRunner, cfg CalendarConfig) (*ratekit.Limiter
 	if clock == nil {
 		clock = core.ClockFunc(time.Now)
 	}
-	e, err := engine.New(runner, clock, cfg.Prefix, DefaultPrefix, cfg.Limit, spec, []int64{
+	l, err := spec.Limit(cfg.Prefix, DefaultPrefix, cfg.Limit, []int64{
 		limit:         cfg.Limit,
 		window:        int64(31 * 24 * time.Hour), // the longest period; set for each call
 		calendarStart: 0,
@@ -87,15 +88,26 @@ func NewCalendar(runner core.ScriptRunner, cfg CalendarConfig) (*ratekit.Limiter
 		return nil, err
 	}
 	period := cfg.Period
-	err = e.SetSchedule(func(now int64, p []int64) {
+	l.Schedule = func(now int64, p []int64) {
 		start, end := periodOf(time.UnixMicro(now).In(loc), period)
 		p[window] = end.UnixMicro() - start.UnixMicro()
 		p[calendarStart] = start.UnixMicro()
-	})
-	if err != nil {
-		return nil, err
 	}
-	return ratekit.FromEngine(e), nil
+	l.Window = period.nominal()
+	return engine.Build[*ratekit.Limiter](store, clock, l)
+}
+
+// nominal is the period's length as a Decision's Window says it: a day
+// of 24 hours, a week of 7 days, a month of 30 days, whatever the length
+// of the period a decision falls in.
+func (p Period) nominal() time.Duration {
+	switch p {
+	case Week:
+		return 7 * 24 * time.Hour
+	case Month:
+		return 30 * 24 * time.Hour
+	}
+	return 24 * time.Hour
 }
 
 // periodOf returns the calendar period of kind p that holds t, in t's

@@ -78,14 +78,11 @@ type Config struct {
 	Clock core.Clock
 }
 
-// Limiter is the limiter New returns: a [ratekit.Limiter], whose methods
-// (Allow, AllowN, Peek, Reset, AllowMany) are documented there.
-type Limiter = ratekit.Limiter
-
-// New returns a fixed window limiter storing its state through runner. It
-// touches no store; an error wraps core.ErrInvalidConfig and names the field.
-func New(runner core.ScriptRunner, cfg Config) (*ratekit.Limiter, error) {
-	e, err := engine.New(runner, cfg.Clock, cfg.Prefix, DefaultPrefix, cfg.Limit, spec, []int64{
+// New returns a fixed window limiter keeping its state in store. It sends
+// nothing to the store; an error wraps core.ErrInvalidConfig and names the
+// field. Its decisions' Window is the configured Window.
+func New(store core.ScriptRunner, cfg Config) (*ratekit.Limiter, error) {
+	l, err := spec.Limit(cfg.Prefix, DefaultPrefix, cfg.Limit, []int64{
 		limit:         cfg.Limit,
 		window:        int64(cfg.Window),
 		calendarStart: 0,
@@ -93,5 +90,6 @@ func New(runner core.ScriptRunner, cfg Config) (*ratekit.Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ratekit.FromEngine(e), nil
+	l.Window = cfg.Window
+	return engine.Build[*ratekit.Limiter](store, cfg.Clock, l)
 }

@@ -20,7 +20,7 @@
 -- Window never stretches state beyond the TTL it was written with.
 local function fixedwindow(key, now, client_clock, n, mode, limit, window_us, start_us)
   local window = window_us
-  local peek, refund = mode == 1, mode == 3
+  local peek, refund = mode == MODE_PEEK, mode == MODE_REFUND
 
   -- A new window opens now, or, on a calendar (start_us > 0), is the
   -- calendar period [start_us, start_us + window_us) that holds now.
@@ -28,7 +28,7 @@ local function fixedwindow(key, now, client_clock, n, mode, limit, window_us, st
   if start_us > 0 then open = start_us end
   local count, start, stop = 0, open, open + window
   local s1, s2, s3 = read_state(key, 3)
-  if s1 == false then return -1, 0, 0, 0 end
+  if s1 == false then return CORRUPT, 0, 0, 0 end
   if s1 then
     count, start, stop = s1, s2, s2 + window
     if count > limit then count = limit end

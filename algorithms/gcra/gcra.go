@@ -7,8 +7,9 @@
 // microseconds: the TAT is kept to 1/Rate of a microsecond, in integers, so
 // 3 per second is exactly 3 per second.
 //
-// Beyond AllowN, AllowAtMost grants as many units of a request as fit now
-// (redis_rate's AllowAtMost).
+// Beyond AllowN, the limiter's AllowAtMost grants as many units of a
+// request as fit now (redis_rate's AllowAtMost): GCRA is the algorithm
+// whose step can.
 //
 // # Time and configuration changes
 //
@@ -31,7 +32,6 @@
 package gcra
 
 import (
-	"context"
 	_ "embed"
 	"fmt"
 	"time"
@@ -59,8 +59,9 @@ var spec = engine.NewSpec(engine.Spec{
 		period: {Name: "period_us", Field: "Period", Kind: engine.Micros},
 		burst:  {Name: "burst", Field: "Burst", Kind: engine.Count},
 	},
-	Lua:  lua,
-	Step: step,
+	Lua:    lua,
+	Step:   step,
+	AtMost: true,
 })
 
 // DefaultPrefix is the key prefix used when Config.Prefix is empty.
@@ -84,25 +85,15 @@ type Config struct {
 	Clock core.Clock
 }
 
-// Limiter is the limiter New returns: a [ratekit.Limiter], whose methods
-// (Allow, AllowN, Peek, Reset, AllowMany) are documented there, with
-// AllowAtMost. It is safe for concurrent use. Remaining is how many
-// requests of cost 1 would pass now; ResetAfter is the time until a full
-// burst is available again. A zero Limiter fails every call with an error
-// wrapping core.ErrInvalidConfig; a nil *Limiter does so in AllowAtMost
-// only (the methods it has from *ratekit.Limiter reach that field through
-// the nil pointer, and panic, as any embedded field's would).
-type Limiter struct {
-	*ratekit.Limiter
-	e *engine.Engine
-}
-
-var _ core.Limiter = (*Limiter)(nil)
-
-// New returns a GCRA limiter storing its state through runner. It touches
-// no store; an error wraps core.ErrInvalidConfig and names the field.
-func New(runner core.ScriptRunner, cfg Config) (*Limiter, error) {
-	e, err := engine.New(runner, cfg.Clock, cfg.Prefix, DefaultPrefix, cfg.Burst, spec, []int64{
+// New returns a GCRA limiter keeping its state in store. It sends nothing
+// to the store; an error wraps core.ErrInvalidConfig and names the field.
+// Remaining is how many requests of cost 1 would pass now; ResetAfter is
+// the time until a full burst is available again, and Window the time a
+// burst takes to come back (Period times Burst/Rate, rounded up). Its
+// AllowAtMost grants as many units of a request as fit (see
+// ratekit.Limiter.AllowAtMost).
+func New(store core.ScriptRunner, cfg Config) (*ratekit.Limiter, error) {
+	l, err := spec.Limit(cfg.Prefix, DefaultPrefix, cfg.Burst, []int64{
 		rate:   cfg.Rate,
 		period: int64(cfg.Period),
 		burst:  cfg.Burst,
@@ -110,36 +101,9 @@ func New(runner core.ScriptRunner, cfg Config) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Burst > params.MaxCount/e.Params()[period] {
+	if cfg.Burst > params.MaxCount/l.Param(period) {
 		return nil, fmt.Errorf("%w: Burst*Period: %d x %v is too large to compute exactly (at most 2^50 µs)", core.ErrInvalidConfig, cfg.Burst, cfg.Period)
 	}
-	return &Limiter{Limiter: ratekit.FromEngine(e), e: e}, nil
-}
-
-// AllowAtMost allows as many units of a request of cost n as fit now, at
-// least 1 and at most n, and reports how many it granted (0 when denied).
-// n may exceed Burst; at most Burst units are ever granted at once. When
-// nothing fits, RetryAfter is the wait until one unit would.
-func (l *Limiter) AllowAtMost(ctx context.Context, key string, n int64) (granted int64, d core.Decision, err error) {
-	if l == nil {
-		return 0, core.Decision{}, engine.ErrZero
-	}
-	if n <= 0 || n > params.MaxCount {
-		return 0, core.Decision{}, fmt.Errorf("%w: n must be between 1 and %d, got %d", core.ErrInvalidCost, params.MaxCount, n)
-	}
-	reply, err := l.e.Run(ctx, key, n, engine.ModeAtMost)
-	if err != nil {
-		return 0, core.Decision{}, err
-	}
-	if len(reply) == 4 && reply[0] > 1 && reply[0] <= n {
-		// The decoder wants 0 or 1; the count goes to granted.
-		granted, reply = reply[0], []int64{1, reply[1], reply[2], reply[3]}
-	} else if len(reply) == 4 && reply[0] == 1 {
-		granted = 1
-	}
-	d, err = l.e.Decode(key, reply)
-	if err != nil {
-		return 0, core.Decision{}, err
-	}
-	return granted, d, nil
+	l.Window = time.Duration(params.CeilDiv(cfg.Burst*l.Param(period), cfg.Rate)) * time.Microsecond
+	return engine.Build[*ratekit.Limiter](store, cfg.Clock, l)
 }

@@ -24,9 +24,9 @@ local function gcra(key, now, client_clock, n, mode, rate, period_us, burst)
   local cap = burst * period
   local x, t = 0, now
   local tat, frac, old_rate, written = read_state(key, 4)
-  if tat == false then return -1, 0, 0, 0 end
+  if tat == false then return CORRUPT, 0, 0, 0 end
   if tat then
-    if frac >= old_rate or tat < written then return -1, 0, 0, 0 end
+    if frac >= old_rate or tat < written then return CORRUPT, 0, 0, 0 end
     if old_rate ~= rate and frac > 0 then tat, frac = tat + 1, 0 end
     if written > t then t = written end
     -- At its write the state was at most a full burst ahead under this
@@ -40,15 +40,15 @@ local function gcra(key, now, client_clock, n, mode, rate, period_us, burst)
   -- A refund takes n emission intervals off the arrival time (never before
   -- t), then reports as a Peek would.
   local refunded = false
-  if mode == 3 then
+  if mode == MODE_REFUND then
     refunded = x > 0
     x = math.max(x - n * period, 0)
-    n, mode = 1, 1
+    n, mode = 1, MODE_PEEK
   end
 
   local avail = idiv(cap - x, period)
   local m = n
-  if mode == 2 and avail < n then m = avail end
+  if mode == MODE_AT_MOST and avail < n then m = avail end
   if m < 1 then m = 1 end
   local allowed = 0
   if x + m * period <= cap then allowed = 1 end
@@ -56,13 +56,13 @@ local function gcra(key, now, client_clock, n, mode, rate, period_us, burst)
   local behind = t - now
   local retry = 0
   if allowed == 0 then retry = behind + idiv(x + m * period - cap + rate - 1, rate) end
-  if allowed == 1 and mode ~= 1 then x = x + m * period end
+  if allowed == 1 and mode ~= MODE_PEEK then x = x + m * period end
   local reset = behind + idiv(x + rate - 1, rate)
   local write
-  if (allowed == 1 and mode ~= 1) or refunded then
+  if (allowed == 1 and mode ~= MODE_PEEK) or refunded then
     write = state(t + idiv(x, rate), x % rate, rate, t)
     avail = idiv(cap - x, period)
   end
-  if mode == 2 and allowed == 1 then allowed = m end
+  if mode == MODE_AT_MOST and allowed == 1 then allowed = m end
   return allowed, avail, retry, reset, write, reset
 end

@@ -83,18 +83,14 @@ type Config struct {
 	Clock core.Clock
 }
 
-// Limiter is the limiter New returns: a [ratekit.Limiter], whose methods
-// (Allow, AllowN, Peek, Reset, AllowMany) are documented there. Remaining
-// is the whole units of room left in the bucket; a denied request's
-// RetryAfter is the time until enough has drained; ResetAfter is the time
-// until the bucket is empty.
-type Limiter = ratekit.Limiter
-
-// New returns a leaky bucket limiter storing its state through runner. It
-// touches no store; an error wraps core.ErrInvalidConfig and names the
-// field.
-func New(runner core.ScriptRunner, cfg Config) (*ratekit.Limiter, error) {
-	e, err := engine.New(runner, cfg.Clock, cfg.Prefix, DefaultPrefix, cfg.Capacity, spec, []int64{
+// New returns a leaky bucket limiter keeping its state in store. It sends
+// nothing to the store; an error wraps core.ErrInvalidConfig and names the
+// field. Remaining is the whole units of room left in the bucket; a denied
+// request's RetryAfter is the time until enough has drained; ResetAfter is
+// the time until the bucket is empty, and Window the time a full bucket
+// takes to drain (Per times Capacity/LeakRate, rounded up).
+func New(store core.ScriptRunner, cfg Config) (*ratekit.Limiter, error) {
+	l, err := spec.Limit(cfg.Prefix, DefaultPrefix, cfg.Capacity, []int64{
 		capacity: cfg.Capacity,
 		leakRate: cfg.LeakRate,
 		per:      int64(cfg.Per),
@@ -102,8 +98,10 @@ func New(runner core.ScriptRunner, cfg Config) (*ratekit.Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Capacity > params.MaxSpan/e.Params()[per] {
+	if cfg.Capacity > params.MaxSpan/l.Param(per) {
 		return nil, fmt.Errorf("%w: Capacity*Per: %d x %v is too large to compute exactly (at most 2^51 µs)", core.ErrInvalidConfig, cfg.Capacity, cfg.Per)
 	}
-	return ratekit.FromEngine(e), nil
+	// The time a full bucket takes to drain.
+	l.Window = time.Duration(params.CeilDiv(cfg.Capacity*l.Param(per), cfg.LeakRate)) * time.Microsecond
+	return engine.Build[*ratekit.Limiter](store, cfg.Clock, l)
 }

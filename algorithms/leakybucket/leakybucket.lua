@@ -17,13 +17,13 @@
 -- so it never outlives the TTL it was written with.
 local function leakybucket(key, now, client_clock, n, mode, capacity, leak_rate, per_us)
   local rate, per = leak_rate, per_us
-  local peek, refund = mode == 1, mode == 3
+  local peek, refund = mode == MODE_PEEK, mode == MODE_REFUND
 
   local full = capacity * per
   local level, t, fresh = 0, now, nil
   local s1, last, old_per, s4 = read_state(key, 4)
-  if s1 == false then return -1, 0, 0, 0 end
-  if s1 and old_per < 1 then return -1, 0, 0, 0 end
+  if s1 == false then return CORRUPT, 0, 0, 0 end
+  if s1 and old_per < 1 then return CORRUPT, 0, 0, 0 end
   if s1 and now < s4 and last < s4 then
     fresh = s4
     level = s1

@@ -92,24 +92,21 @@ type Config struct {
 	Clock core.Clock
 }
 
-// Limiter is the limiter New returns: a [ratekit.Limiter], whose methods
-// (Allow, AllowN, Peek, Reset, AllowMany) are documented there. Remaining
-// is the number of requests of cost 1 the estimate still allows now.
-type Limiter = ratekit.Limiter
-
-// New returns a sliding window counter storing its state through runner.
-// It touches no store; an error wraps core.ErrInvalidConfig and names the
-// field.
-func New(runner core.ScriptRunner, cfg Config) (*ratekit.Limiter, error) {
-	e, err := engine.New(runner, cfg.Clock, cfg.Prefix, DefaultPrefix, cfg.Limit, spec, []int64{
+// New returns a sliding window counter keeping its state in store. It
+// sends nothing to the store; an error wraps core.ErrInvalidConfig and
+// names the field. Remaining is the number of requests of cost 1 the
+// estimate still allows now; Window is the configured Window.
+func New(store core.ScriptRunner, cfg Config) (*ratekit.Limiter, error) {
+	l, err := spec.Limit(cfg.Prefix, DefaultPrefix, cfg.Limit, []int64{
 		limit:  cfg.Limit,
 		window: int64(cfg.Window),
 	})
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Limit > params.MaxSpan/e.Params()[window] {
+	if cfg.Limit > params.MaxSpan/l.Param(window) {
 		return nil, fmt.Errorf("%w: Limit*Window: %d x %v is too large to compute exactly (at most 2^51 µs)", core.ErrInvalidConfig, cfg.Limit, cfg.Window)
 	}
-	return ratekit.FromEngine(e), nil
+	l.Window = cfg.Window
+	return engine.Build[*ratekit.Limiter](store, cfg.Clock, l)
 }

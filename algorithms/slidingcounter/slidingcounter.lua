@@ -20,13 +20,13 @@
 -- it was written with.
 local function slidingcounter(key, now, client_clock, n, mode, limit, window_us)
   local W = window_us
-  local peek, refund = mode == 1, mode == 3
+  local peek, refund = mode == MODE_PEEK, mode == MODE_REFUND
 
   local wn = idiv(now, W)
   local prev, curr, fresh = 0, 0, nil
   local s1, s2, s3, w, s5 = read_state(key, 5)
-  if s1 == false then return -1, 0, 0, 0 end
-  if s1 and (w < 1 or s1 * w > MAX_STATE) then return -1, 0, 0, 0 end
+  if s1 == false then return CORRUPT, 0, 0, 0 end
+  if s1 and (w < 1 or s1 * w > MAX_STATE) then return CORRUPT, 0, 0, 0 end
   if s1 and now < s5 then
     local a, b, c = s1, s2, s3
     if b > limit then b = limit end

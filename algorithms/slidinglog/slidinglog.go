@@ -82,17 +82,13 @@ type Config struct {
 	Clock core.Clock
 }
 
-// Limiter is the limiter New returns: a [ratekit.Limiter], whose methods
-// (Allow, AllowN, Peek, Reset, AllowMany) are documented there. Remaining
-// is the number of units still allowed in the current window; a denied
-// request's RetryAfter is the time until enough entries leave it.
-type Limiter = ratekit.Limiter
-
-// New returns a sliding window log limiter storing its state through
-// runner. It touches no store; an error wraps core.ErrInvalidConfig and
-// names the field.
-func New(runner core.ScriptRunner, cfg Config) (*ratekit.Limiter, error) {
-	e, err := engine.New(runner, cfg.Clock, cfg.Prefix, DefaultPrefix, cfg.Limit, spec, []int64{
+// New returns a sliding window log limiter keeping its state in store. It
+// sends nothing to the store; an error wraps core.ErrInvalidConfig and
+// names the field. Remaining is the number of units still allowed in the
+// current window; a denied request's RetryAfter is the time until enough
+// entries leave it; Window is the configured Window.
+func New(store core.ScriptRunner, cfg Config) (*ratekit.Limiter, error) {
+	l, err := spec.Limit(cfg.Prefix, DefaultPrefix, cfg.Limit, []int64{
 		limit:  cfg.Limit,
 		window: int64(cfg.Window),
 	})
@@ -102,5 +98,6 @@ func New(runner core.ScriptRunner, cfg Config) (*ratekit.Limiter, error) {
 	if cfg.Limit > MaxLimit {
 		return nil, fmt.Errorf("%w: Limit %d needs up to %d log entries per key, more than MaxLimit (%d); use slidingcounter or gcra for large limits", core.ErrInvalidConfig, cfg.Limit, cfg.Limit, MaxLimit)
 	}
-	return ratekit.FromEngine(e), nil
+	l.Window = cfg.Window
+	return engine.Build[*ratekit.Limiter](store, cfg.Clock, l)
 }

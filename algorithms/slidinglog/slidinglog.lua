@@ -31,18 +31,18 @@ end
 
 local function slidinglog(key, now, client_clock, n, mode, limit, window_us)
   local window = window_us
-  local peek, refund = mode == 1, mode == 3
+  local peek, refund = mode == MODE_PEEK, mode == MODE_REFUND
 
   -- The newest entry and the expiry mark are the two greatest scores.
   local top = redis.pcall('ZRANGE', key, -2, -1, 'WITHSCORES')
-  if top.err then return -1, 0, 0, 0 end
+  if top.err then return CORRUPT, 0, 0, 0 end
   local exists = top[1] ~= nil
   local t, newest, fresh, next_index = now, nil, nil, 0
   if exists then
-    if #top ~= 4 or top[3] ~= '~' then return -1, 0, 0, 0 end
+    if #top ~= 4 or top[3] ~= '~' then return CORRUPT, 0, 0, 0 end
     newest, fresh = slidinglog_score(top[2]), slidinglog_score(top[4])
     local index = string.match(top[1], '^%d+:(%d+)$')
-    if not newest or not fresh or not index or fresh <= newest then return -1, 0, 0, 0 end
+    if not newest or not fresh or not index or fresh <= newest then return CORRUPT, 0, 0, 0 end
     if math.max(now, newest) >= fresh then
       newest, fresh = nil, nil -- expired: an empty log
     elseif newest >= now then
@@ -120,7 +120,7 @@ local function slidinglog(key, now, client_clock, n, mode, limit, window_us)
       -- The (count + n - limit)-th oldest live entry must leave the window.
       local e = redis.call('ZRANGEBYSCORE', key, after_cutoff, '+inf', 'WITHSCORES', 'LIMIT', count + n - limit - 1, 1)
       local at = slidinglog_score(e[2])
-      if not at then return -1, 0, 0, 0 end
+      if not at then return CORRUPT, 0, 0, 0 end
       retry = math.min(at + window, fresh) - now
     end
     if count > 0 then reset = math.min(newest + window, fresh) - now end

@@ -94,15 +94,12 @@ type Config struct {
 	Clock core.Clock
 }
 
-// Limiter is the limiter New returns: a [ratekit.Limiter], whose methods
-// (Allow, AllowN, Peek, Reset, AllowMany) are documented there.
-type Limiter = ratekit.Limiter
-
-// New returns a token bucket limiter storing its state through runner. It
-// checks cfg and touches no store; an error wraps core.ErrInvalidConfig and
-// names the bad field.
-func New(runner core.ScriptRunner, cfg Config) (*ratekit.Limiter, error) {
-	e, err := engine.New(runner, cfg.Clock, cfg.Prefix, DefaultPrefix, cfg.Capacity, spec, []int64{
+// New returns a token bucket limiter keeping its state in store. It sends
+// nothing to the store; an error wraps core.ErrInvalidConfig and names the
+// bad field. Its decisions' Window is the time the bucket takes to refill
+// from empty: RefillInterval times Capacity/RefillRate, rounded up.
+func New(store core.ScriptRunner, cfg Config) (*ratekit.Limiter, error) {
+	l, err := spec.Limit(cfg.Prefix, DefaultPrefix, cfg.Capacity, []int64{
 		capacity:       cfg.Capacity,
 		refillRate:     cfg.RefillRate,
 		refillInterval: int64(cfg.RefillInterval),
@@ -110,9 +107,11 @@ func New(runner core.ScriptRunner, cfg Config) (*ratekit.Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	interval := e.Params()[refillInterval]
-	if refills := params.CeilDiv(cfg.Capacity, cfg.RefillRate); refills > params.MaxSpan/interval {
+	interval := l.Param(refillInterval)
+	refills := params.CeilDiv(cfg.Capacity, cfg.RefillRate)
+	if refills > params.MaxSpan/interval {
 		return nil, fmt.Errorf("%w: RefillInterval: a full refill takes %d intervals of %v, longer than %v", core.ErrInvalidConfig, refills, cfg.RefillInterval, time.Duration(params.MaxSpan)*time.Microsecond)
 	}
-	return ratekit.FromEngine(e), nil
+	l.Window = time.Duration(refills*interval) * time.Microsecond
+	return engine.Build[*ratekit.Limiter](store, cfg.Clock, l)
 }

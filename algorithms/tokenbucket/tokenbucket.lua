@@ -15,11 +15,11 @@
 -- fresh_at_us on, so it never outlives the TTL it was written with.
 local function tokenbucket(key, now, client_clock, n, mode, capacity, refill_rate, refill_interval_us)
   local cap, rate, interval = capacity, refill_rate, refill_interval_us
-  local peek, refund = mode == 1, mode == 3
+  local peek, refund = mode == MODE_PEEK, mode == MODE_REFUND
 
   local tokens, last, fresh = cap, now, nil
   local s1, s2, s3 = read_state(key, 3)
-  if s1 == false then return -1, 0, 0, 0 end
+  if s1 == false then return CORRUPT, 0, 0, 0 end
   if s1 and now < s3 then
     tokens, last, fresh = s1, s2, s3
     if tokens > cap then tokens = cap end

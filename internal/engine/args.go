@@ -40,16 +40,16 @@ func ArgsScript(s *Spec, name string, names []string) *core.Script {
 		all = append(all, n)
 		args = append(args, fmt.Sprintf("ARGV[%d]", 4+len(s.Params)+i))
 	}
-	lua := prelude + "\n" + strings.TrimSpace(s.Lua) + "\n\n" + fmt.Sprintf(`-- %[1]s: one call. KEYS[1] is the key; ARGV = now_us, n, mode, %[2]s.
+	lua := inject(prelude + "\n" + strings.TrimSpace(s.Lua) + "\n\n" + fmt.Sprintf(`-- %[1]s: one call. KEYS[1] is the key; ARGV = now_us, n, mode, %[2]s.
 local now, client_clock = clock(ARGV[1] + 0)
 local allowed, remaining, retry, reset, value, ttl, write = %[3]s(KEYS[1], now, client_clock,
   ARGV[2] + 0, ARGV[3] + 0, %[4]s)
 commit(KEYS[1], value, ttl, client_clock, write)
 return {allowed, remaining, retry, reset}
-`, name, strings.Join(all, ", "), s.Name, strings.Join(args, ", "))
+`, name, strings.Join(all, ", "), s.Name, strings.Join(args, ", ")))
 	twin := func(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
 		c := call(tx, args[0])
-		c.N, c.Mode = args[1], args[2]
+		c.N, c.Mode = args[1], Mode(args[2])
 		r, st := s.Step(tx, keys[0], c, args[3:])
 		commit(tx, keys[0], &st)
 		return append(reply, r[:]...), nil
@@ -57,26 +57,22 @@ return {allowed, remaining, retry, reset}
 	return core.NewScript(name, lua, twin, false)
 }
 
-// RunArgs validates key and the clock, runs script (composed by
-// ArgsScript from e's Spec) for key at cost n in mode with the call's
-// args, and returns the raw reply. It does not check n.
-func (e *Engine) RunArgs(ctx context.Context, script *core.Script, key string, n, mode int64, args ...int64) ([]int64, error) {
-	if e == nil {
-		return nil, ErrZero
-	}
-	if err := keyspace.CheckKey(key); err != nil {
-		return nil, err
-	}
-	now, err := params.Now(e.clock)
+// RunArgs runs script (composed by ArgsScript from the Spec of e's one
+// limit) for key at cost n in mode with the call's args, and decodes its
+// reply. It checks the key, the clock and the context as Decide does, and
+// n to be between 1 and the most a count may be.
+func (e *Engine) RunArgs(ctx context.Context, script *core.Script, key string, n int64, mode Mode, args ...int64) (core.Decision, error) {
+	now, err := e.check(ctx, key, n, params.MaxCount)
 	if err != nil {
-		return nil, err
+		return core.Decision{}, err
 	}
-	if err := Ended(ctx); err != nil {
-		return nil, err
-	}
-	argv := make([]int64, 0, 3+len(e.params)+len(args))
-	argv = append(argv, now, n, mode)
-	argv = e.AppendParams(argv, now)
+	argv := make([]int64, 0, 3+len(e.args)+len(args))
+	argv = append(argv, now, n, int64(mode))
+	argv = e.appendArgs(argv, now)
 	argv = append(argv, args...)
-	return e.runner.RunScript(ctx, script, []string{keyspace.Key(e.prefix, key, "")}, argv, nil)
+	reply, err := e.runner.RunScript(ctx, script, []string{keyspace.Key(e.limits[0].Prefix, key, "")}, argv, nil)
+	if err != nil {
+		return core.Decision{}, err
+	}
+	return e.decode(key, reply)
 }

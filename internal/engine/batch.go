@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"unsafe"
 
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/keyspace"
@@ -30,14 +29,16 @@ const maxBatch = 64
 // another round trip.
 const maxCoalescedKey = 4 * maxBatch
 
-// AllowMany decides every request, in order, each with its own result.
-// Requests go to the store in batch script calls of up to maxBatch
-// decisions: on a store that is one node (core.SingleNode) any requests
-// together, on any other those whose keys share a hash tag (the same
-// user key). The calls go in one RunScripts when the runner is a
-// core.BatchRunner, unless a key has more than maxBatch requests: its
-// next maxBatch go in a second RunScripts once the first is back, and so
-// on (chunk).
+// AllowMany decides every request, in order, each with its own result:
+// as Decide would in ModeAllow, one after the other. On a store that
+// decides in process, that is what it does. On any other, requests go to
+// the store in batch calls of the composed script, up to maxBatch
+// requests each: on a store that is one node (core.SingleNode) any
+// requests together, on any other those on the same user key (whose
+// storage keys share one hash tag). The calls go in one RunScripts when
+// the runner is a core.BatchRunner, unless a key has more than maxBatch
+// requests: its next maxBatch go in a second RunScripts once the first is
+// back, and so on (chunk).
 func (e *Engine) AllowMany(ctx context.Context, reqs []core.Request) []core.Result {
 	out := make([]core.Result, len(reqs))
 	if e == nil {
@@ -46,29 +47,18 @@ func (e *Engine) AllowMany(ctx context.Context, reqs []core.Request) []core.Resu
 		}
 		return out
 	}
-	// One backing array for every key: a batch allocates per batch, not
-	// per request.
 	items := make([]item, len(reqs))
-	size := 0
-	for _, r := range reqs {
-		size += len(e.prefix) + len(r.Key) + 2
-	}
-	keyBuf := make([]byte, 0, size) // grows only when keys need escaping
 	valid := make([]int, 0, len(reqs))
 	for i, r := range reqs {
 		if err := keyspace.CheckKey(r.Key); err != nil {
 			out[i].Err = err
 			continue
 		}
-		if err := params.Cost(r.N, e.limit); err != nil {
+		if err := params.Cost(r.N, e.maxCost); err != nil {
 			out[i].Err = err
 			continue
 		}
-		// The key's bytes are never written again once appended (a
-		// grown buffer is a copy), so the string may share them.
-		at := len(keyBuf)
-		keyBuf = keyspace.AppendKey(keyBuf, e.prefix, r.Key, "")
-		items[i] = item{key: r.Key, skey: unsafe.String(&keyBuf[at], len(keyBuf)-at), n: r.N}
+		items[i] = item{key: r.Key, n: r.N}
 		valid = append(valid, i)
 	}
 	// Then the clock and the context, in Decide's order: each request
@@ -87,11 +77,10 @@ func (e *Engine) AllowMany(ctx context.Context, reqs []core.Request) []core.Resu
 	return out
 }
 
-// item is one request of a batch: the user's key, its storage key and
-// the cost.
+// item is one request of a batch: the user's key and the cost.
 type item struct {
-	key, skey string
-	n         int64
+	key string
+	n   int64
 }
 
 // singleNode reports whether the store is, now, one node on which a
@@ -107,6 +96,17 @@ func (e *Engine) singleNode() bool {
 // keyCap on one key (chunk).
 func (e *Engine) decideItems(ctx context.Context, now int64, items []item, idx []int, keyCap int, out []core.Result) {
 	if len(idx) == 0 {
+		return
+	}
+	if e.local != nil {
+		var buf [4*MaxLimits + 2]int64
+		for _, i := range idx {
+			r, err := e.inProcess(items[i].key, items[i].n, ModeAllow, now, buf[:0])
+			if err == nil {
+				out[i].Decision, err = e.decode(items[i].key, r)
+			}
+			out[i].Err = err
+		}
 		return
 	}
 	anySlot := e.singleNode()
@@ -180,10 +180,10 @@ func chunk(items []item, groups [][]int, keyCap int) (rounds [][][]int) {
 		kid := make([]int, len(g))
 		var count []int
 		for x, i := range g {
-			id, ok := ids[items[i].skey]
+			id, ok := ids[items[i].key]
 			if !ok {
 				id = len(count)
-				ids[items[i].skey] = id
+				ids[items[i].key] = id
 				count = append(count, 0)
 			}
 			kid[x] = id
@@ -262,31 +262,26 @@ func split(calls [][]int, g []int) [][]int {
 // refused for spanning slots.
 func (e *Engine) runRound(ctx context.Context, now int64, items []item, chunks [][]int, anySlot bool, out []core.Result) (retry []int) {
 	calls := make([]core.ScriptCall, 0, len(chunks))
-	k := len(e.params)
 	n := 0
 	for _, c := range chunks {
 		n += len(c)
 	}
-	// One backing array for every call's arguments and one for its keys.
-	args := make([]int64, 0, n*(k+3)+len(chunks)*(k+2))
-	keys := make([]string, 0, n)
+	// One backing array for every call's arguments, one for its keys and
+	// one for the keys' bytes: a batch allocates per batch, not per
+	// request.
+	K := e.sh.keys()
+	args := make([]int64, 0, n+len(chunks)*(2+len(e.args)))
+	keys := make([]string, 0, n*K)
+	var buf []byte
 	for _, c := range chunks {
 		start, kstart := len(args), len(keys)
 		for _, i := range c {
-			keys = append(keys, items[i].skey)
+			keys, buf = e.appendKeys(keys, buf, items[i].key)
 		}
-		s := e.spec.allow
-		if len(c) == 1 {
-			args = append(args, now, items[c[0]].n, ModeAllow)
-			args = e.AppendParams(args, now)
-		} else {
-			s = e.spec.batch
-			args = append(args, now)
-			args = e.AppendParams(args, now)
-			args = appendCosts(args, items, c)
-		}
+		args = e.appendArgs(append(args, now, int64(ModeAllow)), now)
+		args = appendCosts(args, items, c)
 		calls = append(calls, core.ScriptCall{
-			Script:  s,
+			Script:  e.rw,
 			Keys:    keys[kstart:len(keys):len(keys)],
 			Args:    args[start:len(args):len(args)],
 			AnySlot: anySlot && len(c) > 1,
@@ -301,6 +296,7 @@ func (e *Engine) runRound(ctx context.Context, now int64, items []item, chunks [
 			results[j].Reply, results[j].Err = e.runner.RunScript(ctx, c.Script, c.Keys, c.Args, nil)
 		}
 	}
+	R := e.sh.replyLen()
 	for j, c := range chunks {
 		if len(results) != len(calls) {
 			// A store that answers a batch of n with another number of
@@ -316,7 +312,7 @@ func (e *Engine) runRound(ctx context.Context, now int64, items []item, chunks [
 			retry = append(retry, c...)
 			continue
 		}
-		if res.Err == nil && len(res.Reply) != 4*len(c) {
+		if res.Err == nil && len(res.Reply) != R*len(c) {
 			res.Err = fmt.Errorf("%w: %w: %d decisions got a reply of %d integers", core.ErrStore, core.ErrUnexpectedReply, len(c), len(res.Reply))
 		}
 		for x, i := range c {
@@ -324,7 +320,7 @@ func (e *Engine) runRound(ctx context.Context, now int64, items []item, chunks [
 				out[i].Err = res.Err
 				continue
 			}
-			out[i].Decision, out[i].Err = e.Decode(items[i].key, res.Reply[4*x:4*x+4])
+			out[i].Decision, out[i].Err = e.decode(items[i].key, res.Reply[R*x:R*x+R])
 		}
 	}
 	return retry
@@ -356,7 +352,7 @@ func groupByTag(items []item, idx []int) [][]int {
 	byTag := make(map[string]int, len(idx)) // tag -> group index
 	groups := make([][]int, 0, len(idx))
 	for _, i := range idx {
-		t := keyspace.Tag(items[i].skey)
+		t := items[i].key // every storage key of a request has its user key as tag
 		g, ok := byTag[t]
 		if !ok {
 			g = len(groups)

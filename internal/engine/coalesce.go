@@ -72,10 +72,9 @@ func newGroup() *group {
 // waiter is one call waiting in a group's queue.
 type waiter struct {
 	gather.Waiter[*waiter]
-	key  string // the user's
-	skey string // the storage key, possibly in buf
-	buf  []byte
-	n    int64
+	key string // the user's
+	buf []byte // where the slot of key is found
+	n   int64
 	// d and err are the decision once the call was taken and woken.
 	d   core.Decision
 	err error
@@ -104,10 +103,14 @@ func NewCoalescer(e *Engine) *Coalescer {
 // cancellation of its own (no caller's cancellation may undo another's
 // decision) and the latest deadline among its calls, none if one has none.
 func (c *Coalescer) Decide(ctx context.Context, key string, n int64) (core.Decision, error) {
+	if c.e.local != nil {
+		// Nothing to gather: a decision in process is no store call.
+		return c.e.Decide(ctx, key, n, ModeAllow)
+	}
 	if err := keyspace.CheckKey(key); err != nil {
 		return core.Decision{}, err
 	}
-	if err := params.Cost(n, c.e.limit); err != nil {
+	if err := params.Cost(n, c.e.maxCost); err != nil {
 		return core.Decision{}, err
 	}
 	if err := Ended(ctx); err != nil {
@@ -118,7 +121,8 @@ func (c *Coalescer) Decide(ctx context.Context, key string, n int64) (core.Decis
 	g, w := c.one, (*waiter)(nil)
 	if !c.e.singleNode() {
 		w = c.waiter(key, n)
-		g = c.slot(slot.Of(w.skey))
+		w.buf = keyspace.AppendKey(w.buf[:0], "", key, "")
+		g = c.slot(slot.Of(unsafe.String(unsafe.SliceData(w.buf), len(w.buf))))
 	}
 	q, alone := g.line.Enter(ctx, func() *waiter {
 		if w == nil {
@@ -136,16 +140,10 @@ func (c *Coalescer) Decide(ctx context.Context, key string, n int64) (core.Decis
 	return c.wait(ctx, g, q)
 }
 
-// waiter returns a pooled waiter for key at cost n, its storage key built.
+// waiter returns a pooled waiter for key at cost n.
 func (c *Coalescer) waiter(key string, n int64) *waiter {
 	w := c.waiters.Get().(*waiter)
 	w.key, w.n = key, n
-	if c.e.borrowKeys {
-		w.buf = keyspace.AppendKey(w.buf[:0], c.e.prefix, key, "")
-		w.skey = unsafe.String(unsafe.SliceData(w.buf), len(w.buf))
-	} else {
-		w.skey = keyspace.Key(c.e.prefix, key, "")
-	}
 	return w
 }
 
@@ -217,7 +215,7 @@ func (c *Coalescer) send(g *group, live []*waiter) []core.Result {
 	items := make([]item, len(live))
 	idx := make([]int, len(live))
 	for i, x := range live {
-		items[i] = item{key: x.key, skey: x.skey, n: x.n}
+		items[i] = item{key: x.key, n: x.n}
 		idx[i] = i
 	}
 	ctx, cancel := g.line.Context(live)
@@ -229,6 +227,6 @@ func (c *Coalescer) send(g *group, live []*waiter) []core.Result {
 // free readies w for another call and pools it.
 func (c *Coalescer) free(w *waiter) {
 	w.Reset()
-	w.key, w.skey, w.buf, w.n, w.d, w.err = "", "", w.buf[:0], 0, core.Decision{}, nil
+	w.key, w.buf, w.n, w.d, w.err = "", w.buf[:0], 0, core.Decision{}, nil
 	c.waiters.Put(w)
 }

@@ -1,121 +1,156 @@
-// Package engine is the part every ratekit limiter shares: it validates a
-// call (key, cost, clock), builds the storage key, runs the scripts composed
-// from the algorithm's step (see Spec and compose.go) through the store,
-// and decodes the reply. An algorithm package declares its Spec and its
-// configuration; the public limiter type is ratekit.Limiter.
+// Package engine is the part every ratekit limiter shares. An Engine
+// decides requests on a user key against its limits (one for an
+// algorithm's limiter, several for a policy): it checks a call (key, cost,
+// clock, context), builds the storage keys and the arguments, runs the
+// script composed from its limits' steps (compose.go) through the store,
+// or the same steps in process on a store that keeps its state here
+// (core.LocalStore), and decodes the reply. One routine does this for
+// every call: one decision (Decide), a batch (AllowMany), a coalesced
+// batch (Coalescer) and a reset; a policy's calls are the same calls with
+// more keys per request. An algorithm package declares its Spec and its
+// configuration; the public limiter type is ratekit.Limiter (public.go).
 package engine
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/inproc"
 	"github.com/ratekit/ratekit/internal/keyspace"
 	"github.com/ratekit/ratekit/internal/params"
-	"github.com/ratekit/ratekit/internal/typednil"
 )
 
-// Engine runs one algorithm's scripts for one configuration.
+// MaxLimits is the most limits an Engine decides (a policy's).
+const MaxLimits = 16
+
+// Config is what an Engine is built from.
+type Config struct {
+	// Store runs the scripts.
+	Store core.ScriptRunner
+	// Clock gives every call's time; nil means the store's.
+	Clock core.Clock
+	// Limits are decided at once, in this order: one for an algorithm's
+	// limiter, up to MaxLimits for a policy.
+	Limits []Limit
+	// Policy makes every decision name its limits (core.Decision.Limits),
+	// lets limits run in shadow and start penalty blocks.
+	Policy bool
+	// PenaltyPrefix is the key prefix of penalty blocks, used when a limit
+	// has a Penalty.
+	PenaltyPrefix string
+	// OnShadowDeny, in a policy, is called after every allowed request a
+	// shadow limit would have denied.
+	OnShadowDeny func(ctx context.Context, key string, d core.Decision)
+}
+
+// Engine decides requests against its limits, through one store.
 type Engine struct {
 	runner core.ScriptRunner
 	clock  core.Clock
-	prefix string
-	limit  int64
-	spec   *Spec
-	params []int64
-	// schedule, when set, sets parameters for each call's time.
-	schedule func(now int64, p []int64)
-	// borrowKeys: the runner copies any key it keeps (core.KeyCopier), so
-	// a decision can lend it a key built in a reused buffer.
-	borrowKeys bool
-	// local, when set, is the runner itself, a store that runs a step on
-	// one key in process (InProcess): Decide and Run use it instead of
-	// the one-decision script.
-	local inproc.Path
-	// prefixHash is local.PrefixHash(prefix).
-	prefixHash uint64
-}
-
-// frame holds one decision's buffers, reused across calls, so that a
-// decision allocates nothing of its own.
-type frame struct {
-	keys  [1]string
-	args  [16]int64
-	reply [8]int64
-	key   []byte
-}
-
-var frames = sync.Pool{New: func() any { return &frame{key: make([]byte, 0, 96)} }}
-
-// New checks the configuration and returns an Engine for spec. limit is
-// the Decision's Limit and the largest cost AllowN accepts; raw holds one
-// value per spec parameter, in the order of spec.Params (durations as
-// their nanoseconds), checked as the spec declares.
-func New(runner core.ScriptRunner, clock core.Clock, prefix, defaultPrefix string, limit int64, spec *Spec, raw []int64) (*Engine, error) {
-	if err := CheckRunner(runner); err != nil {
-		return nil, err
-	}
-	if prefix == "" {
-		prefix = defaultPrefix
-	}
-	if err := keyspace.CheckPrefix(prefix); err != nil {
-		return nil, err
-	}
-	vals, err := spec.values(raw)
-	if err != nil {
-		return nil, err
-	}
-	e := &Engine{runner: runner, clock: clock, prefix: prefix, limit: limit, spec: spec, params: vals}
-	e.borrowKeys = LendsKeys(runner)
-	if e.local = InProcess(runner); e.local != nil {
-		e.prefixHash = e.local.PrefixHash(prefix)
-	}
-	return e, nil
+	limits []Limit
+	sh     shape
+	rw, ro *core.Script
+	// penalty is the penalty key prefix, "" when no limit has a penalty.
+	penalty string
+	// args are the limits' arguments as ARGV holds them after now and
+	// mode (shadow and penalty in a policy, then the parameters); when
+	// scheduled, a limit's Schedule changes some of them for each call.
+	args      []int64
+	scheduled bool
+	maxCost   int64
+	onShadow  func(ctx context.Context, key string, d core.Decision)
+	// local is the store when it decides in process.
+	local core.LocalStore
 }
 
 // ErrZero is what a nil Engine's calls return: the engine of a limiter
-// that was not built by its New (a zero ratekit.Limiter, a zero
-// concurrency.Limiter or Policy).
+// that was not built by its New (a zero ratekit.Limiter or
+// concurrency.Limiter).
 var ErrZero = fmt.Errorf("%w: a zero limiter: build it with its algorithm's New", core.ErrInvalidConfig)
 
-// The engine's methods answer on a nil Engine: the descriptions are
-// empty (no limit, no runner, an unnamed Spec) and the calls return
-// ErrZero, so that a limiter declared but never built fails with an error,
-// never a panic.
-
-// zeroSpec is a nil Engine's Spec.
-var zeroSpec = &Spec{}
-
-// Limit returns the limit decisions report.
-func (e *Engine) Limit() int64 {
-	if e == nil {
-		return 0
+// New checks cfg and returns its Engine. It touches no store. An error
+// wraps core.ErrInvalidConfig.
+func New(cfg Config) (*Engine, error) {
+	if err := checkStore(cfg.Store); err != nil {
+		return nil, err
 	}
-	return e.limit
+	if err := params.CheckClock(cfg.Clock); err != nil {
+		return nil, err
+	}
+	if len(cfg.Limits) == 0 || len(cfg.Limits) > MaxLimits || (!cfg.Policy && len(cfg.Limits) > 1) {
+		return nil, fmt.Errorf("%w: %d limits", core.ErrInvalidConfig, len(cfg.Limits))
+	}
+	e := &Engine{
+		runner:   cfg.Store,
+		clock:    cfg.Clock,
+		limits:   append([]Limit(nil), cfg.Limits...),
+		maxCost:  params.MaxCount,
+		onShadow: cfg.OnShadowDeny,
+	}
+	e.sh.policy = cfg.Policy
+	for _, l := range e.limits {
+		if l.Spec == nil {
+			return nil, fmt.Errorf("%w: a limit without an algorithm", core.ErrInvalidConfig)
+		}
+		if l.Schedule != nil {
+			if cfg.Clock == nil {
+				return nil, fmt.Errorf("%w: a %s limit, whose parameters follow the time, needs a Clock", core.ErrInvalidConfig, l.Spec.Name)
+			}
+			e.scheduled = true
+		}
+		if cfg.Policy {
+			var shadow int64
+			if l.Shadow {
+				shadow = 1
+			}
+			e.args = append(e.args, shadow, l.Penalty)
+			if l.Penalty != 0 {
+				e.penalty = cfg.PenaltyPrefix
+			}
+		}
+		e.args = append(e.args, l.Params...)
+		e.sh.specs = append(e.sh.specs, l.Spec)
+		e.maxCost = min(e.maxCost, l.Max)
+	}
+	e.sh.penalty = e.penalty != ""
+	if cfg.Policy {
+		e.rw, e.ro = e.sh.compose()
+	} else {
+		e.rw, e.ro = e.limits[0].Spec.rw, e.limits[0].Spec.ro
+	}
+	e.local, _ = cfg.Store.(core.LocalStore)
+	return e, nil
 }
 
-// Spec returns the algorithm the engine runs.
-func (e *Engine) Spec() *Spec {
-	if e == nil {
-		return zeroSpec
+// checkStore refuses a store that cannot run scripts: nil, or one whose
+// StoreName (core.StoreNamer) is "" (a nil or zero value of a ratekit
+// store).
+func checkStore(s core.ScriptRunner) error {
+	if s == nil {
+		return fmt.Errorf("%w: the store is nil", core.ErrInvalidConfig)
 	}
-	return e.spec
+	if n, ok := s.(core.StoreNamer); ok && n.StoreName() == "" {
+		return fmt.Errorf("%w: the store is a nil or zero %T, not built by its New", core.ErrInvalidConfig, s)
+	}
+	return nil
 }
 
-// Runner, Clock and Prefix return what the engine was built with.
-func (e *Engine) Runner() core.ScriptRunner {
+// The engine's accessors answer on a nil Engine (an unbuilt limiter):
+// nothing, and 0 for MaxCost.
+
+// Store returns the store the engine runs on.
+func (e *Engine) Store() core.ScriptRunner {
 	if e == nil {
 		return nil
 	}
 	return e.runner
 }
 
-// Clock is the limiter's clock, nil for the store's.
+// Clock returns the engine's clock, nil for the store's.
 func (e *Engine) Clock() core.Clock {
 	if e == nil {
 		return nil
@@ -123,148 +158,190 @@ func (e *Engine) Clock() core.Clock {
 	return e.clock
 }
 
-// Prefix is the key prefix in use.
-func (e *Engine) Prefix() string {
+// Limits returns the engine's limits; treat them as read-only.
+func (e *Engine) Limits() []Limit {
+	if e == nil {
+		return nil
+	}
+	return e.limits
+}
+
+// Policy reports whether the engine decides a policy.
+func (e *Engine) Policy() bool { return e != nil && e.sh.policy }
+
+// PenaltyPrefix returns the prefix of the penalty blocks, "" when no
+// limit has a penalty.
+func (e *Engine) PenaltyPrefix() string {
 	if e == nil {
 		return ""
 	}
-	return e.prefix
+	return e.penalty
 }
 
-// Params returns the script parameters, in the order of Spec().Params,
-// as configured: a limiter with a schedule (SetSchedule) changes some of
-// them for each call (AppendParams).
-func (e *Engine) Params() []int64 { return e.params }
+// MaxCost returns the largest cost a request may have: the smallest of
+// the limits' Max; 0 on a nil Engine.
+func (e *Engine) MaxCost() int64 {
+	if e == nil {
+		return 0
+	}
+	return e.maxCost
+}
 
-// AppendParams appends to dst the script parameters of a call at now (µs):
-// Params, as the schedule, if any, sets them for that time.
-func (e *Engine) AppendParams(dst []int64, now int64) []int64 {
+// Name returns the algorithm's name, or "policy".
+func (e *Engine) Name() string {
+	switch {
+	case e == nil:
+		return ""
+	case e.sh.policy:
+		return "policy"
+	}
+	return e.limits[0].Spec.Name
+}
+
+// AtMost reports whether the engine's one limit grants part of a request
+// (Spec.AtMost).
+func (e *Engine) AtMost() bool {
+	return e != nil && !e.sh.policy && e.limits[0].Spec.AtMost
+}
+
+// appendArgs appends the limits' arguments of a call at now.
+func (e *Engine) appendArgs(dst []int64, now int64) []int64 {
 	at := len(dst)
-	dst = append(dst, e.params...)
-	if e.schedule != nil {
-		e.schedule(now, dst[at:])
+	dst = append(dst, e.args...)
+	if !e.scheduled {
+		return dst
+	}
+	for i := range e.limits {
+		l := &e.limits[i]
+		if e.sh.policy {
+			at += 2
+		}
+		if l.Schedule != nil {
+			l.Schedule(now, dst[at:at+len(l.Params)])
+		}
+		at += len(l.Params)
 	}
 	return dst
 }
 
-// SetSchedule makes the engine set some parameters for each call from its
-// time: schedule(now, p) overwrites entries of p, a copy of Params (a
-// calendar window sets its window's start and length). The engine must
-// have a Clock, so that every call's time is known before the call; New
-// and SetSchedule run before the engine is used.
-func (e *Engine) SetSchedule(schedule func(now int64, p []int64)) error {
-	if e.clock == nil {
-		return fmt.Errorf("%w: a limiter whose parameters follow the time needs a Clock", core.ErrInvalidConfig)
-	}
-	e.schedule = schedule
-	return nil
-}
-
-// Decide validates the call and decides key at cost n in mode (ModeAllow,
-// ModePeek or ModeRefund): through the one-decision script, or on a store
-// that runs steps in process (InProcess) with the step itself.
-func (e *Engine) Decide(ctx context.Context, key string, n int64, mode int64) (core.Decision, error) {
+// check checks a call as every decision does, in this order: the key,
+// the cost (1 to maxCost), the clock, the context. It returns the call's
+// time: the clock's, or params.ServerTime.
+func (e *Engine) check(ctx context.Context, key string, n, maxCost int64) (int64, error) {
 	if e == nil {
-		return core.Decision{}, ErrZero
+		return 0, ErrZero
 	}
 	if err := keyspace.CheckKey(key); err != nil {
-		return core.Decision{}, err
+		return 0, err
 	}
-	if err := params.Cost(n, e.limit); err != nil {
-		return core.Decision{}, err
+	if err := params.Cost(n, maxCost); err != nil {
+		return 0, err
 	}
 	now, err := params.Now(e.clock)
 	if err != nil {
+		return 0, err
+	}
+	return now, Ended(ctx)
+}
+
+// Decide decides key at cost n in mode (ModeAllow, ModePeek or
+// ModeRefund).
+func (e *Engine) Decide(ctx context.Context, key string, n int64, mode Mode) (core.Decision, error) {
+	now, err := e.check(ctx, key, n, e.MaxCost())
+	if err != nil {
 		return core.Decision{}, err
-	}
-	if err := Ended(ctx); err != nil {
-		return core.Decision{}, err
-	}
-	if e.local != nil {
-		r, err := e.stepLocal(e.local, key, n, mode, now)
-		if err != nil {
-			return core.Decision{}, err
-		}
-		if d, ok := params.Decoded(r, e.limit); ok {
-			return d, nil
-		}
-		return e.Decode(key, r[:])
-	}
-	s := e.spec.allow
-	if mode == ModePeek {
-		s = e.spec.peek
 	}
 	f := frames.Get().(*frame)
-	if e.borrowKeys {
-		f.key = keyspace.AppendKey(f.key[:0], e.prefix, key, "")
-		f.keys[0] = unsafe.String(unsafe.SliceData(f.key), len(f.key))
-	} else {
-		f.keys[0] = keyspace.Key(e.prefix, key, "")
+	defer f.put()
+	reply, err := e.one(ctx, f, key, n, mode, now)
+	if err != nil {
+		return core.Decision{}, err
 	}
-	args := append(f.args[:0], now, n, mode)
-	args = e.AppendParams(args, now)
-	var d core.Decision
-	reply, err := e.runner.RunScript(ctx, s, f.keys[:], args, f.reply[:0])
-	if err == nil {
-		d, err = e.Decode(key, reply)
+	d, err := e.decode(key, reply)
+	if err == nil && e.onShadow != nil && mode == ModeAllow && d.Allowed && shadowDenied(d) {
+		e.onShadow(ctx, key, d)
 	}
-	f.keys[0] = ""
-	frames.Put(f)
 	return d, err
 }
 
-// Decode decodes a reply for key (params.Decision); a refused state
-// becomes an error wrapping core.ErrCorruptState that names the algorithm
-// and the key.
-func (e *Engine) Decode(key string, reply []int64) (core.Decision, error) {
-	d, err := params.Decision(reply, e.limit)
-	if err != nil {
-		return d, e.decodeError(key, err)
+// AllowAtMost allows as many units of a request of cost n as fit now, at
+// least 1 and at most n, and returns how many it granted (0 when denied),
+// on an engine whose limit grants part of a request (AtMost); n may be
+// up to params.MaxCount. Other engines return an error wrapping
+// errors.ErrUnsupported.
+func (e *Engine) AllowAtMost(ctx context.Context, key string, n int64) (int64, core.Decision, error) {
+	if e != nil && !e.AtMost() {
+		return 0, core.Decision{}, fmt.Errorf("ratekit: %s does not grant part of a request: %w", e.Name(), errors.ErrUnsupported)
 	}
-	return d, nil
+	now, err := e.check(ctx, key, n, params.MaxCount)
+	if err != nil {
+		return 0, core.Decision{}, err
+	}
+	f := frames.Get().(*frame)
+	defer f.put()
+	reply, err := e.one(ctx, f, key, n, ModeAtMost, now)
+	if err != nil {
+		return 0, core.Decision{}, err
+	}
+	var granted int64
+	if len(reply) == 4 && reply[0] >= 1 && reply[0] <= n {
+		// The decoder wants 0 or 1; the count goes to granted.
+		granted, reply[0] = reply[0], 1
+	}
+	d, err := e.decode(key, reply)
+	if err != nil {
+		return 0, core.Decision{}, err
+	}
+	return granted, d, nil
 }
 
-// decodeError is Decode's error for a reply params.Decision refused: out
-// of Decode, so that decoding a decision stays a few instructions.
-//
-//go:noinline
-func (e *Engine) decodeError(key string, err error) error {
-	if err == core.ErrCorruptState {
-		return fmt.Errorf("%w: %s state at key %q (prefix %q) was not written by a %s limiter; reset it or use another prefix", core.ErrCorruptState, e.spec.Name, key, e.prefix, e.spec.Name)
-	}
-	return err
-}
-
-// Run validates key and the clock, runs the one-decision script in mode,
-// and returns the raw reply. It does not check n.
-func (e *Engine) Run(ctx context.Context, key string, n int64, mode int64) ([]int64, error) {
-	if e == nil {
-		return nil, ErrZero
-	}
-	if err := keyspace.CheckKey(key); err != nil {
-		return nil, err
-	}
-	now, err := params.Now(e.clock)
-	if err != nil {
-		return nil, err
-	}
-	if err := Ended(ctx); err != nil {
-		return nil, err
-	}
+// one decides one request, checked, at now, into f's reply buffer: in
+// process on a local store, through the composed script on any other.
+func (e *Engine) one(ctx context.Context, f *frame, key string, n int64, mode Mode, now int64) ([]int64, error) {
 	if e.local != nil {
-		r, err := e.stepLocal(e.local, key, n, mode, now)
-		if err != nil {
-			return nil, err
-		}
-		return r[:], nil
+		return e.inProcess(key, n, mode, now, f.reply[:0])
 	}
-	args := make([]int64, 0, len(e.params)+3)
-	args = append(args, now, n, mode)
-	args = e.AppendParams(args, now)
-	return e.runner.RunScript(ctx, e.spec.allow, []string{keyspace.Key(e.prefix, key, "")}, args, nil)
+	f.keys, f.key = e.appendKeys(f.keys[:0], f.key[:0], key)
+	f.args = append(e.appendArgs(append(f.args[:0], now, int64(mode)), now), n)
+	s := e.rw
+	if mode == ModePeek {
+		s = e.ro
+	}
+	reply, err := e.runner.RunScript(ctx, s, f.keys, f.args, f.reply[:0])
+	if cap(reply) > cap(f.reply) {
+		f.reply = reply
+	}
+	return reply, err
 }
 
-// Reset deletes key's state.
+// appendKeys appends the storage keys of one request on key (one per
+// limit, then the penalty key) to keys, building them in buf, which it
+// grows first so that no append moves what the strings point to.
+func (e *Engine) appendKeys(keys []string, buf []byte, key string) ([]string, []byte) {
+	need := 0
+	for i := range e.limits {
+		need += len(e.limits[i].Prefix) + 3*len(key) + 2 // an escaped byte takes three
+	}
+	if e.penalty != "" {
+		need += len(e.penalty) + 3*len(key) + 2
+	}
+	if cap(buf)-len(buf) < need {
+		buf = make([]byte, 0, len(buf)+need)
+	}
+	for i := range e.limits {
+		at := len(buf)
+		buf = keyspace.AppendKey(buf, e.limits[i].Prefix, key, "")
+		keys = append(keys, unsafe.String(&buf[at], len(buf)-at))
+	}
+	if e.penalty != "" {
+		at := len(buf)
+		buf = keyspace.AppendKey(buf, e.penalty, key, "")
+		keys = append(keys, unsafe.String(&buf[at], len(buf)-at))
+	}
+	return keys, buf
+}
+
+// Reset deletes key's state in every limit, and its penalty block.
 func (e *Engine) Reset(ctx context.Context, key string) error {
 	if e == nil {
 		return ErrZero
@@ -275,7 +352,23 @@ func (e *Engine) Reset(ctx context.Context, key string) error {
 	if err := Ended(ctx); err != nil {
 		return err
 	}
-	_, err := e.runner.RunScript(ctx, keyspace.ResetScript, []string{keyspace.Key(e.prefix, key, "")}, nil, nil)
+	f := frames.Get().(*frame)
+	defer f.put()
+	if e.local != nil {
+		tx, err := e.local.Lock(key)
+		if err != nil {
+			return err
+		}
+		for i := range e.limits {
+			tx.Del(tx.Key(e.limits[i].Prefix))
+		}
+		if e.penalty != "" {
+			tx.Del(tx.Key(e.penalty))
+		}
+		return tx.Unlock()
+	}
+	f.keys, f.key = e.appendKeys(f.keys[:0], f.key[:0], key)
+	_, err := e.runner.RunScript(ctx, keyspace.ResetScript, f.keys, nil, f.reply[:0])
 	return err
 }
 
@@ -293,63 +386,132 @@ func endedError(err error) error {
 	return fmt.Errorf("%w: %w", core.ErrStore, err)
 }
 
-// CheckRunner refuses a runner that cannot run scripts: nil, a typed nil
-// (a nil *memory.Store in a core.ScriptRunner), or one whose Check
-// (core.Checker) fails. The error wraps core.ErrInvalidConfig.
-func CheckRunner(runner core.ScriptRunner) error {
-	if runner == nil {
-		return fmt.Errorf("%w: the runner (the store, a core.ScriptRunner) is nil", core.ErrInvalidConfig)
-	}
-	if typednil.Is(runner) {
-		return fmt.Errorf("%w: the runner (the store) is a nil %T", core.ErrInvalidConfig, runner)
-	}
-	if c, ok := runner.(core.Checker); ok {
-		if err := c.Check(); err != nil {
-			if errors.Is(err, core.ErrInvalidConfig) {
-				return err
+// decode turns one request's reply into its decision: a limit's, or a
+// policy's with each limit's. A refused state becomes an error wrapping
+// core.ErrCorruptState that names the algorithm and the key.
+func (e *Engine) decode(key string, r []int64) (core.Decision, error) {
+	if !e.sh.policy {
+		l := &e.limits[0]
+		if len(r) == 4 {
+			if d, ok := params.Decoded([4]int64(r), l.Max); ok {
+				d.Window = l.Window
+				return d, nil
 			}
-			return fmt.Errorf("%w: %w", core.ErrInvalidConfig, err)
+		}
+		return core.Decision{}, e.decodeError(0, key, r)
+	}
+	L := len(e.limits)
+	if len(r) != 4*L+2 {
+		return core.Decision{}, fmt.Errorf("%w: %w: %d limits got a reply of %d integers", core.ErrStore, core.ErrUnexpectedReply, L, len(r))
+	}
+	block := r[4*L:]
+	if block[0] < 0 {
+		return core.Decision{}, fmt.Errorf("%w: the penalty block at key %q (prefix %q) was not written by a ratekit policy; reset it or use another PenaltyPrefix", core.ErrCorruptState, key, e.penalty)
+	}
+	d := core.Decision{Limits: make([]core.LimitDecision, L), Blocked: block[1] == 1}
+	var errs []error
+	bind, deniedBy := -1, -1 // the enforced limits with the least Remaining, and the longest RetryAfter of a denial
+	for i := range e.limits {
+		l := &e.limits[i]
+		ld, ok := params.Decoded([4]int64(r[4*i:4*i+4]), l.Max)
+		if !ok {
+			errs = append(errs, e.decodeError(i, key, r[4*i:4*i+4]))
+			continue
+		}
+		ld.Window = l.Window
+		d.Limits[i] = core.LimitDecision{Name: l.Name, Shadow: l.Shadow, Decision: ld}
+		if l.Shadow {
+			continue
+		}
+		if !ld.Allowed && (deniedBy < 0 || ld.RetryAfter > d.Limits[deniedBy].RetryAfter) {
+			deniedBy = i
+		}
+		if bind < 0 || ld.Remaining < d.Limits[bind].Remaining {
+			bind = i
 		}
 	}
-	return nil
-}
-
-// LendsKeys reports whether keys built in reused memory may be lent to
-// runner: only when runner promises, for itself and not through an
-// embedded runner, to copy every key it keeps (see core.KeyCopier).
-func LendsKeys(runner core.ScriptRunner) bool {
-	kc, ok := runner.(core.KeyCopier)
-	return ok && isSelf(runner, kc.CopiesKeysOf)
-}
-
-// isSelf reports whether self(), a method of runner that returns its
-// receiver, names runner itself and not a runner embedded in it.
-func isSelf(runner core.ScriptRunner, self func() core.ScriptRunner) bool {
-	if !reflect.ValueOf(runner).Comparable() {
-		return false
+	if len(errs) > 0 {
+		return core.Decision{}, errors.Join(errs...)
 	}
-	// A comparable type may hold an incomparable value (an interface field
-	// holding a slice): compare only values that compare without panicking.
-	s := self()
-	return s != nil && reflect.TypeOf(s) == reflect.TypeOf(runner) && reflect.ValueOf(s).Comparable() && s == runner
+	switch {
+	case deniedBy >= 0:
+		bind = deniedBy
+	case bind < 0:
+		// Every limit in shadow: the one with the least Remaining.
+		for i := range d.Limits {
+			if bind < 0 || d.Limits[i].Remaining < d.Limits[bind].Remaining {
+				bind = i
+			}
+		}
+	}
+	b := d.Limits[bind].Decision
+	d.Allowed = deniedBy < 0 && !d.Blocked
+	d.Limit, d.Remaining, d.ResetAfter, d.Window = b.Limit, b.Remaining, b.ResetAfter, b.Window
+	if deniedBy >= 0 {
+		d.RetryAfter = b.RetryAfter
+	}
+	if d.Blocked {
+		d.RetryAfter = max(d.RetryAfter, time.Duration(block[0])*time.Microsecond)
+		d.Remaining = 0
+	}
+	return d, nil
 }
 
-// Call returns the one-decision script call AllowN would send for key and
-// n now.
+// decodeError is decode's error for limit i's reply r: out of decode, so
+// that decoding a decision stays a few instructions.
+//
+//go:noinline
+func (e *Engine) decodeError(i int, key string, r []int64) error {
+	_, err := params.Decision(r, 0)
+	if err == core.ErrCorruptState {
+		l := &e.limits[i]
+		return fmt.Errorf("%w: %s state at key %q (prefix %q) was not written by a %s limiter; reset it or use another prefix", core.ErrCorruptState, l.Spec.Name, key, l.Prefix, l.Spec.Name)
+	}
+	return err
+}
+
+// shadowDenied reports whether a shadow limit would have denied d.
+func shadowDenied(d core.Decision) bool {
+	for _, l := range d.Limits {
+		if l.Shadow && !l.Allowed {
+			return true
+		}
+	}
+	return false
+}
+
+// frame holds one call's buffers, reused across calls, so that a decision
+// allocates nothing of its own: the keys (built in key), the arguments and
+// the reply.
+type frame struct {
+	keys  []string
+	key   []byte
+	args  []int64
+	reply []int64
+}
+
+var frames = sync.Pool{New: func() any {
+	return &frame{keys: make([]string, 0, 2), key: make([]byte, 0, 96), args: make([]int64, 0, 16), reply: make([]int64, 0, 8)}
+}}
+
+// put clears the keys, which point into key, and returns f to the pool.
+func (f *frame) put() {
+	clear(f.keys)
+	frames.Put(f)
+}
+
+// checkPrefix is keyspace.CheckPrefix.
+func checkPrefix(prefix string) error { return keyspace.CheckPrefix(prefix) }
+
+// Call returns the script call AllowN(ctx, key, n) would send to a store
+// that runs scripts, now: for the benchmarks, which give it to
+// redis-benchmark, and for tests.
 func (e *Engine) Call(key string, n int64) (core.ScriptCall, error) {
-	if e == nil {
-		return core.ScriptCall{}, ErrZero
-	}
-	if err := keyspace.CheckKey(key); err != nil {
-		return core.ScriptCall{}, err
-	}
-	if err := params.Cost(n, e.limit); err != nil {
-		return core.ScriptCall{}, err
-	}
-	now, err := params.Now(e.clock)
+	now, err := e.check(context.Background(), key, n, e.MaxCost())
 	if err != nil {
 		return core.ScriptCall{}, err
 	}
-	args := e.AppendParams([]int64{now, n, ModeAllow}, now)
-	return core.ScriptCall{Script: e.spec.allow, Keys: []string{keyspace.Key(e.prefix, key, "")}, Args: args}, nil
+	keys, _ := e.appendKeys(nil, nil, key)
+	args := append(e.appendArgs([]int64{now, int64(ModeAllow)}, now), n)
+	return core.ScriptCall{Script: e.rw, Keys: keys, Args: args}, nil
 }

@@ -1,7 +1,11 @@
 -- ratekit prelude (internal/engine/prelude.lua): what every algorithm's step
 -- shares, at the top of every composed script. The Go side of each function
 -- lives in internal/params. A step that refuses its key's state returns
--- -1, 0, 0, 0 (params.CorruptReply).
+-- CORRUPT, 0, 0, 0 (params.CorruptReply).
+--
+-- Names in capitals (MAX_STATE, CLOCK_SLACK_MS, CORRUPT, MODE_ALLOW,
+-- MODE_PEEK, ...) are constants the Go composer replaces by their values
+-- (internal/engine/prelude.go, luaConstants): each has one home, in Go.
 --
 -- What a script costs the server is mostly what its Lua does per call, and
 -- Redis runs this whole chunk again at every call: each closure made here
@@ -14,7 +18,6 @@
 -- pattern has checked them, and floors of quotients are idiv.
 
 -- MAX_STATE is params.MaxState (2^52 + 2^51): no stored integer is larger.
-local MAX_STATE = 6755399441055744
 
 -- clock(now) returns the decision's time in µs and whether it came from
 -- the client: now >= 0 is the limiter's clock, -1 asks for the server's TIME.
@@ -139,13 +142,13 @@ local function state(a, b, c, d, e, f)
 end
 
 -- ttl_ms(reset_us, client_clock) is params.TTL: the key's time to live in
--- whole milliseconds, at least 1, plus a minute of slack when the time came
--- from the client (the TTL runs on the server's clock). It is a number:
+-- whole milliseconds, at least 1, plus CLOCK_SLACK_MS of slack when the
+-- time came from the client (the TTL runs on the server's clock). It is a number:
 -- redis.call writes an integer below 2^53 exactly.
 local function ttl_ms(reset, client_clock)
   local ttl = (reset + 999 - (reset + 999) % 1000) / 1000
   if ttl < 1 then ttl = 1 end
-  if client_clock then ttl = ttl + 60000 end
+  if client_clock then ttl = ttl + CLOCK_SLACK_MS end
   return ttl
 end
 

@@ -9,16 +9,37 @@ import (
 	"github.com/ratekit/ratekit/internal/params"
 )
 
-// Modes of a call.
+// Mode is what a call asks of a step. The composed scripts hold each as a
+// Lua constant (MODE_ALLOW, ...; see prelude.go), so a step compares
+// mode == MODE_PEEK, never a number written by hand.
+type Mode int64
+
+// The modes of a call.
 const (
-	ModeAllow  = 0 // decide for n and count it when allowed
-	ModePeek   = 1 // decide for n, never write
-	ModeAtMost = 2 // allow as many of n as fit (GCRA)
+	// ModeAllow decides for n and counts it when allowed.
+	ModeAllow Mode = iota
+	// ModePeek decides for n and never writes.
+	ModePeek
+	// ModeAtMost allows as many of n as fit, and replies how many in the
+	// place of allowed (GCRA: Spec.AtMost).
+	ModeAtMost
 	// ModeRefund gives n back: the step takes n off what the key has
 	// counted (never below nothing), writes that, and replies as a Peek
-	// would. What a refund can undo is each algorithm's to document.
-	ModeRefund = 3
+	// would. What a refund can undo is each algorithm's to document. The
+	// concurrency limiter's release is its refund.
+	ModeRefund
+	// ModeExtend prolongs a lease (the concurrency limiter).
+	ModeExtend
 )
+
+// modeNames are the modes' Lua constants, in the order of their values.
+var modeNames = [...]string{
+	ModeAllow:  "MODE_ALLOW",
+	ModePeek:   "MODE_PEEK",
+	ModeAtMost: "MODE_AT_MOST",
+	ModeRefund: "MODE_REFUND",
+	ModeExtend: "MODE_EXTEND",
+}
 
 // Kind says how a parameter is checked and converted at New.
 type Kind int
@@ -29,13 +50,13 @@ const (
 	// Micros is a time.Duration, passed as whole microseconds: positive, a
 	// whole number of microseconds, at most params.MaxSpan.
 	Micros
-	// Scheduled is set for each call by the engine's schedule
-	// (Engine.SetSchedule), and is 0 in a limiter without one.
+	// Scheduled is set for each call by the limit's schedule
+	// (Limit.Schedule), and is 0 in a limit without one.
 	Scheduled
 )
 
 // Param declares one parameter of an algorithm's step: its name in Lua
-// (p.<Name> in the step) and the configuration field it comes from (named
+// (the step's argument) and the configuration field it comes from (named
 // in errors).
 type Param struct {
 	Name  string
@@ -48,7 +69,7 @@ type Call struct {
 	Now         int64 // µs: the limiter's clock, or the store's
 	ClientClock bool  // Now came from the limiter's clock
 	N           int64 // the cost
-	Mode        int64 // ModeAllow, ModePeek or ModeAtMost
+	Mode        Mode
 }
 
 // Reply is a step's decision: {allowed, remaining, retry_after_us,
@@ -56,8 +77,8 @@ type Call struct {
 type Reply = [4]int64
 
 // State is the value a step stages for its key. The composed script
-// writes it only when the whole call commits (every limit of a multi-limit
-// call allowed).
+// writes it only when the whole call commits (every limit of a policy
+// allowed).
 type State struct {
 	Write bool
 	TTL   time.Duration
@@ -84,7 +105,7 @@ type StepFunc func(tx core.Tx, key string, c Call, p []int64) (Reply, State)
 
 // Spec is one algorithm, declared once: its name, its parameters (names,
 // order, checks), its Lua step and the step's Go twin. Every script a
-// store runs for it is composed from this declaration (NewSpec).
+// store runs for it is composed from this declaration (compose.go).
 type Spec struct {
 	Name   string
 	Params []Param
@@ -94,59 +115,90 @@ type Spec struct {
 	// value, ttl_us, write: what it writes (see compose.go).
 	Lua  string
 	Step StepFunc
+	// AtMost says that the step grants part of a request in ModeAtMost.
+	AtMost bool
 
-	// The scripts composed from the step, built by NewSpec.
-	allow, peek, batch *core.Script
+	// The scripts of a limiter of this algorithm alone (read-write, and
+	// read-only for Peek), composed by NewSpec.
+	rw, ro *core.Script
 }
 
-// NewSpec composes s's scripts: one decision (read-write, and read-only
-// for Peek) and a batch of decisions on many keys.
+// NewSpec checks s's Lua signature and composes the scripts of a limiter
+// of s alone. Specs are package variables: a mismatch panics when the
+// program starts, so that every test of the package fails.
 func NewSpec(s Spec) *Spec {
 	checkSignature(&s, true)
-	s.allow = core.NewScript(s.Name, singleLua(&s), singleTwin(&s), false)
-	s.peek = core.NewScript(s.Name, s.allow.Lua(), s.allow.Twin(), true)
-	s.batch = core.NewScript(s.Name+":batch", batchLua(&s), batchTwin(&s), false)
+	sh := shape{specs: []*Spec{&s}}
+	s.rw, s.ro = sh.compose()
 	return &s
 }
 
-// Allow, Peek and Batch return the spec's composed scripts.
-func (s *Spec) Allow() *core.Script { return s.allow }
-
-// Peek is the read-only script Peek runs.
-func (s *Spec) Peek() *core.Script { return s.peek }
-
-// Batch decides many keys in one call.
-func (s *Spec) Batch() *core.Script { return s.batch }
-
-// values checks raw, one value per parameter in the order of Params
-// (durations as their int64 nanoseconds), and returns the script's
-// parameters.
-func (s *Spec) values(raw []int64) ([]int64, error) {
-	if len(raw) != len(s.Params) {
-		return nil, fmt.Errorf("%w: %s takes %d parameters, got %d", core.ErrInvalidConfig, s.Name, len(s.Params), len(raw))
+// Limit returns a limit of the algorithm configured with raw, one value
+// per parameter in the order of Params (a duration as its int64
+// nanoseconds), checked as the parameters declare: under prefix (the
+// default one when empty), with max as its Decision.Limit and largest
+// cost. An error wraps core.ErrInvalidConfig and names the field.
+func (s *Spec) Limit(prefix, defaultPrefix string, max int64, raw []int64) (Limit, error) {
+	if prefix == "" {
+		prefix = defaultPrefix
 	}
-	out := make([]int64, len(raw))
+	if err := checkPrefix(prefix); err != nil {
+		return Limit{}, err
+	}
+	if len(raw) != len(s.Params) {
+		return Limit{}, fmt.Errorf("%w: %s takes %d parameters, got %d", core.ErrInvalidConfig, s.Name, len(s.Params), len(raw))
+	}
+	vals := make([]int64, len(raw))
 	for i, p := range s.Params {
 		switch p.Kind {
 		case Count:
 			if err := params.Count(p.Field, raw[i]); err != nil {
-				return nil, err
+				return Limit{}, err
 			}
-			out[i] = raw[i]
+			vals[i] = raw[i]
 		case Micros:
 			us, err := params.Micros(p.Field, time.Duration(raw[i]))
 			if err != nil {
-				return nil, err
+				return Limit{}, err
 			}
-			out[i] = us
+			vals[i] = us
 		case Scheduled:
 			if raw[i] != 0 {
-				return nil, fmt.Errorf("%w: %s: parameter %s is set for each call, not configured", core.ErrInvalidConfig, s.Name, p.Name)
+				return Limit{}, fmt.Errorf("%w: %s: parameter %s is set for each call, not configured", core.ErrInvalidConfig, s.Name, p.Name)
 			}
 		}
 	}
-	return out, nil
+	return Limit{Spec: s, Prefix: prefix, Params: vals, Max: max}, nil
 }
+
+// Limit is one limit of an Engine: an algorithm's step, configured, and,
+// in a policy, its name and how it enforces.
+type Limit struct {
+	Spec   *Spec
+	Prefix string
+	// Params are the step's parameters, in the order of Spec.Params.
+	Params []int64
+	// Max is the limit: every Decision's Limit, and the largest cost.
+	Max int64
+	// Window is every Decision's Window: the time in which the limit gives
+	// back its whole Max.
+	Window time.Duration
+	// Schedule, when set, sets some parameters for each call from its time
+	// (µs): Schedule(now, p) overwrites entries of p, a copy of Params (a
+	// calendar window sets its window's start and length). A limit with a
+	// Schedule needs a Clock, so that every call's time is known before
+	// the call.
+	Schedule func(now int64, p []int64)
+
+	// In a policy: the limit's name, whether it runs in shadow, and the
+	// penalty (µs, 0 for none) its denial starts.
+	Name    string
+	Shadow  bool
+	Penalty int64
+}
+
+// Param returns the value of parameter i, as checked and converted.
+func (l Limit) Param(i int) int64 { return l.Params[i] }
 
 // luaArgs returns k arguments read from ARGV as numbers, from
 // ARGV[first] on: "ARGV[4] + 0, ARGV[5] + 0" (arithmetic converts a
@@ -160,15 +212,6 @@ func luaArgs(k, first int) string {
 		fmt.Fprintf(&b, "ARGV[%d] + 0", first+i)
 	}
 	return b.String()
-}
-
-// luaLocals returns the names of k Lua locals holding parameters: "p1, p2".
-func luaLocals(k int) string {
-	names := make([]string, k)
-	for i := range names {
-		names[i] = fmt.Sprintf("p%d", i+1)
-	}
-	return strings.Join(names, ", ")
 }
 
 // checkSignature panics unless s.Lua defines its step as the composed

@@ -105,6 +105,20 @@ func Time(source string, t time.Time) (int64, error) {
 	return us, nil
 }
 
+// CheckClock reads clock once, if there is one, and refuses with an error
+// wrapping core.ErrInvalidConfig (and core.ErrInvalidTime) a time ratekit
+// cannot compute with: a nil *fakeclock.Clock or a nil core.ClockFunc
+// reads the zero time. Every constructor that takes a Clock calls it.
+func CheckClock(clock core.Clock) error {
+	if clock == nil {
+		return nil
+	}
+	if _, err := Time("the Clock", clock.Now()); err != nil {
+		return fmt.Errorf("%w: %w (a nil *fakeclock.Clock reads the zero time)", core.ErrInvalidConfig, err)
+	}
+	return nil
+}
+
 // CeilDiv returns ceil(a / b) for a >= 0, b > 0.
 func CeilDiv(a, b int64) int64 {
 	return (a + b - 1) / b

@@ -46,7 +46,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/core"
 )
 
@@ -124,14 +123,22 @@ func Fields(limits []Limit, retryAfter int64) (policies, states []string) {
 	return policies, states
 }
 
-// PolicyLimits returns the limits of a ratekit.Policy's decision that the
-// fields name: its enforced limits, in order. Shadow limits are left out:
-// they never deny, and a client that throttled itself on them would undo
-// the point of a shadow rollout, which is to watch a limit before it
-// binds. While the key is blocked by a penalty every limit is named with
-// r=0 and, as t, the block's end (d.RetryAfter): no quota is available
-// before it, whatever the limits would say.
-func PolicyLimits(d ratekit.PolicyDecision) []Limit {
+// Limits returns the limits of a decision that the fields name. A
+// policy's decision (d.Limits) names its enforced limits, in order, each
+// with its own Window. Shadow limits are left out: they never deny, and a
+// client that throttled itself on them would undo the point of a shadow
+// rollout, which is to watch a limit before it binds. While the key is
+// blocked by a penalty every limit is named with r=0 and, as t, the
+// block's end (d.RetryAfter): no quota is available before it, whatever
+// the limits would say. Any other decision is one limit named name, with
+// window as its w when window is positive and d.Window otherwise.
+func Limits(name string, window time.Duration, d core.Decision) []Limit {
+	if d.Limits == nil {
+		if window <= 0 {
+			window = d.Window
+		}
+		return []Limit{{Name: name, Window: window, Decision: d}}
+	}
 	var out []Limit
 	for _, l := range d.Limits {
 		if l.Shadow {
@@ -141,7 +148,7 @@ func PolicyLimits(d ratekit.PolicyDecision) []Limit {
 		if d.Blocked {
 			dec.Allowed, dec.Remaining, dec.RetryAfter = false, 0, d.RetryAfter
 		}
-		out = append(out, Limit{Name: l.Name, Decision: dec})
+		out = append(out, Limit{Name: l.Name, Window: dec.Window, Decision: dec})
 	}
 	return out
 }
@@ -178,31 +185,6 @@ func CheckName(name string) error {
 		if name[i] < 0x20 || name[i] > 0x7e {
 			return fmt.Errorf("byte %#x is not printable ASCII", name[i])
 		}
-	}
-	return nil
-}
-
-// Names checks the policies of one middleware in order (Check), and
-// remembers their names: no two may share one, since a client tells the
-// fields' items apart by name.
-type Names map[string]bool
-
-// Check checks Policies[i] of a configuration, its name (an empty name
-// becomes DefaultName) and its window (not negative), and returns an
-// error that names the field.
-func (seen Names) Check(i int, name *string, window time.Duration) error {
-	if *name == "" {
-		*name = DefaultName
-	}
-	if err := CheckName(*name); err != nil {
-		return fmt.Errorf("Policies[%d].Name: %w", i, err)
-	}
-	if seen[*name] {
-		return fmt.Errorf("Policies[%d].Name %q is used twice", i, *name)
-	}
-	seen[*name] = true
-	if window < 0 {
-		return fmt.Errorf("Policies[%d].Window is negative", i)
 	}
 	return nil
 }

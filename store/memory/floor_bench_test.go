@@ -26,8 +26,9 @@ func BenchmarkTableFloor(b *testing.B) {
 	const prefix = "bench:tb:"
 	ph := s.hash.prefix(prefix)
 	decide := func(key string) bool {
-		h := s.hash.parts(ph, key)
-		sh := &s.shards[h>>(64-shardBits)]
+		th := s.hash.tag(key)
+		h := mix(ph, th, s.hash.none)
+		sh := &s.shards[th>>(64-shardBits)]
 		sh.mu.Lock()
 		e, _ := sh.t.findParts(h, prefix, key)
 		now, _ := s.now()

@@ -21,11 +21,14 @@ func newHasher() hasher {
 	return hasher{seed: seed, none: maphash.String(seed, "")}
 }
 
-// key returns the hash of the storage key k.
-func (h *hasher) key(k string) uint64 {
+// key returns the hash of the storage key k, and the hash that picks its
+// shard: its hash tag's, so that every key of one user key lives in one
+// shard (tag).
+func (h *hasher) key(k string) (full, shard uint64) {
 	p, t, s, ok := split(k)
 	if !ok {
-		return maphash.String(h.seed, k)
+		full = maphash.String(h.seed, k)
+		return full, full
 	}
 	th := uint64(0)
 	if strings.IndexByte(t, '%') < 0 {
@@ -38,18 +41,15 @@ func (h *hasher) key(k string) uint64 {
 	if s != "" {
 		sh = maphash.String(h.seed, s)
 	}
-	return mix(maphash.String(h.seed, p), th, sh)
+	return mix(maphash.String(h.seed, p), th, sh), th
 }
+
+// tag returns the hash of a user key as a storage key's hash tag: the
+// hash that picks the shard of every storage key of that user key.
+func (h *hasher) tag(key string) uint64 { return maphash.String(h.seed, key) }
 
 // prefix returns the hash of a key prefix, which parts takes.
 func (h *hasher) prefix(prefix string) uint64 { return maphash.String(h.seed, prefix) }
-
-// parts returns the hash of keyspace.Key(prefix, key, ""), from ph =
-// h.prefix(prefix), for a prefix without braces (keyspace.CheckPrefix)
-// and a key that is not empty.
-func (h *hasher) parts(ph uint64, key string) uint64 {
-	return mix(ph, maphash.String(h.seed, key), h.none)
-}
 
 func mix(p, t, s uint64) uint64 {
 	return (p*0x9E3779B97F4A7C15^t)*0xC2B2AE3D27D4EB4F ^ s

@@ -21,8 +21,12 @@ func TestHashAndFindByParts(t *testing.T) {
 		prefix := rapid.SampledFrom([]string{"", "p:", "rk:tb:"}).Draw(t, "prefix")
 		key := str(1, "key")
 		skey := keyspace.Key(prefix, key, "")
-		if got, want := h.parts(h.prefix(prefix), key), h.key(skey); got != want {
-			t.Fatalf("parts(%q, %q) = %x, key(%q) = %x", prefix, key, got, skey, want)
+		full, shard := h.key(skey)
+		if got := mix(h.prefix(prefix), h.tag(key), h.none); got != full {
+			t.Fatalf("parts(%q, %q) = %x, key(%q) = %x", prefix, key, got, skey, full)
+		}
+		if shard != h.tag(key) {
+			t.Fatalf("key(%q) shards by %x, not by its tag's hash %x", skey, shard, h.tag(key))
 		}
 		// With few hashes, entries share them, as keys of one hash would.
 		few := rapid.Bool().Draw(t, "few hashes")
@@ -30,7 +34,8 @@ func TestHashAndFindByParts(t *testing.T) {
 			if few {
 				return uint64(len(k) % 2)
 			}
-			return h.key(k)
+			full, _ := h.key(k)
+			return full
 		}
 		var tb table
 		stored := []string{str(0, "other") + "{" + str(0, "tag") + "}" + str(0, "suffix"), keyspace.Key(prefix, str(1, "other key"), "")}

@@ -11,7 +11,6 @@ import (
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/params"
 	"github.com/ratekit/ratekit/internal/slot"
-	"github.com/ratekit/ratekit/internal/typednil"
 )
 
 const (
@@ -76,8 +75,11 @@ type Option func(*Store) error
 // core.ErrInvalidTime and core.ErrStore.
 func WithClock(c core.Clock) Option {
 	return func(s *Store) error {
-		if typednil.Is(c) {
+		if c == nil {
 			return fmt.Errorf("%w: memory.WithClock: clock is nil", core.ErrInvalidConfig)
+		}
+		if err := params.CheckClock(c); err != nil {
+			return fmt.Errorf("memory.WithClock: %w", err)
 		}
 		s.clock, s.mono = c, false
 		return nil
@@ -134,7 +136,7 @@ func New(opts ...Option) (*Store, error) {
 // written again or Sweep is called. Close is safe
 // to call more than once.
 func (s *Store) Close() error {
-	if s.Check() != nil {
+	if !s.usable() {
 		return nil // nothing runs
 	}
 	s.closeOnce.Do(func() { close(s.stop) })
@@ -142,37 +144,33 @@ func (s *Store) Close() error {
 	return nil
 }
 
-var (
-	_ core.KeyCopier = (*Store)(nil)
-	_ core.Checker   = (*Store)(nil)
-)
+var _ core.StoreNamer = (*Store)(nil)
 
-// CopiesKeysOf returns s (core.KeyCopier): the store copies every key it
-// keeps, so a caller may reuse a key's memory once RunScript returns.
-// ratekit's limiters use this to make a decision on the memory store
-// without allocating. A type that embeds *Store does not inherit the
-// promise: the method names the Store, not the type around it.
-func (s *Store) CopiesKeysOf() core.ScriptRunner { return s }
+// StoreName returns "memory" (core.StoreNamer), for metrics and traces,
+// and "" for a nil *Store or a Store not made by New, which limiters
+// refuse when they are built.
+func (s *Store) StoreName() string {
+	if !s.usable() {
+		return ""
+	}
+	return "memory"
+}
 
-// StoreName returns "memory" (core.StoreNamer), for metrics and traces.
-func (s *Store) StoreName() string { return "memory" }
+// usable reports whether New made s.
+func (s *Store) usable() bool { return s != nil && s.clock != nil }
 
-// Check returns an error wrapping core.ErrInvalidConfig when s cannot run
-// scripts: a nil *Store, or a Store not made by New. Limiters call it when
-// they are built.
-func (s *Store) Check() error {
+// unusable is the error of every call on a nil or zero Store.
+func (s *Store) unusable() error {
+	what := "a zero Store, not made by New"
 	if s == nil {
-		return fmt.Errorf("%w: memory: the store is a nil *Store; build it with New", core.ErrInvalidConfig)
+		what = "a nil *Store"
 	}
-	if s.clock == nil {
-		return fmt.Errorf("%w: memory: the store is a zero Store, not made by New", core.ErrInvalidConfig)
-	}
-	return nil
+	return fmt.Errorf("%w: %w: memory: the store is %s", core.ErrStore, core.ErrInvalidConfig, what)
 }
 
 // Len returns the number of keys held, live or expired but not yet dropped.
 func (s *Store) Len() int {
-	if s.Check() != nil {
+	if !s.usable() {
 		return 0
 	}
 	n := 0
@@ -214,8 +212,8 @@ func (s *Store) clockNow() (int64, error) {
 
 // shardOf returns the shard of key and the hash that finds it there.
 func (s *Store) shardOf(key string) (int, uint64) {
-	h := s.hash.key(key)
-	return int(h >> (64 - shardBits)), h
+	h, sh := s.hash.key(key)
+	return int(sh >> (64 - shardBits)), h
 }
 
 // RunScript runs sc's Go twin atomically: every shard holding one of keys is
@@ -224,8 +222,8 @@ func (s *Store) shardOf(key string) (int, uint64) {
 // keys span Redis Cluster slots: a Redis store refuses such a script, and
 // so does this one, so that what works here works on a cluster.
 func (s *Store) RunScript(ctx context.Context, sc *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
-	if s == nil || s.clock == nil {
-		return nil, fmt.Errorf("%w: %w", core.ErrStore, s.Check())
+	if !s.usable() {
+		return nil, s.unusable()
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: memory: %w", core.ErrStore, err)
@@ -329,7 +327,7 @@ func (s *Store) sweepLoop(every time.Duration) {
 // Sweep drops every expired key now, one shard at a time, and returns how
 // many it dropped. The background sweep calls it; tests may too.
 func (s *Store) Sweep() int {
-	if s.Check() != nil {
+	if !s.usable() {
 		return 0
 	}
 	dropped := 0

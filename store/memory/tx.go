@@ -36,6 +36,12 @@ type tx struct {
 	sh       *shard
 	bad      error // the twin's misuse of Put: errBadTTL or errBadLen
 	hash     *hasher
+	// In a call in process (Lock): the user key, its hash, and the last
+	// prefix Key was asked for, with its hash.
+	user       string
+	tagHash    uint64
+	prefix     string
+	prefixHash uint64
 }
 
 // begin readies t for a call at now whose first key, key, has hash h:
@@ -43,13 +49,6 @@ type tx struct {
 func (t *tx) begin(now int64, key string, h uint64) {
 	t.nowUS, t.lastKey, t.lastHash = now, key, h
 	t.last = t.sh.t.find(h, key)
-	t.scratch.reset()
-}
-
-// found is begin for a key whose entry (nil when absent) the caller
-// found.
-func (t *tx) found(now int64, key string, h uint64, e *entry) {
-	t.nowUS, t.lastKey, t.lastHash, t.last = now, key, h, e
 	t.scratch.reset()
 }
 
@@ -72,7 +71,7 @@ func (t *tx) lookup(key string) (uint64, *entry) {
 		(unsafe.StringData(key) == unsafe.StringData(t.lastKey) || key == t.lastKey) {
 		return t.lastHash, t.last
 	}
-	h := t.hash.key(key)
+	h, _ := t.hash.key(key)
 	e := t.sh.t.find(h, key)
 	t.lastKey, t.lastHash, t.last = key, h, e
 	return h, e

@@ -105,7 +105,7 @@ func TestKillAndRestart(t *testing.T) {
 			defer mem.Close()
 			var reported atomic.Int64
 			lim, err := failsafe.New(failsafe.Config{
-				Store: newTB(t, a.open(t, srv.Addr)), Policy: failsafe.FailLocal, Local: newTB(t, mem),
+				Limiter: newTB(t, a.open(t, srv.Addr)), Mode: failsafe.FailLocal, Local: newTB(t, mem),
 				Timeout: timeout, RetryInterval: 100 * time.Millisecond,
 				OnError: func(string, error) { reported.Add(1) },
 			})
@@ -174,7 +174,7 @@ func TestStopAndContinue(t *testing.T) {
 			defer closeClient()
 			var reported atomic.Int64
 			lim, err := failsafe.New(failsafe.Config{
-				Store: newTB(t, runner), Policy: failsafe.FailClosed,
+				Limiter: newTB(t, runner), Mode: failsafe.FailClosed,
 				Timeout: timeout, RetryInterval: 100 * time.Millisecond,
 				OnError: func(string, error) { reported.Add(1) },
 			})

@@ -1,0 +1,85 @@
+package memory
+
+import (
+	"unsafe"
+
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/keyspace"
+)
+
+// The store decides in process (core.LocalStore): a limiter on it locks
+// the user key's shard (every storage key of one user key lives in one
+// shard: keys are sharded by their hash tag), asks the Tx for the storage
+// key of each of its limits' prefixes (Key), runs its steps on the Tx, and
+// unlocks. No script call is built.
+
+var _ core.LocalStore = (*Store)(nil)
+
+// Lock locks the shard of the user key key and returns its Tx, at the
+// store's time now; or, with nothing locked, the error RunScript returns
+// for a clock that reads a time ratekit cannot compute with
+// (core.LocalStore). On a nil or zero Store it returns RunScript's error.
+func (s *Store) Lock(key string) (core.LocalTx, error) {
+	if !s.usable() {
+		return nil, s.unusable()
+	}
+	th := s.hash.tag(key)
+	sh := &s.shards[th>>(64-shardBits)]
+	sh.mu.Lock()
+	now, err := s.now()
+	if err != nil {
+		sh.mu.Unlock()
+		return nil, err
+	}
+	sh.tx.lock(now, key, th)
+	return &sh.tx, nil
+}
+
+// lock readies t for a call at now on the user key key, whose hash is th.
+func (t *tx) lock(now int64, key string, th uint64) {
+	t.nowUS, t.user, t.tagHash = now, key, th
+	t.lastKey, t.last = "", nil
+	t.scratch.reset()
+	t.sh.key = t.sh.key[:0]
+}
+
+// Key returns the storage key of the locked user key under prefix. It
+// hashes the key from its parts (hasher) and finds its entry by comparing
+// the parts with the entry's key (table.findParts): only a key that is not
+// stored yet, or needs escapes, is built, in the shard's buffer, after the
+// keys built before it in this call, which stay as they are. A decision
+// on a known key allocates nothing and copies no key.
+func (t *tx) Key(prefix string) string {
+	if prefix != t.prefix {
+		t.prefix, t.prefixHash = prefix, t.hash.prefix(prefix)
+	}
+	h := mix(t.prefixHash, t.tagHash, t.hash.none)
+	e, sure := t.sh.t.findParts(h, prefix, t.user)
+	if e != nil {
+		t.lastKey, t.lastHash, t.last = e.key, h, e
+		return e.key
+	}
+	at := len(t.sh.key)
+	t.sh.key = keyspace.AppendKey(t.sh.key, prefix, t.user, "")
+	skey := unsafe.String(&t.sh.key[at], len(t.sh.key)-at)
+	if !sure {
+		e = t.sh.t.find(h, skey)
+	}
+	t.lastKey, t.lastHash, t.last = skey, h, e
+	return skey
+}
+
+// Unlock ends the call Lock began on t and unlocks its shard: the error of
+// a Put the store refused, or nil.
+func (t *tx) Unlock() error {
+	err := t.takeErr()
+	t.lastKey, t.last, t.user = "", nil, ""
+	if cap(t.sh.key) > keepScratch {
+		t.sh.key = nil
+	}
+	t.sh.mu.Unlock()
+	if err != nil {
+		return scriptError("local", err)
+	}
+	return nil
+}
