@@ -25,21 +25,21 @@ import (
 
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/callcheck"
+	"github.com/ratekit/ratekit/internal/params"
 )
 
 const shards = 64
 
 // Limiter is a core.Limiter that answers cached denials locally and asks
-// its next limiter otherwise. It is safe for concurrent use. Build it with
-// New: a zero Limiter, or a nil *Limiter, fails every call with an error
-// wrapping core.ErrInvalidConfig.
+// its next limiter otherwise: any limiter, a policy too. It is safe for
+// concurrent use. The zero Limiter, and a nil *Limiter, cannot decide:
+// every call returns an error wrapping core.ErrInvalidConfig and MaxCost
+// returns 0; build one with New.
 type Limiter struct {
-	next core.Limiter
-	// invalid, when New was given no limiter, is every call's error.
-	invalid error
-	maxCost int64 // the largest cost next accepts (callcheck.MaxCost)
+	next    core.Limiter
 	now     func() time.Time
 	max     int
+	clock   core.Clock // WithClock's
 	seed    maphash.Seed
 	hits    atomic.Uint64
 	keys    atomic.Int64 // denials cached, at most max
@@ -61,9 +61,9 @@ type denial struct {
 // Option configures a Limiter.
 type Option func(*Limiter)
 
-// WithClock sets the clock the cache measures RetryAfter with (time.Now by
-// default).
-func WithClock(now func() time.Time) Option { return func(l *Limiter) { l.now = now } }
+// WithClock sets the clock the cache measures RetryAfter with (the
+// system's by default).
+func WithClock(c core.Clock) Option { return func(l *Limiter) { l.clock = c } }
 
 // WithMaxKeys bounds the keys remembered (DefaultMaxKeys by default).
 // At the bound, a new key's denial takes the place of one that has ended,
@@ -75,45 +75,51 @@ func WithMaxKeys(n int) Option { return func(l *Limiter) { l.max = n } }
 // WithMaxKeys.
 const DefaultMaxKeys = 65536
 
-// New returns a deny cache in front of next. A nil next (or a nil
-// pointer of a limiter type) makes a Limiter whose every call fails
-// with an error wrapping core.ErrInvalidConfig, as New has no error to
-// return; so do nil options.
-func New(next core.Limiter, opts ...Option) *Limiter {
+// New returns a deny cache in front of next, or an error wrapping
+// core.ErrInvalidConfig: for a next that cannot decide (nil, or not built
+// by its New), a nil option, or a clock that reads a time outside what
+// ratekit computes with.
+func New(next core.Limiter, opts ...Option) (*Limiter, error) {
+	if next == nil || next.MaxCost() < 1 {
+		return nil, fmt.Errorf("%w: denycache.New: the next limiter is nil or cannot decide (not built by its New)", core.ErrInvalidConfig)
+	}
 	l := &Limiter{next: next, now: time.Now, max: DefaultMaxKeys, seed: maphash.MakeSeed()}
 	for _, o := range opts {
 		if o == nil {
-			l.invalid = fmt.Errorf("%w: denycache.New: an Option is nil", core.ErrInvalidConfig)
-			continue
+			return nil, fmt.Errorf("%w: denycache.New: an Option is nil", core.ErrInvalidConfig)
 		}
 		o(l)
 	}
-	switch why := callcheck.Unusable(next); {
-	case why != "":
-		l.invalid = fmt.Errorf("%w: denycache.New: the next limiter is %s", core.ErrInvalidConfig, why)
-	case l.now == nil:
-		l.invalid = fmt.Errorf("%w: denycache.WithClock: the clock is nil", core.ErrInvalidConfig)
+	if l.clock != nil {
+		if err := params.CheckClock(l.clock); err != nil {
+			return nil, fmt.Errorf("denycache.WithClock: %w", err)
+		}
+		l.now = l.clock.Now
 	}
-	l.maxCost = callcheck.MaxCost(next)
 	for i := range l.shards {
 		l.shards[i].m = map[string]denial{}
 	}
-	return l
+	return l, nil
 }
 
 // errZero is what the calls of a Limiter not built by New return.
 var errZero = fmt.Errorf("%w: a zero denycache.Limiter: build it with denycache.New", core.ErrInvalidConfig)
 
-// check returns the error of every call on l: the error New recorded for
-// it, or errZero for a nil or zero Limiter.
+// check returns errZero for a nil or zero Limiter, nil for one New made.
 func (l *Limiter) check() error {
-	switch {
-	case l == nil || (l.next == nil && l.invalid == nil):
+	if l == nil || l.next == nil {
 		return errZero
-	case l.invalid != nil:
-		return l.invalid
 	}
 	return nil
+}
+
+// MaxCost returns the next limiter's (core.Limiter); 0 for a Limiter New
+// did not make.
+func (l *Limiter) MaxCost() int64 {
+	if l.check() != nil {
+		return 0
+	}
+	return l.next.MaxCost()
 }
 
 func (l *Limiter) shard(key string) *shard {
@@ -145,7 +151,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decisio
 	}
 	sh.mu.Unlock()
 	if ok && n == c.n {
-		if err := callcheck.Check(ctx, key, n, l.maxCost); err != nil {
+		if err := callcheck.Check(ctx, key, n, l.next.MaxCost()); err != nil {
 			return core.Decision{}, err
 		}
 		l.hits.Add(1)
@@ -229,6 +235,16 @@ func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
 		return core.Decision{}, err
 	}
 	return l.next.Peek(ctx, key)
+}
+
+// Refund forgets key's cached denial here (the refund may let a request
+// through before it would have ended) and refunds the next limiter.
+func (l *Limiter) Refund(ctx context.Context, key string, n int64) (core.Decision, error) {
+	if err := l.check(); err != nil {
+		return core.Decision{}, err
+	}
+	l.Forget(key)
+	return l.next.Refund(ctx, key, n)
 }
 
 // Reset forgets key here and resets it in the next limiter.

@@ -100,7 +100,6 @@ import (
 	"time"
 
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/callcheck"
 	"github.com/ratekit/ratekit/internal/params"
 )
 
@@ -145,8 +144,7 @@ type Config struct {
 // core.ErrInvalidConfig.
 type Budget struct {
 	src    core.Limiter
-	atMost atMoster // src's AllowAtMost, or nil
-	refund refunder // src's Refund, or nil
+	atMost atMoster // src's AllowAtMost, when it grants part of a request
 
 	maxLease, minLease int64
 	ttl                int64 // ns
@@ -168,25 +166,25 @@ var _ core.Limiter = (*Budget)(nil)
 // of ratekit's algorithms, so that the clock plus a TTL never overflows.
 const maxTTL = time.Duration(params.MaxSpan) * time.Microsecond
 
-// atMoster is a limiter that grants part of a request (GCRA's).
+// atMoster is a limiter that may grant part of a request
+// (ratekit.Limiter.AllowAtMost: GCRA's does).
 type atMoster interface {
 	AllowAtMost(ctx context.Context, key string, n int64) (int64, core.Decision, error)
 }
 
-// refunder is a limiter that takes units back (every ratekit limiter).
-type refunder interface {
-	Refund(ctx context.Context, key string, n int64) (core.Decision, error)
-}
-
 // New returns a Budget that leases from source: the limiter all the
-// processes share. A source with AllowAtMost (*gcra.Limiter) is asked for
-// as many units as fit, up to the lease; any other is asked for the whole
-// lease with AllowN. A source with Refund gets unused units of live leases
-// back at Close. New touches no store; an error wraps core.ErrInvalidConfig
-// and names the field.
+// processes share, any core.Limiter (a policy too). A source whose
+// AllowAtMost grants part of a request (ratekit.Limiter of GCRA) is asked
+// for as many units as fit, up to the lease; any other is asked for the
+// whole lease with AllowN. Unused units of live leases go back to the
+// source's Refund at Close. New touches no store; an error wraps
+// core.ErrInvalidConfig and names the field.
 func New(source core.Limiter, cfg Config) (*Budget, error) {
-	if why := callcheck.Unusable(source); why != "" {
-		return nil, fmt.Errorf("%w: the source limiter is %s", core.ErrInvalidConfig, why)
+	if source == nil || source.MaxCost() < 1 {
+		return nil, fmt.Errorf("%w: hotkey: the source limiter is nil or cannot decide (not built by its New)", core.ErrInvalidConfig)
+	}
+	if err := params.CheckClock(cfg.Clock); err != nil {
+		return nil, fmt.Errorf("hotkey: Clock: %w", err)
 	}
 	if cfg.Lease < 1 || cfg.Lease > params.MaxCount {
 		return nil, fmt.Errorf("%w: Lease must be between 1 and %d, got %d", core.ErrInvalidConfig, params.MaxCount, cfg.Lease)
@@ -214,8 +212,9 @@ func New(source core.Limiter, cfg Config) (*Budget, error) {
 		maxKeys:  cfg.MaxKeys,
 		clock:    cfg.Clock,
 	}
-	b.atMost, _ = source.(atMoster)
-	b.refund, _ = source.(refunder)
+	if a, ok := source.(atMoster); ok && grantsPart(a) {
+		b.atMost = a
+	}
 	if b.clock != nil {
 		b.epoch = b.clock.Now()
 	} else {
@@ -224,6 +223,15 @@ func New(source core.Limiter, cfg Config) (*Budget, error) {
 	empty := map[string]*slot{}
 	b.keys.Store(&empty)
 	return b, nil
+}
+
+// grantsPart reports whether a's AllowAtMost grants part of a request: a
+// ratekit.Limiter's answers a call it must refuse (an empty key) with
+// errors.ErrUnsupported when it does not, before it checks anything and
+// without sending anything.
+func grantsPart(a atMoster) bool {
+	_, _, err := a.AllowAtMost(context.Background(), "", 1)
+	return !errors.Is(err, errors.ErrUnsupported)
 }
 
 // errZero is what the calls of a Budget not built by New return.
@@ -322,7 +330,7 @@ func (b *Budget) Reset(ctx context.Context, key string) error {
 }
 
 // Close gives back the unused units of every live lease (with the
-// source's Refund; without one, or when a refund fails, they are lost) and
+// source's Refund; when a refund fails, they are lost) and
 // returns the refunds' errors, joined. From Close on, every request is
 // decided by the source. Close may be called more than once.
 func (b *Budget) Close(ctx context.Context) error {
@@ -343,6 +351,24 @@ func (b *Budget) Close(ctx context.Context) error {
 		s.unlock()
 	}
 	return errors.Join(errs...)
+}
+
+// Refund gives n back to the source (the shared state): units taken from
+// this process's leases are not given back to them.
+func (b *Budget) Refund(ctx context.Context, key string, n int64) (core.Decision, error) {
+	if !b.built() {
+		return core.Decision{}, errZero
+	}
+	return b.src.Refund(ctx, key, n)
+}
+
+// MaxCost returns the source's (core.Limiter); 0 for a Budget New did not
+// make.
+func (b *Budget) MaxCost() int64 {
+	if !b.built() {
+		return 0
+	}
+	return b.src.MaxCost()
 }
 
 // Unwrap returns the source, for tools that walk a chain of wrapped

@@ -295,18 +295,18 @@ func (b *Budget) install(s *slot, sent, granted, want, n int64, d core.Decision)
 }
 
 // giveBack ends l: its unused units go back to the store while l is live
-// (and the source has Refund), and are lost otherwise, or when the refund
+// (the source's Refund), and are lost otherwise, or when the refund
 // fails, whose error it returns.
 func (b *Budget) giveBack(ctx context.Context, key string, l *lease, now int64) error {
 	left := l.avail.Swap(0)
 	if left == 0 {
 		return nil
 	}
-	if now >= l.expires || b.refund == nil {
+	if now >= l.expires {
 		b.lost.Add(left)
 		return nil
 	}
-	if _, err := b.refund.Refund(ctx, key, left); err != nil {
+	if _, err := b.src.Refund(ctx, key, left); err != nil {
 		b.lost.Add(left)
 		return err
 	}

@@ -12,15 +12,16 @@ import (
 
 	"github.com/ratekit/ratekit/algorithms/concurrency"
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/callcheck"
 )
 
 // ConcurrencyLimiter is what the Concurrency middleware needs; a
-// *concurrency.Limiter has it.
+// *concurrency.Limiter has it. Limit is 0 for a limiter that cannot
+// decide (nil, or not built by its New), which Concurrency refuses.
 type ConcurrencyLimiter interface {
 	AcquireN(ctx context.Context, key string, n int64) (concurrency.Lease, core.Decision, error)
 	Release(ctx context.Context, lease concurrency.Lease) (bool, error)
 	Extend(ctx context.Context, lease concurrency.Lease) (bool, error)
+	Limit() int64
 }
 
 var _ ConcurrencyLimiter = (*concurrency.Limiter)(nil)
@@ -90,8 +91,8 @@ func Concurrency(cfg ConcurrencyConfig) (func(http.Handler) http.Handler, error)
 }
 
 func newConcurrency(cfg ConcurrencyConfig, now func() time.Time) (func(http.Handler) http.Handler, error) {
-	if why := callcheck.Unusable(cfg.Limiter); why != "" {
-		return nil, fmt.Errorf("%w: httplimit: ConcurrencyConfig.Limiter is %s", core.ErrInvalidConfig, why)
+	if cfg.Limiter == nil || cfg.Limiter.Limit() < 1 {
+		return nil, fmt.Errorf("%w: httplimit: ConcurrencyConfig.Limiter is nil or cannot decide (not built by its New)", core.ErrInvalidConfig)
 	}
 	switch cfg.Status {
 	case 0:
@@ -133,31 +134,31 @@ func (c *concurrent) wrap(next http.Handler) http.Handler {
 		if c.cfg.Cost != nil {
 			var err error
 			if n, err = c.cfg.Cost(r); err != nil {
-				c.log.report(r, slog.LevelDebug, "httplimit: bad request", fmt.Errorf("httplimit: concurrency: cost: %w", err))
-				http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
+				c.log.report(r, "", slog.LevelDebug, "httplimit: bad request", fmt.Errorf("httplimit: concurrency: cost: %w", err))
+				http.Error(w, "bad request: invalid request cost", http.StatusBadRequest)
 				return
 			}
 		}
 		key, err := c.cfg.Key.Key(r)
 		if err != nil {
-			c.log.keyFailed(w, r, err, "concurrency")
+			c.log.keyFailed(w, r, fmt.Errorf("concurrency: %w", err))
 			return
 		}
 		lease, d, err := c.cfg.Limiter.AcquireN(r.Context(), key, n)
 		if err != nil {
 			if errors.Is(err, core.ErrInvalidCost) || errors.Is(err, core.ErrInvalidKey) {
-				c.log.report(r, slog.LevelDebug, "httplimit: bad request", fmt.Errorf("httplimit: concurrency: %w", err))
-				http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
+				c.log.report(r, key, slog.LevelDebug, "httplimit: bad request", fmt.Errorf("httplimit: concurrency: %w", err))
+				http.Error(w, "bad request: invalid rate limit key or request cost", http.StatusBadRequest)
 				return
 			}
 			err = fmt.Errorf("httplimit: concurrency: %w", err)
 			switch {
 			case r.Context().Err() != nil:
-				c.log.report(r, slog.LevelDebug, "httplimit: limiter call cut short, the client went away", err)
+				c.log.report(r, key, slog.LevelDebug, "httplimit: limiter call cut short, the client went away", err)
 			case c.cfg.FailClosed:
-				c.log.report(r, slog.LevelError, "httplimit: concurrency limiter failed, request answered 503 (FailClosed)", err)
+				c.log.report(r, key, slog.LevelError, "httplimit: concurrency limiter failed, request answered 503 (FailClosed)", err)
 			default:
-				c.log.report(r, slog.LevelError, "httplimit: concurrency limiter failed, request served without a lease (fail open)", err)
+				c.log.report(r, key, slog.LevelError, "httplimit: concurrency limiter failed, request served without a lease (fail open)", err)
 			}
 			if c.cfg.FailClosed {
 				http.Error(w, "concurrency limiter unavailable", http.StatusServiceUnavailable)
@@ -198,9 +199,9 @@ func (c *concurrent) keepAlive(r *http.Request, lease concurrency.Lease) func() 
 				ok, err := c.cfg.Limiter.Extend(r.Context(), lease)
 				switch {
 				case err != nil && r.Context().Err() == nil:
-					c.log.report(r, slog.LevelError, "httplimit: concurrency limiter failed to extend a lease", fmt.Errorf("httplimit: concurrency: extend: %w", err))
+					c.log.report(r, lease.Key, slog.LevelError, "httplimit: concurrency limiter failed to extend a lease", fmt.Errorf("httplimit: concurrency: extend: %w", err))
 				case err == nil && !ok:
-					c.log.report(r, slog.LevelWarn, "httplimit: lease expired while its handler ran", fmt.Errorf("httplimit: concurrency: the lease on %q expired before it was extended: ExtendEvery is too long for the TTL", lease.Key))
+					c.log.report(r, lease.Key, slog.LevelWarn, "httplimit: lease expired while its handler ran", fmt.Errorf("httplimit: concurrency: the lease on %q expired before it was extended: ExtendEvery is too long for the TTL", lease.Key))
 					return
 				}
 			}
@@ -222,9 +223,9 @@ func (c *concurrent) release(r *http.Request, lease concurrency.Lease, stop func
 	ok, err := c.cfg.Limiter.Release(ctx, lease)
 	switch {
 	case err != nil:
-		c.log.report(r, slog.LevelError, "httplimit: concurrency limiter failed to release a lease; it frees itself at its TTL", fmt.Errorf("httplimit: concurrency: release: %w", err))
+		c.log.report(r, lease.Key, slog.LevelError, "httplimit: concurrency limiter failed to release a lease; it frees itself at its TTL", fmt.Errorf("httplimit: concurrency: release: %w", err))
 	case !ok:
-		c.log.report(r, slog.LevelWarn, "httplimit: lease expired before its handler returned", fmt.Errorf("httplimit: concurrency: the lease on %q expired before its handler returned: raise the TTL or set ExtendEvery", lease.Key))
+		c.log.report(r, lease.Key, slog.LevelWarn, "httplimit: lease expired before its handler returned", fmt.Errorf("httplimit: concurrency: the lease on %q expired before its handler returned: raise the TTL or set ExtendEvery", lease.Key))
 	}
 }
 

@@ -6,39 +6,47 @@
 //	RateLimit-Policy: "api";q=100;w=60
 //	RateLimit: "api";r=42;t=17
 //
-// one list item per policy, where q is the policy's limit (the Decision's
-// Limit), w its window in seconds (when configured), r what remains and t
-// the seconds "until additional quota associated with the quota policy is
-// made available", as the draft defines it. The draft also says "the
-// Retry-After field value SHOULD NOT reference a point in time earlier
-// than the reset parameter", so t is: on an allowed response, the seconds
-// until the limiter is full again (ResetAfter, rounded up), by when more
-// quota has come back; on a denied one, the seconds until the request
-// would pass, equal to Retry-After for the limit that denied, and no
-// other t is later than Retry-After. Every Integer in the fields is at
-// most 999999999999999, the largest a Structured Field holds (RFC 8941):
-// a larger limit or remaining count is sent as that, since a larger
-// Integer would make the whole field malformed. Optionally it also
-// sends the legacy X-RateLimit-Limit, X-RateLimit-Remaining and
-// X-RateLimit-Reset for the first policy; X-RateLimit-Reset is in
-// seconds from now (the same value as t), not a Unix time. A denied
-// request gets 429 Too Many Requests with Retry-After in whole seconds,
-// rounded up and never 0, and a short body: plain text, or JSON when the
-// request accepts application/json.
+// one list item per limit, where q is the limit (the Decision's Limit), w
+// its window in seconds (the Decision's Window, the time in which the
+// limiter gives back its whole Limit, from its own configuration; or
+// Config.Window), r what remains and t the seconds "until additional
+// quota associated with the quota policy is made available", as the draft
+// defines it. The draft also says "the Retry-After field value SHOULD NOT
+// reference a point in time earlier than the reset parameter", so t is:
+// on an allowed response, the seconds until the limiter is full again
+// (ResetAfter, rounded up), by when more quota has come back; on a denied
+// one, the seconds until the request would pass, equal to Retry-After for
+// the limit that denied, and no other t is later than Retry-After. Every
+// Integer in the fields is at most 999999999999999, the largest a
+// Structured Field holds (RFC 8941): a larger limit or remaining count is
+// sent as that, since a larger Integer would make the whole field
+// malformed. Optionally it also sends the legacy X-RateLimit-Limit,
+// X-RateLimit-Remaining and X-RateLimit-Reset for the first item;
+// X-RateLimit-Reset is in seconds from now (the same value as t), not a
+// Unix time. A denied request gets 429 Too Many Requests with Retry-After
+// in whole seconds, rounded up and never 0, and a short body: plain text,
+// or JSON when the request accepts application/json.
 //
-// With Config.Policy (or PolicyFor, to pick a tier per request) every
-// request is decided against all the limits of a ratekit.Policy at once:
-// counted by all of them or by none. Each enforced limit is one item of
-// both headers. Shadow limits are left out of every header a client
-// reads (RateLimit, RateLimit-Policy, the X-RateLimit ones): they never
-// deny, and a client that throttled itself on them would defeat a shadow
-// rollout; the middleware logs the requests they would have denied at
-// slog.LevelInfo, paced like errors. While a penalty blocks the key each
-// limit says r=0 and t the block's end. A 429 names the limits that denied, or the penalty block; and
-// Config.Counts refunds the requests that should not count, by response
-// status (for example, count only responses with status >= 400).
-// Config.Policies instead applies independent limiters one after another,
-// each counting the request before the next decides.
+// Config.Limiter is any core.Limiter; Config.LimiterFor picks one per
+// request (its tier). A policy (ratekit.NewPolicy) decides every request
+// against all its limits at once, counted by all of them or by none, and
+// each of its enforced limits is one item of both headers. Shadow limits
+// are left out of every header a client reads (RateLimit,
+// RateLimit-Policy, the X-RateLimit ones): they never deny, and a client
+// that throttled itself on them would defeat a shadow rollout; the
+// middleware logs the requests they would have denied at slog.LevelInfo,
+// paced like errors. While a penalty blocks the key each limit says r=0
+// and t the block's end. A 429 names the limits that denied, or the
+// penalty block; and Config.Counts refunds the requests that should not
+// count, by response status (for example, count only responses with status
+// >= 400). Middlewares stack: each adds its items to the fields, so limits
+// of different keys (per client, for all clients) are middlewares in a
+// row.
+//
+// Every decision is bounded by Config.Timeout (DefaultTimeout, 100 ms,
+// when 0), whatever the store's client does with contexts and whether the
+// request has a deadline: a store that hangs costs a request at most the
+// timeout, then the request is served, or answered 503 with FailClosed.
 //
 // Requests are keyed by client IP by default ([ClientIP]). The client IP is
 // the connection's remote address. Behind proxies, name them in

@@ -1,51 +1,34 @@
 package httplimit
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/callcheck"
+	"github.com/ratekit/ratekit/internal/bound"
 	"github.com/ratekit/ratekit/internal/logpace"
 	"github.com/ratekit/ratekit/internal/ratelimitfield"
 )
 
-// Limiter is the one method the middleware needs; every ratekit limiter
-// has it.
-type Limiter interface {
-	AllowN(ctx context.Context, key string, n int64) (core.Decision, error)
-}
+// DefaultTimeout is Config.Timeout when it is 0: the longest a decision
+// may take before the request is served without it (or answered 503 with
+// FailClosed). A Redis round trip takes well under a millisecond; the
+// bound is for a store that hangs.
+const DefaultTimeout = 100 * time.Millisecond
 
-// Policy is one limiter the middleware applies, named in the headers.
-type Policy struct {
-	// Name is the policy's name in RateLimit-Policy and RateLimit: printable
-	// ASCII, at most 64 bytes. Empty means "default".
-	Name string
-	// Limiter decides the requests. Required: New refuses nil, a nil
-	// pointer (a typed nil) included.
-	Limiter Limiter
-	// Window, when set, is advertised as w= (whole seconds, rounded up),
-	// beside q, which is the Limiter's Decision.Limit: it must be the time
-	// in which the Limiter gives back its whole Limit, so that q per w is
-	// the rate it enforces. For a fixed or sliding window, its Window; for
-	// GCRA and the token bucket, whose Limit is the burst (the capacity),
-	// the time a burst takes to come back: gcra.Config{Rate: 10, Period:
-	// time.Minute, Burst: 2} is q=2 with a Window of 12 s (2 per 12 s is
-	// 10 a minute), not a minute, which would advertise 2 a minute. New
-	// cannot check it: a Limiter says its Limit only when it decides.
-	Window time.Duration
-	// Key, when set, replaces Config.Key for this policy: for example a
-	// constant key for a limit shared by all clients.
-	Key Keyer
-}
+// maxInFlight is the most decisions of one middleware that may run at
+// once, counting those abandoned at their timeout that the store has not
+// finished: a call beyond it fails at once, as a store failure.
+const maxInFlight = 1000
 
 // Keyer returns the key a request is limited by. An error answers 400 Bad
 // Request, except an error wrapping core.ErrInvalidConfig, which is the
@@ -63,17 +46,33 @@ func (f KeyFunc) Key(r *http.Request) (string, error) { return f(r) }
 
 // Config configures the middleware.
 type Config struct {
-	// Policy decides every request against all of its limits at once, in
-	// one call: counted by all of them or by none. Each enforced limit is
-	// one item of RateLimit-Policy and RateLimit; shadow limits are in no
-	// header (they are not enforced). A 429 names the limits that denied. Exactly one of Policy, PolicyFor and
-	// Policies is set.
-	Policy PolicyLimiter
-	// PolicyFor picks each request's policy (its tier), as Policy.
-	PolicyFor PolicyFunc
-	// Counts, with Policy or PolicyFor, decides after the handler whether
-	// a request counts, by its response status: one that does not is
-	// refunded (ratekit.Policy.Refund). For example, to count only errors:
+	// Limiter decides every request: any core.Limiter (an algorithm's
+	// limiter, a policy of several limits decided at once, a wrapper of
+	// one). Exactly one of Limiter and LimiterFor is set.
+	Limiter core.Limiter
+	// LimiterFor picks each request's limiter: its tier, say (one of a
+	// ratekit.Tiers). An error answers 500 Internal Server Error and is
+	// logged as the server's failure.
+	LimiterFor func(r *http.Request) (core.Limiter, error)
+	// Name names the limiter's item in RateLimit-Policy and RateLimit:
+	// printable ASCII, at most 64 bytes; "default" when empty. A policy's
+	// items are named after its limits instead.
+	Name string
+	// Window, when positive, is advertised as w (whole seconds, rounded
+	// up) for a limiter that is not a policy, instead of the Window of its
+	// decisions (core.Decision.Window: the time in which it gives back its
+	// whole Limit, from its own configuration). A policy's items carry
+	// each limit's own Window.
+	Window time.Duration
+	// Key returns the request's key; nil means ClientIP{} (the remote
+	// address, no proxy trusted, IPv6 grouped by /64). New checks the
+	// settings of a ClientIP or HeaderKey.
+	Key Keyer
+	// Cost returns a request's cost; nil means 1. An error answers 400.
+	Cost func(r *http.Request) (int64, error)
+	// Counts decides after the handler whether a request counts, by its
+	// response status: one that does not is refunded (core.Limiter's
+	// Refund). For example, to count only errors:
 	//
 	//	Counts: func(status int) bool { return status >= 400 },
 	//
@@ -83,42 +82,38 @@ type Config struct {
 	// Protocols unless a status was written before. nil counts every
 	// request.
 	Counts func(status int) bool
-	// Policies are applied in order; a request must pass all of them. A
-	// denial stops the chain: the policies before it have counted the
-	// request (use Policy to decide several limits at once).
-	Policies []Policy
-	// Key returns the request's key; nil means ClientIP{} (the remote
-	// address, no proxy trusted, IPv6 grouped by /64). New checks the
-	// settings of a ClientIP or HeaderKey given here or in a Policy.
-	Key Keyer
-	// Cost returns a request's cost; nil means 1. An error answers 400.
-	Cost func(r *http.Request) (int64, error)
+	// Timeout bounds every decision (and refund), whatever the store's
+	// client does with contexts and whether the request's context has a
+	// deadline: a store that hangs costs a request at most Timeout, after
+	// which the request is served (or answered 503 with FailClosed). 0
+	// means DefaultTimeout; it must not be negative. For a limit of its
+	// own while the store is down, give a failsafe.Limiter with FailLocal
+	// and a shorter Timeout as Limiter.
+	Timeout time.Duration
 	// LegacyHeaders adds X-RateLimit-Limit, X-RateLimit-Remaining and
 	// X-RateLimit-Reset (seconds from now, the same value as its t in
-	// RateLimit) for the first policy, or the first enforced limit of a
-	// Policy.
+	// RateLimit) for the first item of the fields.
 	LegacyHeaders bool
 	// Denied, when set, writes the response for a denied request instead
 	// of the default 429 body. The status line is the handler's to write;
-	// the rate-limit headers and Retry-After are already set. The denying
-	// decision is in the request's context: PolicyDecisionFromContext
-	// returns it with Policy or PolicyFor, DecisionFromContext with
-	// Policies.
+	// the rate-limit headers and Retry-After are already set, and
+	// DecisionFromContext returns the denying decision.
 	Denied http.Handler
 	// Logger receives the errors the middleware meets, unless OnError is
 	// set; nil means slog.Default(). The server's failures (a Limiter's
 	// error other than core.ErrInvalidKey and core.ErrInvalidCost, such as
-	// a store that is down or refuses the password, a Keyer's error
-	// wrapping core.ErrInvalidConfig, and a ClientIP's ErrRemoteNotIP on a
-	// listener without IP addresses, paced apart) are logged at
-	// slog.LevelError, at
-	// most one line every 10 seconds for each middleware New returns, so
-	// that a dead store does not flood the log; each line's "suppressed"
-	// attribute counts the errors left out since the line before. The
-	// client's errors, answered with 400 (a key or cost that cannot be
-	// read, or that the limiter refuses), and a store call cut short
-	// because the client went away are logged at slog.LevelDebug, every
-	// one.
+	// a store that is down, too slow or refuses the password, a Keyer's
+	// error wrapping core.ErrInvalidConfig, and a ClientIP's
+	// ErrRemoteNotIP on a listener without IP addresses, paced apart) are
+	// logged at slog.LevelError, at most one line every 10 seconds for
+	// each middleware New returns, so that a dead store does not flood
+	// the log; each line's "suppressed" attribute counts the errors left
+	// out since the line before. The client's errors, answered with 400
+	// (a key or cost that cannot be read, or that the limiter refuses),
+	// and a store call cut short because the client went away are logged
+	// at slog.LevelDebug, every one. Every line carries the request's key
+	// when it is known ("key"). Clients get a short message of their own,
+	// never the error.
 	Logger *slog.Logger
 	// OnError, when set, receives every error instead of the Logger, with
 	// its request, none left out: store errors (which wrap core.ErrStore
@@ -133,58 +128,46 @@ type Config struct {
 
 type ctxKey struct{}
 
-// DecisionFromContext returns the decision stored in ctx by a middleware
-// with Config.Policies (New) or by Concurrency, for a denied request (in
-// Config.Denied) or an allowed one (in the next handler): the decision of
-// the last policy applied, or the lease's. With Config.Policy or
-// PolicyFor there is none: use PolicyDecisionFromContext.
+// DecisionFromContext returns the decision stored in ctx by the middleware
+// (New, or Concurrency for a lease), for a denied request (in
+// Config.Denied) or an allowed one (in the next handler). A policy's
+// decision holds each of its limits' in Limits.
 func DecisionFromContext(ctx context.Context) (core.Decision, bool) {
 	d, ok := ctx.Value(ctxKey{}).(core.Decision)
 	return d, ok
 }
 
 // New returns the middleware for cfg, or an error wrapping
-// core.ErrInvalidConfig that names the bad field.
+// core.ErrInvalidConfig that names the bad field. To apply limiters of
+// different keys (one per client, one for all clients), stack
+// middlewares: each adds its items to the fields, and a request must
+// pass all of them; an outer one has counted the request when an inner
+// one denies it. To decide several limits of one key at once, counted by
+// all or by none, give a policy (ratekit.NewPolicy).
 func New(cfg Config) (func(http.Handler) http.Handler, error) {
 	return newMiddleware(cfg, time.Now)
 }
 
 // newMiddleware is New with the clock that paces log lines.
 func newMiddleware(cfg Config, now func() time.Time) (func(http.Handler) http.Handler, error) {
-	set := 0
-	for _, ok := range []bool{cfg.Policy != nil, cfg.PolicyFor != nil, len(cfg.Policies) > 0} {
-		if ok {
-			set++
-		}
+	switch {
+	case (cfg.Limiter == nil) == (cfg.LimiterFor == nil):
+		return nil, fmt.Errorf("%w: httplimit: set exactly one of Limiter and LimiterFor", core.ErrInvalidConfig)
+	case cfg.Limiter != nil && cfg.Limiter.MaxCost() < 1:
+		return nil, fmt.Errorf("%w: httplimit: Limiter cannot decide (nil, or not built by its New)", core.ErrInvalidConfig)
+	case cfg.Timeout < 0:
+		return nil, fmt.Errorf("%w: httplimit: Timeout is negative", core.ErrInvalidConfig)
+	case cfg.Window < 0:
+		return nil, fmt.Errorf("%w: httplimit: Window is negative", core.ErrInvalidConfig)
 	}
-	if set != 1 {
-		return nil, fmt.Errorf("%w: httplimit: set exactly one of Policy, PolicyFor and Policies (%d are set)", core.ErrInvalidConfig, set)
+	if cfg.Name == "" {
+		cfg.Name = ratelimitfield.DefaultName
 	}
-	if cfg.Policy != nil {
-		if why := callcheck.Unusable(cfg.Policy); why != "" {
-			return nil, fmt.Errorf("%w: httplimit: Policy is %s", core.ErrInvalidConfig, why)
-		}
+	if err := ratelimitfield.CheckName(cfg.Name); err != nil {
+		return nil, fmt.Errorf("%w: httplimit: Name: %w", core.ErrInvalidConfig, err)
 	}
-	if cfg.Counts != nil && len(cfg.Policies) > 0 {
-		return nil, fmt.Errorf("%w: httplimit: Counts needs Policy or PolicyFor (a ratekit.Policy refunds)", core.ErrInvalidConfig)
-	}
-	cfg.Policies = slices.Clone(cfg.Policies)
-	names := ratelimitfield.Names{}
-	for i := range cfg.Policies {
-		p := &cfg.Policies[i]
-		if why := callcheck.Unusable(p.Limiter); why != "" {
-			return nil, fmt.Errorf("%w: httplimit: Policies[%d].Limiter is %s", core.ErrInvalidConfig, i, why)
-		}
-		if p.Key != nil {
-			k, err := checkKeyer(p.Key)
-			if err != nil {
-				return nil, fmt.Errorf("%w: httplimit: Policies[%d].Key: %w", core.ErrInvalidConfig, i, err)
-			}
-			p.Key = k
-		}
-		if err := names.Check(i, &p.Name, p.Window); err != nil {
-			return nil, fmt.Errorf("%w: httplimit: %w", core.ErrInvalidConfig, err)
-		}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.Key == nil {
 		cfg.Key = ClientIP{}
@@ -195,6 +178,7 @@ func newMiddleware(cfg Config, now func() time.Time) (func(http.Handler) http.Ha
 	}
 	cfg.Key = k
 	m := &middleware{cfg: cfg, now: now}
+	m.calls = bound.Calls{Timeout: cfg.Timeout, Max: maxInFlight}
 	return m.wrap, nil
 }
 
@@ -235,13 +219,10 @@ func checkKeyer(k Keyer) (Keyer, error) {
 	return p, nil
 }
 
-// logEvery is the least time between two lines a middleware logs at
-// slog.LevelError.
-const logEvery = logpace.Every
-
 type middleware struct {
-	cfg Config
-	now func() time.Time
+	cfg   Config
+	now   func() time.Time
+	calls bound.Calls
 	// errors paces the lines logged for the server's failures, shadow
 	// those for shadow limits that would have denied, remote those for
 	// remote addresses that are not IP addresses.
@@ -254,71 +235,104 @@ func (m *middleware) wrap(next http.Handler) http.Handler {
 		if m.cfg.Cost != nil {
 			var err error
 			if n, err = m.cfg.Cost(r); err != nil {
-				m.report(r, slog.LevelDebug, "httplimit: bad request", fmt.Errorf("httplimit: cost: %w", err))
-				http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
+				m.report(r, "", slog.LevelDebug, "httplimit: bad request", fmt.Errorf("httplimit: cost: %w", err))
+				http.Error(w, "bad request: invalid request cost", http.StatusBadRequest)
 				return
 			}
 		}
-		if m.cfg.Policy != nil || m.cfg.PolicyFor != nil {
-			m.servePolicy(w, r, next, n)
+		lim := m.cfg.Limiter
+		if m.cfg.LimiterFor != nil {
+			var err error
+			if lim, err = m.cfg.LimiterFor(r); err == nil && (lim == nil || lim.MaxCost() < 1) {
+				err = errors.New("it returned a limiter that cannot decide (nil, or not built by its New)")
+			}
+			if err != nil {
+				m.report(r, "", slog.LevelError, "httplimit: LimiterFor failed, request answered 500", fmt.Errorf("httplimit: LimiterFor: %w", err))
+				http.Error(w, "rate limiter misconfigured", http.StatusInternalServerError)
+				return
+			}
+		}
+		key, err := m.cfg.Key.Key(r)
+		if err != nil {
+			m.keyFailed(w, r, err)
 			return
 		}
-		var limits []ratelimitfield.Limit
-		var last core.Decision
-		for _, p := range m.cfg.Policies {
-			keyer := m.cfg.Key
-			if p.Key != nil {
-				keyer = p.Key
+		d, err := m.calls.Do(r.Context(), func(ctx context.Context) (core.Decision, error) {
+			return lim.AllowN(ctx, key, n)
+		})
+		if err != nil {
+			if !m.failed(w, r, key, err) {
+				next.ServeHTTP(w, r) // fail open
 			}
-			key, ok := m.key(w, r, keyer, p.Name)
-			if !ok {
-				return
-			}
-			d, err := p.Limiter.AllowN(r.Context(), key, n)
-			if err != nil {
-				if m.failed(w, r, err, p.Name) {
-					return
+			return
+		}
+		if d.Allowed && shadowDenied(d) {
+			m.shadow.log(m, r, slog.LevelInfo, "httplimit: shadow limits would have denied the request", slog.String("key", key), slog.Any("limits", names(d, true)))
+		}
+		var retry int64
+		if !d.Allowed {
+			retry = ratelimitfield.RetryAfter(d.RetryAfter)
+		}
+		m.setHeaders(w, ratelimitfield.Limits(m.cfg.Name, m.cfg.Window, d), retry)
+		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, d))
+		if !d.Allowed {
+			m.deny(w, r, d, retry)
+			return
+		}
+		if m.cfg.Counts == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			// A handler that panics has not answered: its request counts.
+			if sw.status != 0 && !m.cfg.Counts(sw.status) {
+				_, err := m.calls.Do(context.WithoutCancel(r.Context()), func(ctx context.Context) (core.Decision, error) {
+					return lim.Refund(ctx, key, n)
+				})
+				if err != nil {
+					m.report(r, key, slog.LevelError, "httplimit: refund failed, the request stays counted", fmt.Errorf("httplimit: refund: %w", err))
 				}
-				continue // fail open: this policy says nothing
 			}
-			last = d
-			limits = append(limits, ratelimitfield.Limit{Name: p.Name, Window: p.Window, Decision: d})
-			if !d.Allowed {
-				retry := ratelimitfield.RetryAfter(d.RetryAfter)
-				m.setHeaders(w, limits, retry)
-				m.deny(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, d)), retry)
-				return
-			}
+		}()
+		next.ServeHTTP(sw, r)
+		if sw.status == 0 {
+			sw.status = http.StatusOK
 		}
-		m.setHeaders(w, limits, 0)
-		if len(limits) > 0 {
-			r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, last))
-		}
-		next.ServeHTTP(w, r)
 	})
 }
 
-// key returns r's key by keyer, or answers r (400 for the client's error,
-// 500 for a misconfigured Keyer) and returns false. name names the policy
-// in errors.
-func (m *middleware) key(w http.ResponseWriter, r *http.Request, keyer Keyer, name string) (string, bool) {
-	key, err := keyer.Key(r)
-	if err == nil {
-		return key, true
+// shadowDenied reports whether a shadow limit of a policy would have
+// denied d.
+func shadowDenied(d core.Decision) bool {
+	for _, l := range d.Limits {
+		if l.Shadow && !l.Allowed {
+			return true
+		}
 	}
-	m.keyFailed(w, r, err, fmt.Sprintf("policy %q", name))
-	return "", false
+	return false
+}
+
+// names returns the names of d's limits that denied: the shadow ones, or
+// the enforced ones.
+func names(d core.Decision, shadow bool) []string {
+	out := []string{}
+	for _, l := range d.Limits {
+		if l.Shadow == shadow && !l.Allowed {
+			out = append(out, l.Name)
+		}
+	}
+	return out
 }
 
 // keyFailed reports err, a Keyer's error, and answers r: 500 for the
 // server's mistake (a Keyer misconfigured, a ClientIP on a listener
-// without IP addresses), 400 for the client's. where names the Keyer's
-// user in the error reported.
-func (m *middleware) keyFailed(w http.ResponseWriter, r *http.Request, keyErr error, where string) {
-	err := fmt.Errorf("httplimit: %s: key: %w", where, keyErr)
+// without IP addresses), 400 for the client's.
+func (m *middleware) keyFailed(w http.ResponseWriter, r *http.Request, keyErr error) {
+	err := fmt.Errorf("httplimit: key: %w", keyErr)
 	switch {
 	case errors.Is(err, core.ErrInvalidConfig):
-		m.report(r, slog.LevelError, "httplimit: Keyer misconfigured, request answered 500", err)
+		m.report(r, "", slog.LevelError, "httplimit: Keyer misconfigured, request answered 500", err)
 	case errors.Is(err, ErrRemoteNotIP):
 		// Every request fails alike: one line now and then, on a pacer
 		// of its own, so that store failures still get theirs.
@@ -328,8 +342,8 @@ func (m *middleware) keyFailed(w http.ResponseWriter, r *http.Request, keyErr er
 			m.remote.log(m, r, slog.LevelError, "httplimit: ClientIP on a listener without IP addresses (a unix socket?), request answered 500: set Config.Key", slog.Any("error", err))
 		}
 	default:
-		m.report(r, slog.LevelDebug, "httplimit: bad request", err)
-		http.Error(w, "bad request: "+keyErr.Error(), http.StatusBadRequest)
+		m.report(r, "", slog.LevelDebug, "httplimit: bad request", err)
+		http.Error(w, "bad request: missing or invalid rate limit key", http.StatusBadRequest)
 		return
 	}
 	http.Error(w, "rate limiter misconfigured", http.StatusInternalServerError)
@@ -338,20 +352,23 @@ func (m *middleware) keyFailed(w http.ResponseWriter, r *http.Request, keyErr er
 // failed reports a limiter's error and answers r when it must: 400 for a
 // key or cost the limiter refuses, 503 with FailClosed. It returns false
 // when the request is to be served regardless (fail open).
-func (m *middleware) failed(w http.ResponseWriter, r *http.Request, err error, name string) bool {
-	if errors.Is(err, core.ErrInvalidCost) || errors.Is(err, core.ErrInvalidKey) {
-		m.report(r, slog.LevelDebug, "httplimit: bad request", fmt.Errorf("httplimit: policy %q: %w", name, err))
-		http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
-		return true
-	}
-	err = fmt.Errorf("httplimit: policy %q: %w", name, err)
+func (m *middleware) failed(w http.ResponseWriter, r *http.Request, key string, err error) bool {
+	err = fmt.Errorf("httplimit: %w", err)
 	switch {
+	case errors.Is(err, core.ErrInvalidKey):
+		m.report(r, key, slog.LevelDebug, "httplimit: bad request", err)
+		http.Error(w, "bad request: invalid rate limit key", http.StatusBadRequest)
+		return true
+	case errors.Is(err, core.ErrInvalidCost):
+		m.report(r, key, slog.LevelDebug, "httplimit: bad request", err)
+		http.Error(w, "bad request: invalid request cost", http.StatusBadRequest)
+		return true
 	case r.Context().Err() != nil:
-		m.report(r, slog.LevelDebug, "httplimit: limiter call cut short, the client went away", err)
+		m.report(r, key, slog.LevelDebug, "httplimit: limiter call cut short, the client went away", err)
 	case m.cfg.FailClosed:
-		m.report(r, slog.LevelError, "httplimit: limiter failed, request answered 503 (FailClosed)", err)
+		m.report(r, key, slog.LevelError, "httplimit: limiter failed, request answered 503 (FailClosed)", err)
 	default:
-		m.report(r, slog.LevelError, "httplimit: limiter failed, request served without this policy (fail open)", err)
+		m.report(r, key, slog.LevelError, "httplimit: limiter failed, request served without it (fail open)", err)
 	}
 	if m.cfg.FailClosed {
 		http.Error(w, "rate limiter unavailable", http.StatusServiceUnavailable)
@@ -360,20 +377,25 @@ func (m *middleware) failed(w http.ResponseWriter, r *http.Request, err error, n
 	return false
 }
 
-// report hands err to OnError or, without one, logs msg and err at level:
-// at slog.LevelError, at most one line every logEvery.
-func (m *middleware) report(r *http.Request, level slog.Level, msg string, err error) {
+// report hands err to OnError or, without one, logs msg, the key (when
+// known) and err at level: at slog.LevelError, at most one line every
+// logEvery.
+func (m *middleware) report(r *http.Request, key string, level slog.Level, msg string, err error) {
 	if m.cfg.OnError != nil {
 		m.cfg.OnError(r, err)
 		return
 	}
+	attrs := []slog.Attr{slog.Any("error", err)}
+	if key != "" {
+		attrs = append(attrs, slog.String("key", key))
+	}
 	if level < slog.LevelError {
 		if logger := m.logger(); logger.Enabled(r.Context(), level) {
-			logger.LogAttrs(r.Context(), level, msg, slog.Any("error", err))
+			logger.LogAttrs(r.Context(), level, msg, attrs...)
 		}
 		return
 	}
-	m.errors.log(m, r, level, msg, slog.Any("error", err))
+	m.errors.log(m, r, level, msg, attrs...)
 }
 
 func (m *middleware) logger() *slog.Logger {
@@ -382,6 +404,10 @@ func (m *middleware) logger() *slog.Logger {
 	}
 	return m.cfg.Logger
 }
+
+// logEvery is the least time between two lines a middleware logs at
+// slog.LevelError.
+const logEvery = logpace.Every
 
 // A pacer logs at most one line every logEvery, each line counting in its
 // "suppressed" attribute the lines left out since the one before.
@@ -403,8 +429,9 @@ func (p *pacer) log(m *middleware, r *http.Request, level slog.Level, msg string
 
 // setHeaders sets the rate-limit headers of a response that names limits,
 // whose Retry-After is retry seconds (0 when it is not a denial): the
-// RateLimit fields and, with LegacyHeaders, the X-RateLimit headers of the
-// first limit, X-RateLimit-Reset being its t.
+// RateLimit fields, added to any an outer middleware set, and, with
+// LegacyHeaders, the X-RateLimit headers of the first limit, X-RateLimit-
+// Reset being its t.
 func (m *middleware) setHeaders(w http.ResponseWriter, limits []ratelimitfield.Limit, retry int64) {
 	h := w.Header()
 	if retry > 0 {
@@ -420,24 +447,39 @@ func (m *middleware) setHeaders(w http.ResponseWriter, limits []ratelimitfield.L
 		h.Set("X-RateLimit-Reset", strconv.FormatInt(l.Reset(retry), 10))
 	}
 	policies, states := ratelimitfield.Fields(limits, retry)
-	h.Set("RateLimit-Policy", strings.Join(policies, ", "))
-	h.Set("RateLimit", strings.Join(states, ", "))
+	h.Add(ratelimitfield.PolicyName, strings.Join(policies, ", "))
+	h.Add(ratelimitfield.StateName, strings.Join(states, ", "))
 }
 
-// deny answers a request denied with Retry-After: retry seconds, already
-// set.
-func (m *middleware) deny(w http.ResponseWriter, r *http.Request, retry int64) {
+// deny answers a request denied with d, whose Retry-After (retry
+// seconds) is set: 429, naming a policy's limits that denied it (or the
+// penalty block).
+func (m *middleware) deny(w http.ResponseWriter, r *http.Request, d core.Decision, retry int64) {
 	if m.cfg.Denied != nil {
 		m.cfg.Denied.ServeHTTP(w, r)
 		return
 	}
+	denied := names(d, false)
 	if acceptsJSON(r) {
+		body := map[string]any{"error": "rate limit exceeded", "retry_after": retry}
+		if d.Limits != nil {
+			body["limits"], body["blocked"] = denied, d.Blocked
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusTooManyRequests)
-		_ = json.NewEncoder(w).Encode(map[string]any{"error": "rate limit exceeded", "retry_after": retry})
+		_ = json.NewEncoder(w).Encode(body)
 		return
 	}
-	http.Error(w, "rate limit exceeded, retry in "+strconv.FormatInt(retry, 10)+"s", http.StatusTooManyRequests)
+	msg := "rate limit exceeded"
+	switch {
+	case d.Blocked && len(denied) > 0:
+		msg += " (blocked after exceeding a limit: " + strings.Join(denied, ", ") + ")"
+	case d.Blocked:
+		msg += " (blocked after exceeding a limit)"
+	case len(denied) > 0:
+		msg += " (limit " + strings.Join(denied, ", ") + ")"
+	}
+	http.Error(w, msg+", retry in "+strconv.FormatInt(retry, 10)+"s", http.StatusTooManyRequests)
 }
 
 func acceptsJSON(r *http.Request) bool {
@@ -450,3 +492,59 @@ func acceptsJSON(r *http.Request) bool {
 }
 
 func ceilSeconds(d time.Duration) int64 { return ratelimitfield.CeilSeconds(d) }
+
+// statusWriter records the status a handler answers with. It keeps what
+// the writer underneath can do: a handler may assert http.Flusher (server-
+// sent events) and http.Hijacker (WebSocket) on it, and reach the rest
+// through http.ResponseController, which Unwraps it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+var (
+	_ http.Flusher  = (*statusWriter)(nil)
+	_ http.Hijacker = (*statusWriter)(nil)
+)
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush flushes the writer underneath, which answers 200 if the handler
+// has not written a status; it does nothing when that writer cannot
+// flush.
+func (w *statusWriter) Flush() {
+	if err := http.NewResponseController(w.ResponseWriter).Flush(); err == nil && w.status == 0 {
+		w.status = http.StatusOK
+	}
+}
+
+// Hijack hands the connection to the handler, or returns an error
+// wrapping http.ErrNotSupported when the writer underneath cannot (an
+// HTTP/2 stream). What the handler then writes on the connection is not
+// seen: Counts gets 101 Switching Protocols, the answer a WebSocket
+// upgrade writes, unless a status was written before.
+func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, fmt.Errorf("httplimit: hijack: %w", err)
+	}
+	if w.status == 0 {
+		w.status = http.StatusSwitchingProtocols
+	}
+	return conn, rw, nil
+}
+
+// Unwrap lets http.ResponseController reach the writer underneath.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
