@@ -58,8 +58,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/store/scriptproto"
 	"github.com/ratekit/ratekit/internal/typednil"
+	"github.com/ratekit/ratekit/store/scriptproto"
 )
 
 // Runner is a core.ScriptRunner and core.BatchRunner over a go-redis

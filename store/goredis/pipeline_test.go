@@ -16,9 +16,9 @@ import (
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/fakeclock"
-	"github.com/ratekit/ratekit/store/scriptproto"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
+	"github.com/ratekit/ratekit/store/scriptproto"
 )
 
 // watch is a go-redis hook that sees what the Runner sends: the

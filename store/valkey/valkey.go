@@ -28,8 +28,8 @@ import (
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/store/scriptproto"
 	"github.com/ratekit/ratekit/internal/typednil"
+	"github.com/ratekit/ratekit/store/scriptproto"
 )
 
 // Runner is a core.ScriptRunner and core.BatchRunner over a valkey-go
