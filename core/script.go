@@ -1,8 +1,10 @@
 package core
 
 import (
+	"crypto/fips140"
 	"crypto/sha1"
 	"encoding/hex"
+	"sync"
 )
 
 // TwinFunc is the Go twin of a script's Lua source: the same decision, made
@@ -19,21 +21,22 @@ type TwinFunc func(tx Tx, keys []string, args []int64, reply []int64) ([]int64, 
 type Script struct {
 	name     string
 	lua      string
-	sha1     string
 	twin     TwinFunc
 	readOnly bool
+
+	sha1Once sync.Once
+	sha1     string // set by sha1Once
 }
 
 // NewScript returns a script named name (for errors and metrics) with the
 // given Lua source and Go twin. A readOnly script never writes: the Redis
 // adapters run it with EVALSHA_RO / EVAL_RO, so that a write attempt fails on
-// the server instead of changing state. The SHA1 of lua is computed once here.
+// the server instead of changing state. NewScript computes no hash: see
+// [Script.SHA1].
 func NewScript(name, lua string, twin TwinFunc, readOnly bool) *Script {
-	sum := sha1.Sum([]byte(lua))
 	return &Script{
 		name:     name,
 		lua:      lua,
-		sha1:     hex.EncodeToString(sum[:]),
 		twin:     twin,
 		readOnly: readOnly,
 	}
@@ -45,9 +48,27 @@ func (s *Script) Name() string { return s.name }
 // Lua returns the script's Lua source.
 func (s *Script) Lua() string { return s.lua }
 
-// SHA1 returns the lowercase hex SHA1 of the Lua source, the name EVALSHA
-// knows the script by.
-func (s *Script) SHA1() string { return s.sha1 }
+// SHA1 returns the lowercase hex SHA-1 of the Lua source, the name EVALSHA
+// knows the script by. It is computed once, on the first call, never at
+// package initialisation: a Redis store makes that call when it first
+// sends the script; the memory store never does.
+//
+// Under GODEBUG=fips140=only, where crypto/sha1 panics, SHA1 computes the
+// same hash inside [fips140.WithoutEnforcement], which Go provides for
+// non-approved algorithms used for no cryptographic purpose: the hash only
+// names the script in the server's script cache, as Redis names every
+// script it is sent (EVAL included), and protects nothing. So the Redis
+// stores keep sending EVALSHA under fips140=only; docs/design.md gives
+// what EVAL instead would cost.
+func (s *Script) SHA1() string {
+	s.sha1Once.Do(func() {
+		fips140.WithoutEnforcement(func() {
+			sum := sha1.Sum([]byte(s.lua))
+			s.sha1 = hex.EncodeToString(sum[:])
+		})
+	})
+	return s.sha1
+}
 
 // Twin returns the script's Go twin, or nil when it has none.
 func (s *Script) Twin() TwinFunc { return s.twin }

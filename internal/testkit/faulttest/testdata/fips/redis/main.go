@@ -1,0 +1,65 @@
+// Command redis makes decisions through every Redis store on the
+// redis-server at the address given as its argument; TestFIPSOnly runs it
+// under GODEBUG=fips140=only. It prints "ok" or fails.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/gomodule/redigo/redis"
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/ratekit/ratekit/internal/testkit/faulttest/testdata/fips/fipscheck"
+	goredisstore "github.com/ratekit/ratekit/store/goredis"
+	redigostore "github.com/ratekit/ratekit/store/redigo"
+	rueidisstore "github.com/ratekit/ratekit/store/rueidis"
+	valkeystore "github.com/ratekit/ratekit/store/valkey"
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: redis host:port")
+		os.Exit(2)
+	}
+	if err := run(os.Args[1]); err != nil {
+		fmt.Fprintln(os.Stderr, "redis:", err)
+		os.Exit(1)
+	}
+	fmt.Println("ok")
+}
+
+func run(addr string) error {
+	if err := fipscheck.Enforced(); err != nil {
+		return err
+	}
+	rdb := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1})
+	defer rdb.Close()
+	if err := fipscheck.Run(goredisstore.New(rdb), "goredis:"); err != nil {
+		return fmt.Errorf("goredis: %w", err)
+	}
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	if err := fipscheck.Run(rueidisstore.New(rc), "rueidis:"); err != nil {
+		return fmt.Errorf("rueidis: %w", err)
+	}
+	pool := &redis.Pool{Dial: func() (redis.Conn, error) { return redis.Dial("tcp", addr) }}
+	defer pool.Close()
+	if err := fipscheck.Run(redigostore.New(pool), "redigo:"); err != nil {
+		return fmt.Errorf("redigo: %w", err)
+	}
+	vc, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+	if err != nil {
+		return err
+	}
+	defer vc.Close()
+	if err := fipscheck.Run(valkeystore.New(vc), "valkey:"); err != nil {
+		return fmt.Errorf("valkey: %w", err)
+	}
+	return nil
+}
