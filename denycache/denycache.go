@@ -36,14 +36,14 @@ const shards = 64
 // every call returns an error wrapping core.ErrInvalidConfig and MaxCost
 // returns 0; build one with New.
 type Limiter struct {
-	next    core.Limiter
-	now     func() time.Time
-	max     int
-	clock   core.Clock // WithClock's
-	seed    maphash.Seed
-	hits    atomic.Uint64
-	keys    atomic.Int64 // denials cached, at most max
-	shards  [shards]shard
+	next   core.Limiter
+	now    func() time.Time
+	max    int
+	clock  core.Clock // WithClock's
+	seed   maphash.Seed
+	hits   atomic.Uint64
+	keys   atomic.Int64 // denials cached, at most max
+	shards [shards]shard
 }
 
 type shard struct {
