@@ -98,6 +98,15 @@ func (e *Engine) decideItems(ctx context.Context, now int64, items []item, idx [
 	if len(idx) == 0 {
 		return
 	}
+	if e.onShadow != nil {
+		defer func() {
+			for _, i := range idx {
+				if d := out[i].Decision; out[i].Err == nil && d.Allowed && shadowDenied(d) {
+					e.onShadow(ctx, items[i].key, d)
+				}
+			}
+		}()
+	}
 	if e.local != nil {
 		var buf [4*MaxLimits + 2]int64
 		for _, i := range idx {
