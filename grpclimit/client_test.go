@@ -38,7 +38,7 @@ func TestClientRetry(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			lim, clock := bucket(t, 1)
-			in := newInterceptors(t, grpclimit.Config{Policies: []grpclimit.Policy{{Limiter: lim}}})
+			in := newInterceptors(t, grpclimit.Config{Limiter: lim})
 			var mu sync.Mutex
 			var waits []time.Duration
 			retry, err := grpclimit.UnaryClientInterceptorWithSleep(tt.cfg, func(_ context.Context, d time.Duration) error {
@@ -79,7 +79,7 @@ func TestClientRetry(t *testing.T) {
 // returned.
 func TestClientRetryGivesUp(t *testing.T) {
 	lim, _ := bucket(t, 1)
-	in := newInterceptors(t, grpclimit.Config{Policies: []grpclimit.Policy{{Limiter: lim}}})
+	in := newInterceptors(t, grpclimit.Config{Limiter: lim})
 	waits := 0
 	retry, _ := grpclimit.UnaryClientInterceptorWithSleep(grpclimit.RetryConfig{MaxAttempts: 4, MaxWait: time.Hour}, func(context.Context, time.Duration) error {
 		waits++ // the server's clock stands still: every call is denied

@@ -142,7 +142,7 @@ func TestConcurrency(t *testing.T) {
 func TestPolicyAndConcurrency(t *testing.T) {
 	p := policy(t, 5, 100, false)
 	cl, _ := leases(t, 1)
-	in := newInterceptors(t, grpclimit.Config{Policy: p, Concurrency: &grpclimit.Concurrency{Limiter: cl}})
+	in := newInterceptors(t, grpclimit.Config{Limiter: p, Concurrency: &grpclimit.Concurrency{Limiter: cl}})
 	s := &svc{entered: make(chan struct{}), hold: make(chan struct{})}
 	conn := serve(t, in, s)
 	ctx := context.Background()
@@ -202,14 +202,13 @@ func TestConcurrencyUnextended(t *testing.T) {
 	}
 }
 
-// TestPoliciesAndConcurrency: Config.Policies never refunds (a Limiter
-// need only decide), so a call the concurrency limit denies stays counted
-// by the policies before it, as a later policy's denial leaves it; the
-// fields say so.
-func TestPoliciesAndConcurrency(t *testing.T) {
+// TestLimiterAndConcurrency: a limiter of one algorithm is refunded as a
+// policy is: a call the concurrency limit denies stays counted by
+// nothing, and the fields say what the refund left.
+func TestLimiterAndConcurrency(t *testing.T) {
 	lim, _ := bucket(t, 5)
 	cl, _ := leases(t, 1)
-	in := newInterceptors(t, grpclimit.Config{Policies: []grpclimit.Policy{{Name: "api", Limiter: lim}}, Concurrency: &grpclimit.Concurrency{Limiter: cl}})
+	in := newInterceptors(t, grpclimit.Config{Name: "api", Limiter: lim, Concurrency: &grpclimit.Concurrency{Limiter: cl}})
 	s := &svc{entered: make(chan struct{}), hold: make(chan struct{})}
 	conn := serve(t, in, s)
 	ctx := context.Background()
@@ -220,11 +219,11 @@ func TestPoliciesAndConcurrency(t *testing.T) {
 	if status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("a call beside the one in flight: %v", err)
 	}
-	if got, want := fmt.Sprint(md.Get("ratelimit"), md.Get("retry-after")), `["api";r=3;t=60] [60]`; got != want {
+	if got, want := fmt.Sprint(md.Get("ratelimit"), md.Get("retry-after")), `["api";r=4;t=60] [60]`; got != want {
 		t.Fatalf("ratelimit and retry-after %s, want %s", got, want)
 	}
-	if d, _ := lim.Peek(ctx, "ip4:127.0.0.1"); d.Remaining != 3 {
-		t.Fatalf("remaining %d, want 3: Policies count the denied call", d.Remaining)
+	if d, _ := lim.Peek(ctx, "ip4:127.0.0.1"); d.Remaining != 4 {
+		t.Fatalf("remaining %d, want 4: only the call served counts", d.Remaining)
 	}
 	s.hold <- struct{}{}
 	if err := <-done; err != nil {

@@ -17,11 +17,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms/concurrency"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/ratelimitfield"
-	"github.com/ratekit/ratekit/internal/typednil"
 )
 
 // The metadata keys of the rate-limit fields: the IETF draft's header
@@ -33,19 +31,13 @@ var (
 )
 
 type ctxKey struct{}
-type policyCtxKey struct{}
 
-// DecisionFromContext returns, in a handler, the decision of the last
-// policy of Config.Policies applied to its call.
+// DecisionFromContext returns, in a handler, the decision of
+// Config.Limiter (or of the limiter LimiterFor picked) on its call: a
+// policy's holds each of its limits' in Limits. With Interceptors
+// chained, it is the innermost one's.
 func DecisionFromContext(ctx context.Context) (core.Decision, bool) {
 	d, ok := ctx.Value(ctxKey{}).(core.Decision)
-	return d, ok
-}
-
-// PolicyDecisionFromContext returns, in a handler, the decision of
-// Config.Policy or Config.PolicyFor on its call.
-func PolicyDecisionFromContext(ctx context.Context) (ratekit.PolicyDecision, bool) {
-	d, ok := ctx.Value(policyCtxKey{}).(ratekit.PolicyDecision)
 	return d, ok
 }
 
@@ -55,11 +47,12 @@ type grant struct {
 	in   *Interceptors
 	ctx  context.Context
 	call Call
-	// policy, key and n refund the call when Counts says it does not count,
-	// or when a later step refuses it.
-	policy PolicyLimiter
-	key    string
-	n      int64
+	// lim, key and n refund the call when Counts says it does not count,
+	// or when a later step refuses it; lim is nil when there is nothing
+	// to refund.
+	lim core.Limiter
+	key string
+	n   int64
 	// limits are the limits the rate-limit fields name.
 	limits []ratelimitfield.Limit
 	// lease is held while the call runs; stop ends its extensions.
@@ -81,16 +74,14 @@ func (in *Interceptors) admit(ctx context.Context, method string, setHeader func
 		n, err := in.cfg.Cost(ctx, c)
 		if err != nil {
 			in.report(ctx, c, slog.LevelDebug, "grpclimit: bad request", fmt.Errorf("grpclimit: cost: %w", err))
-			return nil, status.Error(codes.InvalidArgument, "bad request: cost: "+err.Error())
+			return nil, status.Error(codes.InvalidArgument, msgInvalidCost)
 		}
 		g.n = n
 	}
 	var retry int64 // Retry-After, when a limit denies
 	var err error
-	if in.cfg.Policy != nil || in.cfg.PolicyFor != nil {
-		retry, err = in.admitPolicy(g)
-	} else {
-		retry, err = in.admitPolicies(g)
+	if in.cfg.Limiter != nil || in.cfg.LimiterFor != nil {
+		retry, err = in.decide(g)
 	}
 	if err == nil && in.cfg.Concurrency != nil {
 		retry, err = in.acquire(g)
@@ -105,8 +96,9 @@ func (in *Interceptors) admit(ctx context.Context, method string, setHeader func
 		md.Set(mdRetryAfter, strconv.FormatInt(retry, 10))
 	}
 	if len(md) > 0 {
-		// The fields go with the answer, a denial's included. Failing to
-		// send them changes no decision.
+		// The fields go with the answer, a denial's included, added to
+		// those of Interceptors chained before. Failing to send them
+		// changes no decision.
 		_ = setHeader(ctx, md)
 	}
 	if err != nil {
@@ -115,78 +107,85 @@ func (in *Interceptors) admit(ctx context.Context, method string, setHeader func
 	return g, nil
 }
 
-// admitPolicy decides g against its ratekit.Policy. A denial returns its
-// Retry-After in seconds with its status.
-func (in *Interceptors) admitPolicy(g *grant) (int64, error) {
-	p := in.cfg.Policy
-	if in.cfg.PolicyFor != nil {
+// decide decides g with Config.Limiter, or the limiter LimiterFor picks,
+// within Config.Timeout. A denial returns its Retry-After in seconds with
+// its status.
+func (in *Interceptors) decide(g *grant) (int64, error) {
+	lim := in.cfg.Limiter
+	if in.cfg.LimiterFor != nil {
 		var err error
-		if p, err = in.cfg.PolicyFor(g.ctx, g.call); err != nil || typednil.Is(p) {
-			if err == nil {
-				err = errors.New("PolicyFor returned a nil Policy")
-			}
-			in.report(g.ctx, g.call, slog.LevelError, "grpclimit: PolicyFor failed, call answered Internal", fmt.Errorf("grpclimit: PolicyFor: %w", err))
-			return 0, status.Error(codes.Internal, "rate limiter misconfigured")
+		if lim, err = in.cfg.LimiterFor(g.ctx, g.call); err == nil && (lim == nil || lim.MaxCost() < 1) {
+			err = errors.New("it returned a limiter that cannot decide (nil, or not built by its New)")
+		}
+		if err != nil {
+			in.report(g.ctx, g.call, slog.LevelError, "grpclimit: LimiterFor failed, call answered Internal", fmt.Errorf("grpclimit: LimiterFor: %w", err))
+			return 0, status.Error(codes.Internal, msgMisconfigured)
 		}
 	}
-	key, err := in.key(g, in.cfg.Key, "policy")
+	key, err := in.key(g, in.cfg.Key, in.cfg.Name)
 	if err != nil {
 		return 0, err
 	}
-	d, err := p.AllowN(g.ctx, key, g.n)
+	n := g.n
+	d, err := in.calls.Do(g.ctx, func(ctx context.Context) (core.Decision, error) {
+		return lim.AllowN(ctx, key, n)
+	})
 	if err != nil {
-		return 0, in.failed(g, err, "policy")
+		return 0, in.failed(g, err, in.cfg.Name)
 	}
-	if len(d.ShadowDenied) > 0 && d.Allowed {
-		in.log(g.ctx, &in.shadow, slog.LevelInfo, "grpclimit: shadow limits would have denied the call", slog.Any("limits", d.ShadowDenied))
+	if d.Allowed && shadowDenied(d) {
+		in.log(g.ctx, &in.shadow, slog.LevelInfo, "grpclimit: shadow limits would have denied the call", slog.String("method", g.call.FullMethod), slog.Any("limits", names(d, true)))
 	}
-	g.limits = ratelimitfield.PolicyLimits(d)
-	g.ctx = context.WithValue(g.ctx, policyCtxKey{}, d)
+	g.limits = ratelimitfield.Limits(in.cfg.Name, in.cfg.Window, d)
+	g.ctx = context.WithValue(g.ctx, ctxKey{}, d)
 	if !d.Allowed {
-		why := "limit " + strings.Join(d.Denied, ", ")
-		if d.Blocked {
-			why = "blocked after exceeding a limit"
-			if len(d.Denied) > 0 {
-				why += " (" + strings.Join(d.Denied, ", ") + ")"
-			}
-		}
-		subjects := d.Denied
-		if d.Blocked {
-			subjects = append(subjects[:len(subjects):len(subjects)], "blocked")
-		}
-		return denial(codes.ResourceExhausted, d.RetryAfter, why, subjects)
+		return in.deny(d)
 	}
-	g.policy, g.key = p, key
+	g.lim, g.key = lim, key
 	return 0, nil
 }
 
-// admitPolicies decides g against Config.Policies, in order. A denial
-// returns its Retry-After in seconds with its status. Nothing is refunded:
-// see Config.Policies.
-func (in *Interceptors) admitPolicies(g *grant) (int64, error) {
-	for _, p := range in.cfg.Policies {
-		keyer := in.cfg.Key
-		if p.Key != nil {
-			keyer = p.Key
+// deny returns the status of a call the limiter denied with d, naming
+// the limits that denied it (a policy's) or the limiter (Config.Name),
+// and the penalty block, and its Retry-After in seconds.
+func (in *Interceptors) deny(d core.Decision) (int64, error) {
+	denied := names(d, false)
+	if d.Limits == nil || (len(denied) == 0 && !d.Blocked) {
+		return denial(codes.ResourceExhausted, d.RetryAfter, "limit "+in.cfg.Name, []string{in.cfg.Name})
+	}
+	why := "limit " + strings.Join(denied, ", ")
+	subjects := denied
+	if d.Blocked {
+		why = "blocked after exceeding a limit"
+		if len(denied) > 0 {
+			why += " (" + strings.Join(denied, ", ") + ")"
 		}
-		key, err := in.key(g, keyer, p.Name)
-		if err != nil {
-			return 0, err
-		}
-		d, err := p.Limiter.AllowN(g.ctx, key, g.n)
-		if err != nil {
-			if err := in.failed(g, err, p.Name); err != nil {
-				return 0, err
-			}
-			continue // fail open: this policy says nothing
-		}
-		g.limits = append(g.limits, ratelimitfield.Limit{Name: p.Name, Window: p.Window, Decision: d})
-		g.ctx = context.WithValue(g.ctx, ctxKey{}, d)
-		if !d.Allowed {
-			return denial(codes.ResourceExhausted, d.RetryAfter, "limit "+p.Name, []string{p.Name})
+		subjects = append(subjects, "blocked")
+	}
+	return denial(codes.ResourceExhausted, d.RetryAfter, why, subjects)
+}
+
+// shadowDenied reports whether a shadow limit of a policy would have
+// denied d.
+func shadowDenied(d core.Decision) bool {
+	for _, l := range d.Limits {
+		if l.Shadow && !l.Allowed {
+			return true
 		}
 	}
-	return 0, nil
+	return false
+}
+
+// names returns the names of d's limits that denied: the shadow ones, or
+// the enforced ones.
+func names(d core.Decision, shadow bool) []string {
+	out := []string{}
+	for _, l := range d.Limits {
+		if l.Shadow == shadow && !l.Allowed {
+			out = append(out, l.Name)
+		}
+	}
+	return out
 }
 
 // denial returns the status of a denied call, with the wait as RetryInfo
@@ -207,7 +206,7 @@ func denial(code codes.Code, retry time.Duration, why string, limits []string) (
 
 // acquire takes g's concurrency lease, or denies g (returning its
 // Retry-After in seconds with its status). A call it refuses is refunded
-// to its Policy.
+// to its limiter.
 func (in *Interceptors) acquire(g *grant) (int64, error) {
 	cc := in.cfg.Concurrency
 	keyer := in.cfg.Key
@@ -219,7 +218,10 @@ func (in *Interceptors) acquire(g *grant) (int64, error) {
 		g.refund()
 		return 0, err
 	}
-	lease, d, err := cc.Limiter.AcquireN(g.ctx, key, g.n)
+	// A deadline, not an abandoned call: see Config.Timeout.
+	actx, cancel := context.WithTimeout(g.ctx, in.cfg.Timeout)
+	lease, d, err := cc.Limiter.AcquireN(actx, key, g.n)
+	cancel()
 	if err != nil {
 		if err := in.failed(g, err, cc.Name); err != nil {
 			g.refund()
@@ -296,67 +298,76 @@ func (g *grant) end(panicked bool, err error) {
 	}
 }
 
-// refund gives the call's cost back to its policy: it was counted, but is
-// not served or does not count. The limits the fields name are then what
-// the refund reports, so that the fields of a call refused after its
-// policy allowed it say what it left behind: nothing.
+// refund gives the call's cost back to its limiter, within
+// Config.Timeout: it was counted, but is not served or does not count.
+// The limits the fields name are then what the refund reports, so that
+// the fields of a call refused after its limiter allowed it say what it
+// left behind: nothing.
 func (g *grant) refund() {
-	if g.policy == nil {
+	if g.lim == nil {
 		return
 	}
-	d, err := g.policy.Refund(context.WithoutCancel(g.ctx), g.key, g.n)
+	lim, key, n := g.lim, g.key, g.n
+	d, err := g.in.calls.Do(context.WithoutCancel(g.ctx), func(ctx context.Context) (core.Decision, error) {
+		return lim.Refund(ctx, key, n)
+	})
 	if err != nil {
 		g.in.report(g.ctx, g.call, slog.LevelError, "grpclimit: refund failed, the call stays counted", fmt.Errorf("grpclimit: refund: %w", err))
 	} else {
-		g.limits = ratelimitfield.PolicyLimits(d)
+		g.limits = ratelimitfield.Limits(g.in.cfg.Name, g.in.cfg.Window, d)
 	}
-	g.policy = nil
+	g.lim = nil
 }
 
 // key returns g's key by keyer, or the status to answer it with
 // (InvalidArgument for the client's error, Internal for a misconfigured
-// Keyer). name names the policy in errors.
+// Keyer). name names the limit in errors.
 func (in *Interceptors) key(g *grant, keyer Keyer, name string) (string, error) {
 	key, err := keyer.Key(g.ctx, g.call)
 	if err == nil {
 		return key, nil
 	}
-	if errors.Is(err, core.ErrInvalidConfig) {
-		in.report(g.ctx, g.call, slog.LevelError, "grpclimit: Keyer misconfigured, call answered Internal", fmt.Errorf("grpclimit: policy %q: key: %w", name, err))
-		return "", status.Error(codes.Internal, "rate limiter misconfigured")
-	}
-	if errors.Is(err, ErrRemoteNotIP) {
+	err = fmt.Errorf("grpclimit: %s: key: %w", name, err)
+	switch {
+	case errors.Is(err, core.ErrInvalidConfig):
+		in.report(g.ctx, g.call, slog.LevelError, "grpclimit: Keyer misconfigured, call answered Internal", err)
+	case errors.Is(err, ErrRemoteNotIP):
 		// Every call fails alike: one line now and then, on a pacer of
 		// its own, so that store failures still get theirs.
-		err = fmt.Errorf("grpclimit: policy %q: key: %w", name, err)
 		if in.cfg.OnError != nil {
 			in.cfg.OnError(g.ctx, g.call, err)
 		} else {
 			in.log(g.ctx, &in.remote, slog.LevelError, "grpclimit: ClientIP on a listener without IP addresses (a unix socket?), call answered Internal: set Config.Key", slog.String("method", g.call.FullMethod), slog.Any("error", err))
 		}
-		return "", status.Error(codes.Internal, "rate limiter misconfigured")
+	default:
+		in.report(g.ctx, g.call, slog.LevelDebug, "grpclimit: bad request", err)
+		return "", status.Error(codes.InvalidArgument, msgBadKey)
 	}
-	in.report(g.ctx, g.call, slog.LevelDebug, "grpclimit: bad request", fmt.Errorf("grpclimit: policy %q: key: %w", name, err))
-	return "", status.Error(codes.InvalidArgument, "bad request: key: "+err.Error())
+	return "", status.Error(codes.Internal, msgMisconfigured)
 }
 
 // failed reports a limiter's error and returns the status to answer the
 // call with, or nil when it is to be served regardless (fail open):
 // InvalidArgument for a key or cost the limiter refuses, the context's
 // own status when the client went away, Unavailable with FailClosed.
+// name names the limit in errors.
 func (in *Interceptors) failed(g *grant, err error, name string) error {
-	if errors.Is(err, core.ErrInvalidCost) || errors.Is(err, core.ErrInvalidKey) {
-		in.report(g.ctx, g.call, slog.LevelDebug, "grpclimit: bad request", fmt.Errorf("grpclimit: policy %q: %w", name, err))
-		return status.Error(codes.InvalidArgument, "bad request: "+err.Error())
+	err = fmt.Errorf("grpclimit: %s: %w", name, err)
+	switch {
+	case errors.Is(err, core.ErrInvalidKey):
+		in.report(g.ctx, g.call, slog.LevelDebug, "grpclimit: bad request", err)
+		return status.Error(codes.InvalidArgument, msgInvalidKey)
+	case errors.Is(err, core.ErrInvalidCost):
+		in.report(g.ctx, g.call, slog.LevelDebug, "grpclimit: bad request", err)
+		return status.Error(codes.InvalidArgument, msgInvalidCost)
 	}
-	err = fmt.Errorf("grpclimit: policy %q: %w", name, err)
 	if cerr := g.ctx.Err(); cerr != nil {
 		in.report(g.ctx, g.call, slog.LevelDebug, "grpclimit: limiter call cut short, the client went away", err)
 		return status.FromContextError(cerr).Err()
 	}
 	if in.cfg.FailClosed {
 		in.report(g.ctx, g.call, slog.LevelError, "grpclimit: limiter failed, call answered Unavailable (FailClosed)", err)
-		return status.Error(codes.Unavailable, "rate limiter unavailable")
+		return status.Error(codes.Unavailable, msgUnavailable)
 	}
 	in.report(g.ctx, g.call, slog.LevelError, "grpclimit: limiter failed, call served without this limit (fail open)", err)
 	return nil

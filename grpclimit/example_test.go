@@ -50,9 +50,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	limits, err := grpclimit.New(grpclimit.Config{
-		Policies: []grpclimit.Policy{{Name: "api", Limiter: limiter, Window: time.Minute}},
-	})
+	limits, err := grpclimit.New(grpclimit.Config{Name: "api", Limiter: limiter})
 	if err != nil {
 		panic(err)
 	}
@@ -74,8 +72,9 @@ func Example() {
 	// retry in 1m0s
 }
 
-// A ratekit.Policy decides all of its limits at once: the fields carry one
-// value per limit, and a denial names the limit that denied.
+// A policy (ratekit.NewPolicy) decides all of its limits at once: the
+// fields carry one value per limit, each with the window of its own
+// configuration, and a denial names the limit that denied.
 func Example_policy() {
 	store, _ := memory.New()
 	defer store.Close()
@@ -85,7 +84,7 @@ func Example_policy() {
 	if err != nil {
 		panic(err)
 	}
-	limits, err := grpclimit.New(grpclimit.Config{Policy: policy})
+	limits, err := grpclimit.New(grpclimit.Config{Limiter: policy})
 	if err != nil {
 		panic(err)
 	}
@@ -101,9 +100,55 @@ func Example_policy() {
 		}
 	}
 	// Output:
-	// OK ["burst";q=5 "daily";q=1]
-	// ResourceExhausted ["burst";q=5 "daily";q=1]
+	// OK ["burst";q=5;w=1 "daily";q=1;w=86400]
+	// ResourceExhausted ["burst";q=5;w=1 "daily";q=1;w=86400]
 	// rate limit exceeded (limit daily), retry in 86400s
+}
+
+// Limits of different keys are Interceptors chained: here 100 calls a
+// minute per client address, and 2 a minute for every client of a
+// method. Each adds its value to the fields; the third call is denied by
+// the method's limit, after the client's has counted it.
+func Example_chain() {
+	store, _ := memory.New()
+	defer store.Close()
+	perClient, _ := fixedwindow.New(store, fixedwindow.Config{Limit: 100, Window: time.Minute, Prefix: "client:"})
+	perMethod, _ := fixedwindow.New(store, fixedwindow.Config{Limit: 2, Window: time.Minute, Prefix: "method:"})
+	client, err := grpclimit.New(grpclimit.Config{Name: "client", Limiter: perClient})
+	if err != nil {
+		panic(err)
+	}
+	method, err := grpclimit.New(grpclimit.Config{Name: "method", Limiter: perMethod, Key: grpclimit.Method{}})
+	if err != nil {
+		panic(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	srv := grpc.NewServer(
+		grpc.ChainUnaryInterceptor(client.Unary(), method.Unary()),
+		grpc.ChainStreamInterceptor(client.Stream(), method.Stream()),
+	)
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	go srv.Serve(lis)
+	defer srv.Stop()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		panic(err)
+	}
+	defer conn.Close()
+	health := healthpb.NewHealthClient(conn)
+
+	for i := 0; i < 3; i++ {
+		var header metadata.MD
+		_, err := health.Check(context.Background(), &healthpb.HealthCheckRequest{}, grpc.Header(&header))
+		fmt.Println(status.Code(err), header.Get("ratelimit-policy"))
+	}
+	// Output:
+	// OK ["client";q=100;w=60 "method";q=2;w=60]
+	// OK ["client";q=100;w=60 "method";q=2;w=60]
+	// ResourceExhausted ["client";q=100;w=60 "method";q=2;w=60]
 }
 
 // The client interceptor waits the RetryInfo of a denial and calls again:
@@ -112,7 +157,7 @@ func ExampleUnaryClientInterceptor() {
 	store, _ := memory.New()
 	defer store.Close()
 	limiter, _ := gcra.New(store, gcra.Config{Rate: 10, Period: time.Second, Burst: 1})
-	limits, _ := grpclimit.New(grpclimit.Config{Policies: []grpclimit.Policy{{Limiter: limiter}}})
+	limits, _ := grpclimit.New(grpclimit.Config{Limiter: limiter})
 	retry, err := grpclimit.UnaryClientInterceptor(grpclimit.RetryConfig{MaxAttempts: 3, MaxWait: time.Second})
 	if err != nil {
 		panic(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	"google.golang.org/grpc"
@@ -12,64 +11,39 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms/concurrency"
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/callcheck"
+	"github.com/ratekit/ratekit/internal/bound"
 	"github.com/ratekit/ratekit/internal/logpace"
 	"github.com/ratekit/ratekit/internal/ratelimitfield"
 )
 
-// Limiter is the one method the interceptors need of a rate limiter; every
-// ratekit limiter has it.
-type Limiter interface {
-	AllowN(ctx context.Context, key string, n int64) (core.Decision, error)
-}
+// DefaultTimeout is Config.Timeout when it is 0: the longest a decision
+// (or a refund) may take before the call is served without it (or
+// answered Unavailable with FailClosed), as httplimit.DefaultTimeout. A
+// Redis round trip takes well under a millisecond; the bound is for a
+// store that hangs.
+const DefaultTimeout = 100 * time.Millisecond
 
-// Policy is one limiter the interceptors apply, named in the metadata.
-type Policy struct {
-	// Name is the policy's name in ratelimit-policy and ratelimit:
-	// printable ASCII, at most 64 bytes. Empty means "default".
-	Name string
-	// Limiter decides the calls. Required: New refuses nil, a nil pointer
-	// (a typed nil) included.
-	Limiter Limiter
-	// Window, when set, is advertised as w= (whole seconds, rounded up),
-	// beside q, which is the Limiter's Decision.Limit: it must be the time
-	// in which the Limiter gives back its whole Limit, so that q per w is
-	// the rate it enforces. For a fixed or sliding window, its Window; for
-	// GCRA and the token bucket, whose Limit is the burst (the capacity),
-	// the time a burst takes to come back: gcra.Config{Rate: 10, Period:
-	// time.Minute, Burst: 2} is q=2 with a Window of 12 s (2 per 12 s is
-	// 10 a minute), not a minute, which would advertise 2 a minute. New
-	// cannot check it: a Limiter says its Limit only when it decides.
-	Window time.Duration
-	// Key, when set, replaces Config.Key for this policy: for example
-	// Method{} for a limit shared by all clients of a method.
-	Key Keyer
-}
-
-// PolicyLimiter is what the interceptors need of a ratekit.Policy:
-// *ratekit.Policy has it, and so has otelratekit's Policy, which reports
-// its decisions.
-type PolicyLimiter interface {
-	AllowN(ctx context.Context, key string, n int64) (ratekit.PolicyDecision, error)
-	Refund(ctx context.Context, key string, n int64) (ratekit.PolicyDecision, error)
-}
-
-// PolicyFunc picks the policy of a call: its tier (for example, one of a
-// ratekit.Tiers). An error answers codes.Internal and is logged as the
-// server's failure.
-type PolicyFunc func(ctx context.Context, c Call) (PolicyLimiter, error)
+// maxInFlight is the most decisions and refunds of one Interceptors that
+// may run at once, counting those abandoned at their timeout that the
+// store has not finished: a call beyond it fails at once, as a store
+// failure.
+const maxInFlight = 1000
 
 // ConcurrencyLimiter is what the interceptors need of a concurrency
 // limiter, as httplimit.ConcurrencyLimiter: *concurrency.Limiter has it,
-// and so has otelratekit's Concurrency, which reports its leases.
+// and so has otelratekit's Concurrency, which reports its leases. Limit
+// is 0 for a limiter that cannot decide (nil, or not built by its New),
+// which New refuses.
 type ConcurrencyLimiter interface {
 	AcquireN(ctx context.Context, key string, n int64) (concurrency.Lease, core.Decision, error)
 	Release(ctx context.Context, lease concurrency.Lease) (bool, error)
 	Extend(ctx context.Context, lease concurrency.Lease) (bool, error)
+	Limit() int64
 }
+
+var _ ConcurrencyLimiter = (*concurrency.Limiter)(nil)
 
 // Concurrency caps the calls in flight per key, as httplimit.Concurrency
 // does for HTTP: each call acquires a lease of its cost before its handler
@@ -81,8 +55,9 @@ type Concurrency struct {
 	// Name names the limit in the denial: printable ASCII, at most 64
 	// bytes. Empty means "concurrency".
 	Name string
-	// Limiter hands out the leases. Required: New refuses nil, a nil
-	// pointer (a typed nil) included.
+	// Limiter hands out the leases. Required: New refuses nil, and a
+	// limiter whose Limit is below 1 (a nil pointer, or one not built by
+	// its New).
 	Limiter ConcurrencyLimiter
 	// Key, when set, replaces Config.Key.
 	Key Keyer
@@ -104,34 +79,28 @@ type Concurrency struct {
 
 // Config configures the interceptors.
 type Config struct {
-	// Policy decides every call against all of its limits at once, in one
-	// call to the store: counted by all of them or by none. Each enforced
-	// limit is one item of ratelimit-policy and ratelimit; shadow limits
-	// are left out (they are not enforced, and a client would throttle
-	// itself on them). A denial names the limits that denied. At most one of Policy,
-	// PolicyFor and Policies is set.
-	Policy PolicyLimiter
-	// PolicyFor picks each call's policy (its tier), as Policy.
-	PolicyFor PolicyFunc
-	// Policies are applied in order; a call must pass all of them. A
-	// denial stops the chain: the policies before it have counted the
-	// call (use Policy to decide several limits at once). Policies never
-	// refund, since a Policy's Limiter need only decide (AllowN): a call
-	// refused after a policy allowed it, by a later policy, a key error,
-	// FailClosed or Concurrency, stays counted by that policy, and the
-	// fields say so.
-	Policies []Policy
-	// Concurrency, when set, caps the calls in flight per key; it applies
-	// after the rate limits, to the calls they allow. A call it refuses
-	// (its key full or unreadable, or its store failing with FailClosed)
-	// is refunded to Policy or PolicyFor, so that a call counts only when
-	// it runs, and the fields say what the refund left; Policies are not
-	// refunded (see Policies). At least one of Policy, PolicyFor, Policies
-	// and Concurrency is set.
-	Concurrency *Concurrency
+	// Limiter decides every call: any core.Limiter (an algorithm's
+	// limiter, a policy of several limits decided at once, a wrapper of
+	// one). At most one of Limiter and LimiterFor is set; at least one of
+	// them or Concurrency.
+	Limiter core.Limiter
+	// LimiterFor picks each call's limiter: its tier, say (one of a
+	// ratekit.Tiers). An error answers codes.Internal and is logged as the
+	// server's failure.
+	LimiterFor func(ctx context.Context, c Call) (core.Limiter, error)
+	// Name names the limiter's item in ratelimit-policy and ratelimit, and
+	// the limit in a denial: printable ASCII, at most 64 bytes; "default"
+	// when empty. A policy's items are named after its limits instead.
+	Name string
+	// Window, when positive, is advertised as w (whole seconds, rounded
+	// up) for a limiter that is not a policy, instead of the Window of its
+	// decisions (core.Decision.Window: the time in which it gives back its
+	// whole Limit, from its own configuration). A policy's items carry
+	// each limit's own Window.
+	Window time.Duration
 	// Key returns the call's key; nil means ClientIP{} (the peer address,
 	// no proxy trusted, IPv6 grouped by /64). New checks the settings of
-	// a ClientIP or Metadata given here or in a Policy or Concurrency.
+	// a ClientIP or Metadata given here or in Concurrency.
 	Key Keyer
 	// Cost returns a call's cost; nil means 1. An error answers
 	// codes.InvalidArgument.
@@ -139,16 +108,43 @@ type Config struct {
 	// Skip, when set, exempts the calls it returns true for: health
 	// checks, reflection.
 	Skip func(fullMethod string) bool
+	// Counts, with Limiter or LimiterFor, decides after the handler
+	// whether a call counts, by the code it ended with: one that does not
+	// is refunded (core.Limiter's Refund). For example, to count only
+	// failed logins:
+	//
+	//	Counts: func(c codes.Code) bool { return c == codes.Unauthenticated },
+	//
+	// A handler that panics counts. nil counts every call.
+	Counts func(code codes.Code) bool
+	// Concurrency, when set, caps the calls in flight per key; it applies
+	// after the rate limit, to the calls it allows. A call it refuses (its
+	// key full or unreadable, or its store failing with FailClosed) is
+	// refunded to the Limiter, so that a call counts only when it runs,
+	// and the fields say what the refund left.
+	Concurrency *Concurrency
+	// Timeout bounds every decision and refund, whatever the store's
+	// client does with contexts and whatever the call's deadline: a store
+	// that hangs costs a call at most Timeout, after which the call is
+	// served (or answered Unavailable with FailClosed). A Concurrency
+	// lease's acquire runs with a context deadline of Timeout, but is not
+	// abandoned at it (an acquire abandoned after the store granted it
+	// would hold its slot until its TTL). 0 means DefaultTimeout; it must
+	// not be negative. For a limit of its own while the store is down,
+	// give a failsafe.Limiter with FailLocal and a shorter Timeout as
+	// Limiter.
+	Timeout time.Duration
 	// Logger receives the errors the interceptors meet, unless OnError is
 	// set; nil means slog.Default(). The server's failures (a store that
-	// is down, a Keyer or PolicyFor misconfigured, a ClientIP on a
-	// listener without IP addresses) are logged at
-	// slog.LevelError, at most one line every 10 seconds, each counting in
-	// its "suppressed" attribute the errors left out since the one before.
-	// The client's errors (a key or cost that cannot be read or that the
-	// limiter refuses) and calls cut short by the client are logged at
-	// slog.LevelDebug, every one. Shadow limits that would have denied are
-	// logged at slog.LevelInfo, paced as errors are.
+	// is down, too slow or refuses the password, a Keyer or LimiterFor
+	// misconfigured, a ClientIP on a listener without IP addresses) are
+	// logged at slog.LevelError, at most one line every 10 seconds, each
+	// counting in its "suppressed" attribute the errors left out since the
+	// one before. The client's errors (a key or cost that cannot be read
+	// or that the limiter refuses) and calls cut short by the client are
+	// logged at slog.LevelDebug, every one. Shadow limits that would have
+	// denied are logged at slog.LevelInfo, paced as errors are. Clients
+	// get a short message of their own, never the error.
 	Logger *slog.Logger
 	// OnError, when set, receives every error instead of the Logger, with
 	// its call: store errors (wrapping core.ErrStore when they come from a
@@ -158,15 +154,6 @@ type Config struct {
 	// FailClosed answers codes.Unavailable when the store fails; by
 	// default the call is served (fail open).
 	FailClosed bool
-	// Counts, with Policy or PolicyFor, decides after the handler whether
-	// a call counts, by the code it ended with: one that does not is
-	// refunded (ratekit.Policy.Refund). For example, to count only failed
-	// logins:
-	//
-	//	Counts: func(c codes.Code) bool { return c == codes.Unauthenticated },
-	//
-	// A handler that panics counts. nil counts every call.
-	Counts func(code codes.Code) bool
 }
 
 // Interceptors are the server interceptors New returns: install both, so
@@ -174,8 +161,9 @@ type Config struct {
 // not make (a zero value, or nil) limit nothing, and so let nothing
 // through: they answer every call Internal without running its handler.
 type Interceptors struct {
-	cfg Config
-	now func() time.Time
+	cfg   Config
+	now   func() time.Time
+	calls bound.Calls
 	// errors paces the lines logged for the server's failures, shadow
 	// those for shadow limits that would have denied, remote those for
 	// peers that are not IP addresses.
@@ -183,50 +171,41 @@ type Interceptors struct {
 }
 
 // New checks cfg and returns the interceptors, or an error wrapping
-// core.ErrInvalidConfig that names the bad field.
+// core.ErrInvalidConfig that names the bad field. To apply limiters of
+// different keys (one per client, one for all clients of a method),
+// chain several Interceptors (grpc.ChainUnaryInterceptor and
+// grpc.ChainStreamInterceptor): each adds its items to the rate-limit
+// fields, and a call must pass all of them; an outer one has counted the
+// call when an inner one denies it. To decide several limits of one key
+// at once, counted by all or by none, give a policy (ratekit.NewPolicy).
 func New(cfg Config) (*Interceptors, error) {
-	set := 0
-	for _, b := range []bool{cfg.Policy != nil, cfg.PolicyFor != nil, len(cfg.Policies) > 0} {
-		if b {
-			set++
-		}
+	switch {
+	case cfg.Limiter != nil && cfg.LimiterFor != nil:
+		return nil, fmt.Errorf("%w: grpclimit: set at most one of Limiter and LimiterFor", core.ErrInvalidConfig)
+	case cfg.Limiter != nil && cfg.Limiter.MaxCost() < 1:
+		return nil, fmt.Errorf("%w: grpclimit: Limiter cannot decide (nil, or not built by its New)", core.ErrInvalidConfig)
+	case cfg.Limiter == nil && cfg.LimiterFor == nil && cfg.Concurrency == nil:
+		return nil, fmt.Errorf("%w: grpclimit: no limit: set Limiter, LimiterFor or Concurrency", core.ErrInvalidConfig)
+	case cfg.Counts != nil && cfg.Limiter == nil && cfg.LimiterFor == nil:
+		return nil, fmt.Errorf("%w: grpclimit: Counts needs Limiter or LimiterFor, whose calls it refunds", core.ErrInvalidConfig)
+	case cfg.Timeout < 0:
+		return nil, fmt.Errorf("%w: grpclimit: Timeout is negative", core.ErrInvalidConfig)
+	case cfg.Window < 0:
+		return nil, fmt.Errorf("%w: grpclimit: Window is negative", core.ErrInvalidConfig)
 	}
-	if cfg.Policy != nil {
-		if why := callcheck.Unusable(cfg.Policy); why != "" {
-			return nil, fmt.Errorf("%w: grpclimit: Policy is %s", core.ErrInvalidConfig, why)
-		}
+	if cfg.Name == "" {
+		cfg.Name = ratelimitfield.DefaultName
 	}
-	if set > 1 {
-		return nil, fmt.Errorf("%w: grpclimit: more than one of Policy, PolicyFor and Policies is set", core.ErrInvalidConfig)
+	if err := ratelimitfield.CheckName(cfg.Name); err != nil {
+		return nil, fmt.Errorf("%w: grpclimit: Name: %w", core.ErrInvalidConfig, err)
 	}
-	if cfg.Counts != nil && cfg.Policy == nil && cfg.PolicyFor == nil {
-		return nil, fmt.Errorf("%w: grpclimit: Counts needs Policy or PolicyFor, which can refund", core.ErrInvalidConfig)
-	}
-	if set == 0 && cfg.Concurrency == nil {
-		return nil, fmt.Errorf("%w: grpclimit: no limit: set Policy, PolicyFor, Policies or Concurrency", core.ErrInvalidConfig)
-	}
-	cfg.Policies = slices.Clone(cfg.Policies)
-	names := ratelimitfield.Names{}
-	for i := range cfg.Policies {
-		p := &cfg.Policies[i]
-		if why := callcheck.Unusable(p.Limiter); why != "" {
-			return nil, fmt.Errorf("%w: grpclimit: Policies[%d].Limiter is %s", core.ErrInvalidConfig, i, why)
-		}
-		if p.Key != nil {
-			k, err := checkKeyer(p.Key)
-			if err != nil {
-				return nil, fmt.Errorf("%w: grpclimit: Policies[%d].Key: %w", core.ErrInvalidConfig, i, err)
-			}
-			p.Key = k
-		}
-		if err := names.Check(i, &p.Name, p.Window); err != nil {
-			return nil, fmt.Errorf("%w: grpclimit: %w", core.ErrInvalidConfig, err)
-		}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
 	}
 	if c := cfg.Concurrency; c != nil {
 		cc := *c
-		if why := callcheck.Unusable(cc.Limiter); why != "" {
-			return nil, fmt.Errorf("%w: grpclimit: Concurrency.Limiter is %s", core.ErrInvalidConfig, why)
+		if cc.Limiter == nil || cc.Limiter.Limit() < 1 {
+			return nil, fmt.Errorf("%w: grpclimit: Concurrency.Limiter is nil or cannot decide (not built by its New)", core.ErrInvalidConfig)
 		}
 		if cc.Name == "" {
 			cc.Name = "concurrency"
@@ -264,7 +243,9 @@ func New(cfg Config) (*Interceptors, error) {
 		return nil, fmt.Errorf("%w: grpclimit: Key: %w", core.ErrInvalidConfig, err)
 	}
 	cfg.Key = k
-	return &Interceptors{cfg: cfg, now: time.Now}, nil
+	in := &Interceptors{cfg: cfg, now: time.Now}
+	in.calls = bound.Calls{Timeout: cfg.Timeout, Max: maxInFlight}
+	return in, nil
 }
 
 // built reports whether New made in. Interceptors it did not make (a zero
@@ -272,7 +253,17 @@ func New(cfg Config) (*Interceptors, error) {
 // answer each one Internal (errUnbuilt), never running its handler.
 func (in *Interceptors) built() bool { return in != nil && in.now != nil }
 
-var errUnbuilt = status.Error(codes.Internal, "rate limiter misconfigured")
+// The short messages clients get; the error itself goes to the log or
+// OnError.
+const (
+	msgMisconfigured = "rate limiter misconfigured"
+	msgUnavailable   = "rate limiter unavailable"
+	msgBadKey        = "bad request: missing or invalid rate limit key"
+	msgInvalidKey    = "bad request: invalid rate limit key"
+	msgInvalidCost   = "bad request: invalid request cost"
+)
+
+var errUnbuilt = status.Error(codes.Internal, msgMisconfigured)
 
 // Unary returns the unary server interceptor: each call is decided before
 // its handler runs.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/netip"
 	"strings"
@@ -19,8 +20,8 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms/concurrency"
-	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/grpclimit"
 )
@@ -46,11 +47,13 @@ func details(t *testing.T, err error) (time.Duration, []string) {
 }
 
 // TestUnary: calls pass until the limit, each with the rate-limit fields
-// in its header metadata; the next is ResourceExhausted with the exact
-// wait as RetryInfo, the limit as a QuotaFailure, and retry-after.
+// in its header metadata, w from the limiter's own configuration (a
+// bucket of 2 refilled by 1 a minute gives back its whole Limit in 2
+// minutes); the next is ResourceExhausted with the exact wait as
+// RetryInfo, the limit as a QuotaFailure, and retry-after.
 func TestUnary(t *testing.T) {
 	lim, clock := bucket(t, 2)
-	in := newInterceptors(t, grpclimit.Config{Policies: []grpclimit.Policy{{Name: "api", Limiter: lim, Window: time.Minute}}})
+	in := newInterceptors(t, grpclimit.Config{Name: "api", Limiter: lim})
 	conn := serve(t, in, &svc{})
 	ctx := context.Background()
 	for i, want := range []string{`"api";r=1;t=60`, `"api";r=0;t=120`} {
@@ -61,7 +64,7 @@ func TestUnary(t *testing.T) {
 		if got := md.Get("ratelimit"); len(got) != 1 || got[0] != want {
 			t.Fatalf("call %d: ratelimit %q, want %q", i, got, want)
 		}
-		if got := md.Get("ratelimit-policy"); len(got) != 1 || got[0] != `"api";q=2;w=60` {
+		if got := md.Get("ratelimit-policy"); len(got) != 1 || got[0] != `"api";q=2;w=120` {
 			t.Fatalf("call %d: ratelimit-policy %q", i, got)
 		}
 	}
@@ -83,13 +86,74 @@ func TestUnary(t *testing.T) {
 	if got := md.Get("ratelimit"); len(got) != 1 || got[0] != `"api";r=0;t=45` {
 		t.Fatalf("denial's ratelimit %q, want t=45 as retry-after", got)
 	}
+	if d, ok := grpclimit.DecisionFromContext(context.Background()); ok {
+		t.Fatalf("a decision outside a call: %+v", d)
+	}
+}
+
+// TestWindow: Config.Window overrides the w a limiter's decisions carry;
+// a policy's items carry each limit's own.
+func TestWindow(t *testing.T) {
+	lim, _ := bucket(t, 2)
+	in := newInterceptors(t, grpclimit.Config{Name: "api", Limiter: lim, Window: time.Minute})
+	md, err := do(serve(t, in, &svc{}), context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := md.Get("ratelimit-policy"); len(got) != 1 || got[0] != `"api";q=2;w=60` {
+		t.Fatalf("with Window: ratelimit-policy %q, want w=60", got)
+	}
+	in = newInterceptors(t, grpclimit.Config{Limiter: policy(t, 5, 2, false)})
+	md, err = do(serve(t, in, &svc{}), context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(md.Get("ratelimit-policy")); got != `["burst";q=5;w=300 "daily";q=2;w=86400]` {
+		t.Fatalf("a policy: ratelimit-policy %s, want each limit's w", got)
+	}
+}
+
+// TestChained: limits of different keys are Interceptors chained; each
+// adds its values to the fields, in order, and a call must pass both.
+// The outer one has counted a call the inner one denies.
+func TestChained(t *testing.T) {
+	perClient, _ := bucket(t, 5)
+	perMethod, _ := bucket(t, 2)
+	client := newInterceptors(t, grpclimit.Config{Name: "client", Limiter: perClient})
+	method := newInterceptors(t, grpclimit.Config{Name: "method", Limiter: perMethod, Key: grpclimit.Method{}})
+	conn := serveChain(t, []*grpclimit.Interceptors{client, method}, &svc{})
+	ctx := context.Background()
+	for i := 0; i < 2; i++ {
+		md, err := do(conn, ctx, "")
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if got, want := fmt.Sprint(md.Get("ratelimit-policy")), `["client";q=5;w=300 "method";q=2;w=120]`; got != want {
+			t.Fatalf("call %d: ratelimit-policy %s, want %s", i, got, want)
+		}
+	}
+	md, err := do(conn, ctx, "")
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("third call: %v", err)
+	}
+	if _, subjects := details(t, err); fmt.Sprint(subjects) != "[ratekit:method]" {
+		t.Fatalf("QuotaFailure %v, want the method's limit", subjects)
+	}
+	// The client's value was written when it allowed the call, before the
+	// method's limit denied it: its t is when its bucket is full again.
+	if got, want := fmt.Sprint(md.Get("ratelimit"), md.Get("retry-after")), `["client";r=2;t=180 "method";r=0;t=60] [60]`; got != want {
+		t.Fatalf("ratelimit and retry-after %s, want %s", got, want)
+	}
+	if d, _ := perClient.Peek(ctx, "ip4:127.0.0.1"); d.Remaining != 2 {
+		t.Fatalf("the client's limit has %d left, want 2: it counted the call the method's limit denied", d.Remaining)
+	}
 }
 
 // TestStream: a stream is decided once, when it opens, with the fields
 // in its header metadata, and denied like a unary call.
 func TestStream(t *testing.T) {
 	lim, _ := bucket(t, 1)
-	in := newInterceptors(t, grpclimit.Config{Policies: []grpclimit.Policy{{Name: "api", Limiter: lim}}})
+	in := newInterceptors(t, grpclimit.Config{Name: "api", Limiter: lim})
 	conn := serve(t, in, &svc{})
 	ctx := context.Background()
 	md, err := watch(conn, ctx, "")
@@ -123,7 +187,7 @@ func TestClientIP(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			lim, _ := bucket(t, 5)
-			in := newInterceptors(t, grpclimit.Config{Policies: []grpclimit.Policy{{Limiter: lim}}, Key: tt.key})
+			in := newInterceptors(t, grpclimit.Config{Limiter: lim, Key: tt.key})
 			conn := serve(t, in, &svc{})
 			ctx := metadata.AppendToOutgoingContext(context.Background(), tt.md...)
 			if _, err := do(conn, ctx, ""); err != nil {
@@ -141,15 +205,15 @@ func TestClientIP(t *testing.T) {
 func TestKeyers(t *testing.T) {
 	lim, _ := bucket(t, 5)
 	in := newInterceptors(t, grpclimit.Config{
-		Policies: []grpclimit.Policy{{Limiter: lim}},
-		Key:      grpclimit.Join(grpclimit.Metadata{Name: "x-tenant", MaxLen: 8}, grpclimit.Method{}),
+		Limiter: lim,
+		Key:     grpclimit.Join(grpclimit.Metadata{Name: "x-tenant", MaxLen: 8}, grpclimit.Method{}),
 	})
 	var mu sync.Mutex
 	var errs []error
 	in2 := newInterceptors(t, grpclimit.Config{
-		Policies: []grpclimit.Policy{{Limiter: lim}},
-		Key:      grpclimit.Metadata{Name: "x-tenant"},
-		OnError:  func(_ context.Context, _ grpclimit.Call, err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() },
+		Limiter: lim,
+		Key:     grpclimit.Metadata{Name: "x-tenant"},
+		OnError: func(_ context.Context, _ grpclimit.Call, err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() },
 	})
 	conn := serve(t, in, &svc{})
 	conn2 := serve(t, in2, &svc{})
@@ -184,12 +248,15 @@ func TestKeyers(t *testing.T) {
 	}
 }
 
-// failing is a limiter whose store is down.
-type failing struct{}
+// failing is a limiter whose store is down. Only AllowN and MaxCost are
+// called.
+type failing struct{ core.Limiter }
 
 func (failing) AllowN(context.Context, string, int64) (core.Decision, error) {
 	return core.Decision{}, fmt.Errorf("%w: connection refused", core.ErrStore)
 }
+
+func (failing) MaxCost() int64 { return math.MaxInt64 }
 
 // records is a slog.Handler that keeps every record.
 type records struct {
@@ -225,7 +292,7 @@ func TestStoreFailure(t *testing.T) {
 	for _, closed := range []bool{false, true} {
 		t.Run(fmt.Sprint("FailClosed=", closed), func(t *testing.T) {
 			log := &records{}
-			in := newInterceptors(t, grpclimit.Config{Policies: []grpclimit.Policy{{Limiter: failing{}}}, FailClosed: closed, Logger: slog.New(log)})
+			in := newInterceptors(t, grpclimit.Config{Limiter: failing{}, FailClosed: closed, Logger: slog.New(log)})
 			now := time.Unix(1000, 0)
 			grpclimit.SetNow(in, func() time.Time { return now })
 			conn := serve(t, in, &svc{})
@@ -250,7 +317,7 @@ func TestStoreFailure(t *testing.T) {
 // TestSkip: a skipped method is never limited.
 func TestSkip(t *testing.T) {
 	lim, _ := bucket(t, 1)
-	in := newInterceptors(t, grpclimit.Config{Policies: []grpclimit.Policy{{Limiter: lim}}, Skip: func(m string) bool { return m == watchMethod }})
+	in := newInterceptors(t, grpclimit.Config{Limiter: lim, Skip: func(m string) bool { return m == watchMethod }})
 	conn := serve(t, in, &svc{})
 	for i := 0; i < 3; i++ {
 		if _, err := watch(conn, context.Background(), ""); err != nil {
@@ -266,41 +333,48 @@ func TestSkip(t *testing.T) {
 // nopLeases is a ConcurrencyLimiter for configuration checks.
 type nopLeases struct{ grpclimit.ConcurrencyLimiter }
 
+func (nopLeases) Limit() int64 { return 1 }
+
 func TestConfigErrors(t *testing.T) {
 	lim, _ := bucket(t, 1)
-	p := []grpclimit.Policy{{Limiter: lim}}
 	var nilIP *grpclimit.ClientIP
 	for name, cfg := range map[string]grpclimit.Config{
-		"no limit":              {},
-		"nil limiter":           {Policies: []grpclimit.Policy{{}}},
-		"names twice":           {Policies: []grpclimit.Policy{{Name: "a", Limiter: lim}, {Name: "a", Limiter: lim}}},
-		"bad name":              {Policies: []grpclimit.Policy{{Name: "a\n", Limiter: lim}}},
-		"negative window":       {Policies: []grpclimit.Policy{{Limiter: lim, Window: -1}}},
-		"proxies, no header":    {Policies: p, Key: grpclimit.ClientIP{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}},
-		"header, no proxies":    {Policies: p, Key: grpclimit.ClientIP{Header: grpclimit.XForwardedFor}},
-		"unknown header":        {Policies: p, Key: grpclimit.ClientIP{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, Header: "x-client-ip"}},
-		"nil *ClientIP":         {Policies: p, Key: nilIP},
-		"metadata, no name":     {Policies: p, Key: grpclimit.Metadata{}},
-		"metadata, upper case":  {Policies: p, Key: grpclimit.Metadata{Name: "X-Tenant"}},
-		"metadata, grpc-":       {Policies: p, Key: grpclimit.Metadata{Name: "grpc-timeout"}},
-		"metadata, huge":        {Policies: p, Key: grpclimit.Metadata{Name: "x", MaxLen: core.MaxKeyLen + 1}},
-		"bad part of a Join":    {Policies: p, Key: grpclimit.Join(grpclimit.Method{}, grpclimit.Metadata{})},
-		"empty Join":            {Policies: p, Key: grpclimit.Join()},
-		"bad policy key":        {Policies: []grpclimit.Policy{{Limiter: lim, Key: grpclimit.Metadata{}}}},
-		"Counts without refund": {Policies: p, Counts: func(codes.Code) bool { return true }},
-		"nil concurrency":       {Concurrency: &grpclimit.Concurrency{}},
-		// Typed nils passed New and panicked at the first call.
-		"typed-nil limiter":             {Policies: []grpclimit.Policy{{Limiter: (*tokenbucket.Limiter)(nil)}}},
-		"typed-nil concurrency limiter": {Concurrency: &grpclimit.Concurrency{Limiter: (*concurrency.Limiter)(nil)}},
-		"negative ExtendEvery":          {Concurrency: &grpclimit.Concurrency{Limiter: nopLeases{}, ExtendEvery: -1}},
-		"concurrency code":              {Concurrency: &grpclimit.Concurrency{Limiter: nopLeases{}, Code: codes.InvalidArgument}},
+		"no limit":                 {},
+		"Limiter and LimiterFor":   {Limiter: lim, LimiterFor: func(context.Context, grpclimit.Call) (core.Limiter, error) { return lim, nil }},
+		"zero limiter":             {Limiter: &ratekit.Limiter{}},
+		"bad name":                 {Name: "a\n", Limiter: lim},
+		"long name":                {Name: strings.Repeat("a", 65), Limiter: lim},
+		"negative window":          {Limiter: lim, Window: -1},
+		"negative timeout":         {Limiter: lim, Timeout: -1},
+		"proxies, no header":       {Limiter: lim, Key: grpclimit.ClientIP{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}},
+		"header, no proxies":       {Limiter: lim, Key: grpclimit.ClientIP{Header: grpclimit.XForwardedFor}},
+		"unknown header":           {Limiter: lim, Key: grpclimit.ClientIP{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, Header: "x-client-ip"}},
+		"nil *ClientIP":            {Limiter: lim, Key: nilIP},
+		"metadata, no name":        {Limiter: lim, Key: grpclimit.Metadata{}},
+		"metadata, upper case":     {Limiter: lim, Key: grpclimit.Metadata{Name: "X-Tenant"}},
+		"metadata, grpc-":          {Limiter: lim, Key: grpclimit.Metadata{Name: "grpc-timeout"}},
+		"metadata, huge":           {Limiter: lim, Key: grpclimit.Metadata{Name: "x", MaxLen: core.MaxKeyLen + 1}},
+		"bad part of a Join":       {Limiter: lim, Key: grpclimit.Join(grpclimit.Method{}, grpclimit.Metadata{})},
+		"empty Join":               {Limiter: lim, Key: grpclimit.Join()},
+		"bad concurrency key":      {Concurrency: &grpclimit.Concurrency{Limiter: nopLeases{}, Key: grpclimit.Metadata{}}},
+		"Counts without a limiter": {Concurrency: &grpclimit.Concurrency{Limiter: nopLeases{}}, Counts: func(codes.Code) bool { return true }},
+		"nil concurrency":          {Concurrency: &grpclimit.Concurrency{}},
+		"bad concurrency name":     {Concurrency: &grpclimit.Concurrency{Limiter: nopLeases{}, Name: "a\n"}},
+		"negative ExtendEvery":     {Concurrency: &grpclimit.Concurrency{Limiter: nopLeases{}, ExtendEvery: -1}},
+		"negative ReleaseTimeout":  {Concurrency: &grpclimit.Concurrency{Limiter: nopLeases{}, ReleaseTimeout: -1}},
+		"concurrency code":         {Concurrency: &grpclimit.Concurrency{Limiter: nopLeases{}, Code: codes.InvalidArgument}},
+		"typed-nil limiter":        {Limiter: (*ratekit.Limiter)(nil)},
+		"typed-nil concurrency":    {Concurrency: &grpclimit.Concurrency{Limiter: (*concurrency.Limiter)(nil)}},
+		"zero concurrency limiter": {Concurrency: &grpclimit.Concurrency{Limiter: &concurrency.Limiter{}}},
 	} {
 		_, err := grpclimit.New(cfg)
 		if !errors.Is(err, core.ErrInvalidConfig) {
 			t.Errorf("%s: %v", name, err)
 		}
-		if strings.HasPrefix(name, "typed-nil") && !strings.Contains(fmt.Sprint(err), "Limiter is a nil *") {
-			t.Errorf("%s: %v, want it to name the typed nil", name, err)
+		// Typed nils passed New and panicked at the first call; now a
+		// limiter that cannot decide says so.
+		if strings.HasPrefix(name, "typed-nil") && !strings.Contains(fmt.Sprint(err), "cannot decide") {
+			t.Errorf("%s: %v, want it to say the limiter cannot decide", name, err)
 		}
 	}
 }
@@ -312,7 +386,7 @@ func TestConfigErrors(t *testing.T) {
 func TestPeerNotIP(t *testing.T) {
 	lim, _ := bucket(t, 10)
 	log := &records{}
-	in := newInterceptors(t, grpclimit.Config{Policies: []grpclimit.Policy{{Limiter: lim}}, Logger: slog.New(log)})
+	in := newInterceptors(t, grpclimit.Config{Limiter: lim, Logger: slog.New(log)})
 	ctx := peer.NewContext(context.Background(), &peer.Peer{Addr: &net.UnixAddr{Name: "@", Net: "unix"}})
 	info := &grpc.UnaryServerInfo{FullMethod: "/test.Svc/Do"}
 	for range 3 {

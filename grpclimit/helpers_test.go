@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/fakeclock"
 	"github.com/ratekit/ratekit/grpclimit"
@@ -103,6 +104,13 @@ var svcDesc = grpc.ServiceDesc{
 // interceptors in, and returns a client connection to it.
 func serve(t *testing.T, in *grpclimit.Interceptors, s *svc, opts ...grpc.DialOption) *grpc.ClientConn {
 	t.Helper()
+	return serveChain(t, []*grpclimit.Interceptors{in}, s, opts...)
+}
+
+// serveChain is serve with several Interceptors chained, the first
+// outermost.
+func serveChain(t *testing.T, ins []*grpclimit.Interceptors, s *svc, opts ...grpc.DialOption) *grpc.ClientConn {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +125,13 @@ func serve(t *testing.T, in *grpclimit.Interceptors, s *svc, opts ...grpc.DialOp
 		}()
 		return h(ctx, req)
 	}
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(recovery, in.Unary()), grpc.ChainStreamInterceptor(in.Stream()))
+	unary := []grpc.UnaryServerInterceptor{recovery}
+	var stream []grpc.StreamServerInterceptor
+	for _, in := range ins {
+		unary = append(unary, in.Unary())
+		stream = append(stream, in.Stream())
+	}
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(stream...))
 	srv.RegisterService(&svcDesc, s)
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
@@ -172,7 +186,7 @@ func watch(conn *grpc.ClientConn, ctx context.Context, value string) (metadata.M
 
 // bucket returns a memory store on a manual clock and a token bucket of
 // capacity on it, refilled by 1 a minute.
-func bucket(t *testing.T, capacity int64) (*tokenbucket.Limiter, *fakeclock.Clock) {
+func bucket(t *testing.T, capacity int64) (*ratekit.Limiter, *fakeclock.Clock) {
 	t.Helper()
 	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	mem, err := memory.New(memory.WithClock(clock))

@@ -24,7 +24,7 @@ import (
 
 // policy returns a policy of a burst of burst (refilled by 1 a minute)
 // and daily per day, daily in shadow when shadow is set.
-func policy(t *testing.T, burst, daily int64, shadow bool) *ratekit.Policy {
+func policy(t *testing.T, burst, daily int64, shadow bool) *ratekit.Limiter {
 	t.Helper()
 	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	mem, err := memory.New(memory.WithClock(clock))
@@ -47,12 +47,12 @@ func policy(t *testing.T, burst, daily int64, shadow bool) *ratekit.Policy {
 	return p
 }
 
-// TestPolicy: a ratekit.Policy decides every limit at once; each limit is
-// one value of the fields, a denial names the limits that denied, and the
-// handler sees the decision.
+// TestPolicy: a policy decides every limit at once; each limit is one
+// value of the fields, a denial names the limits that denied, and the
+// handler sees the decision, with each limit's.
 func TestPolicy(t *testing.T) {
 	p := policy(t, 5, 2, false)
-	in := newInterceptors(t, grpclimit.Config{Policy: p})
+	in := newInterceptors(t, grpclimit.Config{Limiter: p})
 	s := &svc{seen: make(chan context.Context, 10)}
 	conn := serve(t, in, s)
 	ctx := context.Background()
@@ -61,10 +61,10 @@ func TestPolicy(t *testing.T) {
 		if err != nil {
 			t.Fatalf("call %d: %v", i, err)
 		}
-		if got := fmt.Sprint(md.Get("ratelimit-policy")); got != `["burst";q=5 "daily";q=2]` {
+		if got := fmt.Sprint(md.Get("ratelimit-policy")); got != `["burst";q=5;w=300 "daily";q=2;w=86400]` {
 			t.Fatalf("ratelimit-policy %s", got)
 		}
-		d, ok := grpclimit.PolicyDecisionFromContext(<-s.seen)
+		d, ok := grpclimit.DecisionFromContext(<-s.seen)
 		if !ok || !d.Allowed || len(d.Limits) != 2 {
 			t.Fatalf("the handler's decision: %+v, %v", d, ok)
 		}
@@ -90,7 +90,7 @@ func TestPolicy(t *testing.T) {
 // limit that is not enforced), and it is logged at info level.
 func TestShadow(t *testing.T) {
 	log := &records{}
-	in := newInterceptors(t, grpclimit.Config{Policy: policy(t, 5, 1, true), Logger: slog.New(log)})
+	in := newInterceptors(t, grpclimit.Config{Limiter: policy(t, 5, 1, true), Logger: slog.New(log)})
 	conn := serve(t, in, &svc{})
 	for i := 0; i < 3; i++ {
 		md, err := do(conn, context.Background(), "")
@@ -110,7 +110,7 @@ func TestShadow(t *testing.T) {
 // count is refunded; a handler that panics counts.
 func TestCounts(t *testing.T) {
 	p := policy(t, 3, 100, false)
-	in := newInterceptors(t, grpclimit.Config{Policy: p, Counts: func(c codes.Code) bool { return c == codes.Unauthenticated }})
+	in := newInterceptors(t, grpclimit.Config{Limiter: p, Counts: func(c codes.Code) bool { return c == codes.Unauthenticated }})
 	conn := serve(t, in, &svc{})
 	ctx := context.Background()
 	for i, tt := range []struct {
@@ -133,16 +133,20 @@ func TestCounts(t *testing.T) {
 	}
 }
 
-// TestPolicyFor: each call's policy is picked by PolicyFor (its tier); a
-// PolicyFor that fails answers Internal.
-func TestPolicyFor(t *testing.T) {
+// TestLimiterFor: each call's limiter is picked by LimiterFor (its tier);
+// a LimiterFor that fails, or picks a limiter that cannot decide, answers
+// Internal.
+func TestLimiterFor(t *testing.T) {
 	free, paid := policy(t, 1, 100, false), policy(t, 3, 100, false)
-	in := newInterceptors(t, grpclimit.Config{PolicyFor: func(_ context.Context, c grpclimit.Call) (grpclimit.PolicyLimiter, error) {
+	var unbuilt *ratekit.Limiter
+	in := newInterceptors(t, grpclimit.Config{LimiterFor: func(_ context.Context, c grpclimit.Call) (core.Limiter, error) {
 		switch tier := c.Metadata.Get("x-tier"); {
 		case len(tier) == 0:
 			return free, nil
 		case tier[0] == "paid":
 			return paid, nil
+		case tier[0] == "unbuilt":
+			return unbuilt, nil
 		}
 		return nil, errors.New("unknown tier")
 	}, OnError: func(context.Context, grpclimit.Call, error) {}})
@@ -156,16 +160,16 @@ func TestPolicyFor(t *testing.T) {
 		{bg, codes.OK}, {bg, codes.ResourceExhausted},
 		{paidCtx, codes.OK}, {paidCtx, codes.OK}, {paidCtx, codes.OK}, {paidCtx, codes.ResourceExhausted},
 		{metadata.AppendToOutgoingContext(bg, "x-tier", "gold"), codes.Internal},
+		{metadata.AppendToOutgoingContext(bg, "x-tier", "unbuilt"), codes.Internal},
 	} {
 		if _, err := do(conn, tt.ctx, ""); status.Code(err) != tt.want {
 			t.Fatalf("call %d: %v, want %v", i, err, tt.want)
 		}
 	}
-	var nilPolicy *ratekit.Policy
-	if _, err := grpclimit.New(grpclimit.Config{Policy: nilPolicy}); !errors.Is(err, core.ErrInvalidConfig) {
-		t.Fatalf("a nil *ratekit.Policy: %v", err)
+	if _, err := grpclimit.New(grpclimit.Config{Limiter: unbuilt}); !errors.Is(err, core.ErrInvalidConfig) {
+		t.Fatalf("a nil *ratekit.Limiter: %v", err)
 	}
-	if _, err := grpclimit.New(grpclimit.Config{Policy: free, PolicyFor: func(context.Context, grpclimit.Call) (grpclimit.PolicyLimiter, error) { return free, nil }}); !errors.Is(err, core.ErrInvalidConfig) {
-		t.Fatalf("Policy and PolicyFor: %v", err)
+	if _, err := grpclimit.New(grpclimit.Config{Limiter: free, LimiterFor: func(context.Context, grpclimit.Call) (core.Limiter, error) { return free, nil }}); !errors.Is(err, core.ErrInvalidConfig) {
+		t.Fatalf("Limiter and LimiterFor: %v", err)
 	}
 }

@@ -19,9 +19,15 @@ const (
 	AttrAlgorithm = attribute.Key("ratekit.algorithm")
 	// AttrStore is the store's name: "memory", "goredis", ...
 	AttrStore = attribute.Key("ratekit.store")
-	// AttrOutcome is a decision's outcome: OutcomeAllowed, OutcomeDenied
-	// or OutcomeError.
+	// AttrOutcome is a decision's outcome, one of the Outcome values
+	// below.
 	AttrOutcome = attribute.Key("ratekit.outcome")
+	// AttrLimitName is the name of one limit of a policy
+	// (ratekit.Limit.Name), in ratekit.policy.limit.decisions.
+	AttrLimitName = attribute.Key("ratekit.limit.name")
+	// AttrBlocked is true on a policy's denial made while a penalty
+	// blocks the key (core.Decision.Blocked).
+	AttrBlocked = attribute.Key("ratekit.blocked")
 	// AttrScript is the name of the script a store call ran.
 	AttrScript = attribute.Key("ratekit.script")
 	// AttrStoreOperation is "run_script" (one script) or "run_scripts" (a
@@ -41,16 +47,36 @@ const (
 	AttrRemaining = attribute.Key("ratekit.remaining")
 	// AttrRetryAfter is a decision's RetryAfter in seconds (spans only).
 	AttrRetryAfter = attribute.Key("ratekit.retry_after")
+	// AttrDenied names the enforced limits of a policy that denied a
+	// request (spans only).
+	AttrDenied = attribute.Key("ratekit.denied")
+	// AttrShadowDenied names the shadow limits of a policy that would have
+	// denied a request (spans only).
+	AttrShadowDenied = attribute.Key("ratekit.shadow_denied")
 	// AttrErrorType is OpenTelemetry's error.type: see ErrorType.
 	AttrErrorType = attribute.Key("error.type")
 )
 
-// The values of ratekit.outcome.
+// The values of ratekit.outcome. In ratekit.decisions, a request's:
+// allowed, denied, shadow or error. In ratekit.policy.limit.decisions,
+// one limit's part in a policy's request: allowed, denied, not_counted or
+// shadow, so that a limit's "allowed" counts exactly what it counted.
 const (
-	// OutcomeAllowed: the request may proceed, and was counted.
+	// OutcomeAllowed: the request may proceed, and was counted (by each
+	// limit of a policy that reports it for its part).
 	OutcomeAllowed = "allowed"
-	// OutcomeDenied: the request was denied, and counted nothing.
+	// OutcomeDenied: the request was denied, and counted nothing; of a
+	// limit, that it denied the request (or, while a penalty blocks the
+	// key, that it would).
 	OutcomeDenied = "denied"
+	// OutcomeNotCounted, of a limit only: the limit would have allowed
+	// the request, but another limit (or a penalty block) denied it, so
+	// this one counted nothing.
+	OutcomeNotCounted = "not_counted"
+	// OutcomeShadow: of a request, that it was allowed although a shadow
+	// limit of its policy would have denied it; of a limit, that it runs
+	// in shadow and would have denied the request (it counted nothing).
+	OutcomeShadow = "shadow"
 	// OutcomeError: the limiter returned an error (error.type says which).
 	OutcomeError = "error"
 )

@@ -30,7 +30,9 @@ type Concurrency struct {
 }
 
 // Concurrency wraps next, a concurrency limiter named name (see
-// Telemetry.Limiter for names). An error wraps core.ErrInvalidConfig.
+// Telemetry.Limiter for names). An error wraps core.ErrInvalidConfig: for
+// a bad name, or a next that cannot decide (nil, or whose Limit is below
+// 1: not built by its New).
 func (t *Telemetry) Concurrency(name string, next *concurrency.Limiter) (*Concurrency, error) {
 	if !t.built() {
 		return nil, errZeroTelemetry
@@ -38,11 +40,8 @@ func (t *Telemetry) Concurrency(name string, next *concurrency.Limiter) (*Concur
 	if err := checkName(name); err != nil {
 		return nil, fmt.Errorf("%w: otelratekit: limiter name %q: %w", core.ErrInvalidConfig, name, err)
 	}
-	if next == nil {
-		return nil, fmt.Errorf("%w: otelratekit: concurrency limiter %q is nil", core.ErrInvalidConfig, name)
-	}
-	if next.Store() == nil {
-		return nil, fmt.Errorf("%w: otelratekit: concurrency limiter %q is a zero Limiter, not built by its New", core.ErrInvalidConfig, name)
+	if next == nil || next.Limit() < 1 {
+		return nil, fmt.Errorf("%w: otelratekit: concurrency limiter %q cannot decide (nil, or not built by its New)", core.ErrInvalidConfig, name)
 	}
 	l := t.newLimiter(name, nil, next.Algorithm(), storeName(next.Store()))
 	return &Concurrency{l: l, next: next, leaseAttrs: []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(l.spanAttrs...))}}, nil
@@ -80,7 +79,8 @@ func (c *Concurrency) Unwrap() *concurrency.Limiter {
 	return c.next
 }
 
-// Limit returns the wrapped limiter's Limit.
+// Limit returns the wrapped limiter's Limit; 0 for a Concurrency its
+// Telemetry did not build (httplimit and grpclimit refuse it).
 func (c *Concurrency) Limit() int64 { return c.Unwrap().Limit() }
 
 // TTL returns the wrapped limiter's TTL.

@@ -11,13 +11,17 @@
 //	api, err := tel.Limiter("api", lim)                // decisions, a span per decision
 //	d, err := api.Allow(ctx, key)
 //
-// [Telemetry.Limiter] wraps any core.Limiter, and looks through the wrappers
-// it is given (anything with an Unwrap() core.Limiter method: failsafe,
-// denycache, another Limiter of this package) for what it reports: the
-// algorithm and the store of the ratekit limiter at the end of the chain,
-// the state of a failsafe limiter, the hits of a deny cache. Wrap the
-// outermost limiter, the one your code calls, so that every decision is
-// counted, the cached ones and the failure policy's included.
+// [Telemetry.Limiter] wraps any core.Limiter (an algorithm's limiter, a
+// policy of several limits from ratekit.NewPolicy, a wrapper of either)
+// and is one itself, so it goes wherever the limiter would (httplimit,
+// grpclimit, failsafe). It looks through the wrappers it is given
+// (anything with an Unwrap() core.Limiter method: failsafe, denycache,
+// another Limiter of this package) for what it reports: the algorithm and
+// the store of the ratekit limiter at the end of the chain ("policy" for
+// a policy, and each of its limits' algorithm), the state of a failsafe
+// limiter, the hits of a deny cache. Wrap the outermost limiter, the one
+// your code calls, so that every decision is counted, the cached ones and
+// the failure policy's included.
 //
 // # Metrics
 //
@@ -35,22 +39,36 @@
 //	ratekit.concurrency.leases      up-down    {lease}     ratekit.limiter.name, ratekit.algorithm, ratekit.store
 //
 // ratekit.decisions counts Allow, AllowN and each request of AllowMany (not
-// Peek or Reset), a concurrency limiter's acquires ([Concurrency]) and a
-// policy's requests ([Policy], with ratekit.algorithm "policy").
+// Peek, Refund or Reset) and a concurrency limiter's acquires
+// ([Concurrency]); a policy's requests have ratekit.algorithm "policy".
 // ratekit.outcome is "allowed", "denied" or "error"; an error also has
 // error.type (see below). A policy's request is "shadow" when it was
-// allowed although a shadow limit would have denied it, and a denial by a
-// penalty block has ratekit.blocked; each of its limits' part is in
-// ratekit.policy.limit.decisions, by the limit's name and algorithm
-// ("shadow" there is a shadow limit that would have denied). A decision
-// made by a failure policy counts as the caller got it: a failsafe limiter
-// that fails open counts "allowed", while the store's error shows in
-// ratekit.store.errors.
+// allowed although a shadow limit would have denied it, and a denial
+// while a penalty blocks the key has ratekit.blocked "true".
+//
+// ratekit.policy.limit.decisions counts each limit's part in a policy's
+// requests, by the limit's name (ratekit.limit.name) and algorithm, so
+// that each limit's "allowed" is what it counted. A policy counts a
+// request by all its limits or by none, and ratekit.outcome says which
+// for each:
+//
+//	allowed      the request was allowed, and this limit counted it
+//	denied       this limit denied the request (or would, while a penalty blocks the key)
+//	not_counted  this limit would have allowed, but another limit (or a penalty block) denied the request: it counted nothing
+//	shadow       this limit runs in shadow and would have denied: it counted nothing, and denied nothing
+//
+// With limits "second" and "minute", 8 requests of which "second" denied
+// 3 count allowed 5 and denied 3 on "second", and allowed 5 and
+// not_counted 3 on "minute" (Example_prometheus_policy).
+//
+// A decision made by a failure policy counts as the caller got it: a
+// failsafe limiter that fails open counts "allowed", while the store's
+// error shows in ratekit.store.errors.
 //
 // ratekit.store.duration measures every call to the store: one script
 // (ratekit.store.operation "run_script", with ratekit.script, the
-// algorithm's script name such as "tokenbucket", "tokenbucket:batch" or
-// "reset") or one pipelined batch ("run_scripts", without ratekit.script
+// script's name: the algorithm's, such as "tokenbucket", a policy's, such
+// as "policy:tokenbucket+fixedwindow", or "reset") or one pipelined batch ("run_scripts", without ratekit.script
 // or error.type; each failed call of a batch counts in
 // ratekit.store.errors). Its buckets run from 100 µs to 10 s.
 //
@@ -73,13 +91,15 @@
 // # Traces
 //
 // Each call of a [Limiter] is a span ("ratekit.AllowN", "ratekit.Peek",
-// "ratekit.Reset", "ratekit.AllowMany" for a whole batch; "ratekit.Acquire",
-// "ratekit.Release" and "ratekit.Extend" for a [Concurrency];
-// "ratekit.Refund" for a [Policy]), a child of the
-// span in the caller's context, with the limiter's attributes, the cost
-// (ratekit.cost) or batch size (ratekit.batch.size), and the outcome, limit,
-// remaining and retry-after (ratekit.outcome, ratekit.limit,
-// ratekit.remaining, ratekit.retry_after in seconds). Each store call made
+// "ratekit.Reset", "ratekit.Refund", "ratekit.AllowMany" for a whole batch;
+// "ratekit.Acquire", "ratekit.Release" and "ratekit.Extend" for a
+// [Concurrency]), a child of the span in the caller's context, with the
+// limiter's attributes, the cost (ratekit.cost) or batch size
+// (ratekit.batch.size), and the outcome, limit, remaining and retry-after
+// (ratekit.outcome, ratekit.limit, ratekit.remaining, ratekit.retry_after
+// in seconds); a policy's decision adds the limits that denied
+// (ratekit.denied), those in shadow that would have
+// (ratekit.shadow_denied) and ratekit.blocked. Each store call made
 // through a [Store] is a child span of the decision ("ratekit.store.RunScript"
 // or "ratekit.store.RunScripts", kind client). Errors set the span's status
 // and error.type, and are recorded as events. No span attribute holds a

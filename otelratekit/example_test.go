@@ -108,7 +108,11 @@ func ExampleTelemetry_Limiter() {
 	store, _ := tel.Store(mem)
 	lim, _ := tokenbucket.New(store, tokenbucket.Config{Capacity: 1, RefillRate: 1, RefillInterval: time.Minute})
 	safe, _ := failsafe.New(failsafe.Config{Limiter: lim, Mode: failsafe.FailOpen})
-	api, err := tel.Limiter("api", denycache.New(safe))
+	cached, err := denycache.New(safe)
+	if err != nil {
+		panic(err)
+	}
+	api, err := tel.Limiter("api", cached)
 	if err != nil {
 		panic(err)
 	}

@@ -14,6 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/fakeclock"
@@ -177,7 +178,7 @@ func stepClock(step time.Duration) func() time.Time {
 
 // bucket returns a token bucket of capacity on a memory store wrapped in
 // an otelratekit.Store, and that Store.
-func (r *rig) bucket(t *testing.T, capacity int64) (*tokenbucket.Limiter, *otelratekit.Store) {
+func (r *rig) bucket(t *testing.T, capacity int64) (*ratekit.Limiter, *otelratekit.Store) {
 	t.Helper()
 	mem, clock := newMemory(t)
 	store, err := r.tel.Store(mem)
@@ -201,7 +202,7 @@ func newMemory(t *testing.T) (*memory.Store, *fakeclock.Clock) {
 
 // tokenBucket returns a token bucket of capacity, refilled by 1 an hour,
 // on store at clock's time.
-func tokenBucket(t *testing.T, store core.ScriptRunner, clock *fakeclock.Clock, capacity int64) *tokenbucket.Limiter {
+func tokenBucket(t *testing.T, store core.ScriptRunner, clock *fakeclock.Clock, capacity int64) *ratekit.Limiter {
 	t.Helper()
 	lim, err := tokenbucket.New(store, tokenbucket.Config{Capacity: capacity, RefillRate: 1, RefillInterval: time.Hour, Clock: clock})
 	if err != nil {

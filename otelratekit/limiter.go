@@ -9,14 +9,17 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/callcheck"
-	"github.com/ratekit/ratekit/internal/typednil"
+	"github.com/ratekit/ratekit/internal/engine"
 )
 
 // Limiter is a core.Limiter that reports every decision of the limiter it
-// wraps (ratekit.decisions) and makes a span of every call, a child of the
-// span in the caller's context. It is safe for concurrent use.
+// wraps (ratekit.decisions; for a policy, each limit's part in
+// ratekit.policy.limit.decisions too) and makes a span of every call, a
+// child of the span in the caller's context. It decides as the wrapped
+// limiter does, so it goes wherever that one would (httplimit,
+// grpclimit, failsafe, ...). It is safe for concurrent use.
 type Limiter struct {
 	t    *Telemetry
 	next core.Limiter
@@ -24,15 +27,24 @@ type Limiter struct {
 	reg  metric.Registration
 
 	name, algorithm, store string
-	// spanAttrs are set on every span; allowed and denied add a decision
-	// of that outcome to the decision counter.
-	spanAttrs       []attribute.KeyValue
-	allowed, denied []metric.AddOption
+	// spanAttrs are set on every span; allowed, denied, shadow and blocked
+	// add a decision of that outcome to the decision counter.
+	spanAttrs                        []attribute.KeyValue
+	allowed, denied, shadow, blocked []metric.AddOption
+	// limits are the attributes of each limit's part, by the limit's name,
+	// for the policy behind next; nil when there is none.
+	limits map[string]*limitOpts
 	// start starts every span: with spanAttrs, made once.
 	start []trace.SpanStartOption
 }
 
 var _ core.Limiter = (*Limiter)(nil)
+
+// limitOpts are one limit's attributes in ratekit.policy.limit.decisions,
+// one set per outcome.
+type limitOpts struct {
+	allowed, denied, notCounted, shadow []metric.AddOption
+}
 
 // batcher is a limiter that decides many requests in one call, as
 // ratekit.Limiter does.
@@ -54,14 +66,17 @@ type unwrapper interface {
 // maxChain bounds the walk through wrapped limiters, in case of a cycle.
 const maxChain = 32
 
-// Limiter wraps next, a limiter named name. The name is the
-// ratekit.limiter.name of its metrics and spans: printable ASCII, 1 to 64
-// bytes, fixed by the program (never a key). Limiters with the same name
-// add up in the same series. The algorithm and store come from the
-// ratekit limiter found behind next's wrappers ("other" when there is
-// none); the failsafe limiters and deny caches found on the way are
-// observed too (see the package doc) until Close. An error wraps
-// core.ErrInvalidConfig.
+// Limiter wraps next, any limiter (an algorithm's, a policy, a wrapper of
+// one), named name. The name is the ratekit.limiter.name of its metrics
+// and spans: printable ASCII, 1 to 64 bytes, fixed by the program (never a
+// key). Limiters with the same name add up in the same series. The
+// algorithm and store come from the ratekit limiter found behind next's
+// wrappers ("policy" for a policy; "other" when there is none), and so do
+// the algorithms of a policy's limits; the failsafe limiters and deny
+// caches found on the way are observed too (see the package doc) until
+// Close. An error wraps core.ErrInvalidConfig: for a bad name, or a next
+// that cannot decide (nil, or whose MaxCost is below 1: not built by its
+// New, or a wrapper of such a limiter).
 func (t *Telemetry) Limiter(name string, next core.Limiter) (*Limiter, error) {
 	if !t.built() {
 		return nil, errZeroTelemetry
@@ -69,23 +84,18 @@ func (t *Telemetry) Limiter(name string, next core.Limiter) (*Limiter, error) {
 	if err := checkName(name); err != nil {
 		return nil, fmt.Errorf("%w: otelratekit: limiter name %q: %w", core.ErrInvalidConfig, name, err)
 	}
-	if next == nil {
-		return nil, fmt.Errorf("%w: otelratekit: limiter %q is nil", core.ErrInvalidConfig, name)
-	}
-	if typednil.Is(next) {
-		return nil, fmt.Errorf("%w: otelratekit: limiter %q is a nil %T", core.ErrInvalidConfig, name, next)
-	}
-	if callcheck.Unbuilt(next) {
-		return nil, fmt.Errorf("%w: otelratekit: limiter %q is a %T around nothing: a zero limiter, or a wrapper of one, not built by its New", core.ErrInvalidConfig, name, next)
+	if next == nil || next.MaxCost() < 1 {
+		return nil, fmt.Errorf("%w: otelratekit: limiter %q cannot decide (nil, or not built by its New)", core.ErrInvalidConfig, name)
 	}
 	algorithm, store := Other, Other
+	var limits map[string]string // a policy's limits' algorithms, by name
 	var obs observed
 	cur := next
 	for range maxChain {
 		obs.add(cur)
 		if d, ok := cur.(described); ok {
-			// callcheck.Unbuilt refused a limiter without a store above.
 			algorithm, store = d.Algorithm(), storeName(d.Store())
+			limits = policyLimits(cur)
 			break
 		}
 		u, ok := cur.(unwrapper)
@@ -97,6 +107,12 @@ func (t *Telemetry) Limiter(name string, next core.Limiter) (*Limiter, error) {
 		}
 	}
 	l := t.newLimiter(name, next, algorithm, store)
+	if limits != nil {
+		l.limits = make(map[string]*limitOpts, len(limits))
+		for limit, alg := range limits {
+			l.limits[limit] = l.newLimitOpts(limit, alg)
+		}
+	}
 	l.many, _ = next.(batcher)
 	reg, err := obs.register(t, l)
 	if err != nil {
@@ -106,14 +122,49 @@ func (t *Telemetry) Limiter(name string, next core.Limiter) (*Limiter, error) {
 	return l, nil
 }
 
+// policyLimits returns the algorithm of each limit of lim, by the limit's
+// name, when lim is a policy (ratekit.NewPolicy); nil otherwise.
+func policyLimits(lim core.Limiter) map[string]string {
+	rl, ok := lim.(*ratekit.Limiter)
+	if !ok {
+		return nil
+	}
+	e := engine.Of(rl)
+	if !e.Policy() {
+		return nil
+	}
+	out := map[string]string{}
+	for _, el := range e.Limits() {
+		out[el.Name] = el.Spec.Name
+	}
+	return out
+}
+
 // newLimiter returns a Limiter around next with its attributes made.
 func (t *Telemetry) newLimiter(name string, next core.Limiter, algorithm, store string) *Limiter {
 	l := &Limiter{t: t, next: next, name: name, algorithm: algorithm, store: store}
 	l.spanAttrs = []attribute.KeyValue{AttrLimiterName.String(name), AttrAlgorithm.String(algorithm), AttrStore.String(store)}
 	l.start = []trace.SpanStartOption{trace.WithAttributes(l.spanAttrs...)}
-	l.allowed = []metric.AddOption{metric.WithAttributeSet(l.decisionSet(OutcomeAllowed, ""))}
-	l.denied = []metric.AddOption{metric.WithAttributeSet(l.decisionSet(OutcomeDenied, ""))}
+	set := func(kv ...attribute.KeyValue) []metric.AddOption {
+		all := append(l.spanAttrs[:len(l.spanAttrs):len(l.spanAttrs)], kv...)
+		return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(all...))}
+	}
+	l.allowed = set(AttrOutcome.String(OutcomeAllowed))
+	l.denied = set(AttrOutcome.String(OutcomeDenied))
+	l.shadow = set(AttrOutcome.String(OutcomeShadow))
+	l.blocked = set(AttrOutcome.String(OutcomeDenied), AttrBlocked.Bool(true))
 	return l
+}
+
+// newLimitOpts returns the attributes of the part of the policy's limit
+// named limit, of algorithm, in ratekit.policy.limit.decisions.
+func (l *Limiter) newLimitOpts(limit, algorithm string) *limitOpts {
+	set := func(outcome string) []metric.AddOption {
+		return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(
+			AttrLimiterName.String(l.name), AttrLimitName.String(limit), AttrAlgorithm.String(algorithm),
+			AttrStore.String(l.store), AttrOutcome.String(outcome)))}
+	}
+	return &limitOpts{allowed: set(OutcomeAllowed), denied: set(OutcomeDenied), notCounted: set(OutcomeNotCounted), shadow: set(OutcomeShadow)}
 }
 
 // checkName accepts a name that is printable ASCII, 1 to 64 bytes.
@@ -132,16 +183,6 @@ func checkName(name string) error {
 	return nil
 }
 
-// decisionSet is the decision counter's attributes for an outcome (and an
-// error type, for errors).
-func (l *Limiter) decisionSet(outcome, errType string) attribute.Set {
-	kv := append(l.spanAttrs[:len(l.spanAttrs):len(l.spanAttrs)], AttrOutcome.String(outcome))
-	if errType != "" {
-		kv = append(kv, AttrErrorType.String(errType))
-	}
-	return attribute.NewSet(kv...)
-}
-
 // Name returns the limiter's name, its ratekit.limiter.name.
 func (l *Limiter) Name() string {
 	if l == nil {
@@ -150,8 +191,8 @@ func (l *Limiter) Name() string {
 	return l.name
 }
 
-// Algorithm returns the algorithm of the ratekit limiter behind l, or
-// "other".
+// Algorithm returns the algorithm of the ratekit limiter behind l,
+// "policy" for a policy, or "other".
 func (l *Limiter) Algorithm() string {
 	if l == nil {
 		return ""
@@ -175,6 +216,15 @@ func (l *Limiter) Unwrap() core.Limiter {
 	return l.next
 }
 
+// MaxCost returns the wrapped limiter's MaxCost; 0 for a Limiter its
+// Telemetry did not build.
+func (l *Limiter) MaxCost() int64 {
+	if !l.built() {
+		return 0
+	}
+	return l.next.MaxCost()
+}
+
 // Close stops observing the failsafe limiters and deny caches behind l;
 // decisions are still counted. Close a Limiter you stop using, so that the
 // meter provider forgets it.
@@ -191,7 +241,7 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 }
 
 // AllowN asks the wrapped limiter, in a span "ratekit.AllowN", and counts
-// the decision.
+// the decision (and, for a policy, each limit's part).
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
 	if !l.built() {
 		return core.Decision{}, errZero
@@ -207,30 +257,91 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decisio
 	return d, err
 }
 
-// count adds one decision to ratekit.decisions.
+// outcome is the ratekit.outcome of a decision made without error.
+func outcome(d core.Decision) string {
+	switch {
+	case !d.Allowed:
+		return OutcomeDenied
+	case shadowDenied(d):
+		return OutcomeShadow
+	}
+	return OutcomeAllowed
+}
+
+// shadowDenied reports whether a shadow limit of a policy would have
+// denied d.
+func shadowDenied(d core.Decision) bool {
+	for _, ld := range d.Limits {
+		if ld.Shadow && !ld.Allowed {
+			return true
+		}
+	}
+	return false
+}
+
+// count adds one decision to ratekit.decisions and, for a policy's, each
+// limit's part to ratekit.policy.limit.decisions.
 func (l *Limiter) count(ctx context.Context, d core.Decision, err error) {
+	t := l.t
 	switch {
 	case err != nil:
-		l.t.decisions.Add(ctx, 1, metric.WithAttributeSet(l.decisionSet(OutcomeError, ErrorType(err))))
-	case d.Allowed:
-		l.t.decisions.Add(ctx, 1, l.allowed...)
+		t.decisions.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(append(l.spanAttrs[:len(l.spanAttrs):len(l.spanAttrs)],
+			AttrOutcome.String(OutcomeError), AttrErrorType.String(ErrorType(err)))...)))
+		return
+	case !d.Allowed && d.Blocked:
+		t.decisions.Add(ctx, 1, l.blocked...)
+	case !d.Allowed:
+		t.decisions.Add(ctx, 1, l.denied...)
+	case shadowDenied(d):
+		t.decisions.Add(ctx, 1, l.shadow...)
 	default:
-		l.t.decisions.Add(ctx, 1, l.denied...)
+		t.decisions.Add(ctx, 1, l.allowed...)
+	}
+	for _, ld := range d.Limits {
+		o := l.limits[ld.Name]
+		if o == nil {
+			// A limit the policy found behind next did not name (a
+			// policy of another kind, a local one of failsafe's).
+			o = l.newLimitOpts(ld.Name, Other)
+		}
+		switch {
+		case !ld.Allowed && ld.Shadow:
+			t.limitDecisions.Add(ctx, 1, o.shadow...)
+		case !ld.Allowed:
+			t.limitDecisions.Add(ctx, 1, o.denied...)
+		case d.Allowed:
+			t.limitDecisions.Add(ctx, 1, o.allowed...)
+		default:
+			// It would have allowed; another limit, or a penalty block,
+			// denied the request, so it counted nothing.
+			t.limitDecisions.Add(ctx, 1, o.notCounted...)
+		}
 	}
 }
 
-// endDecision sets a decision span's outcome attributes, or its error.
+// endDecision sets a decision span's outcome attributes, or its error;
+// for a policy's decision, also the limits that denied it and those in
+// shadow that would have.
 func endDecision(span trace.Span, d core.Decision, err error) {
 	if err != nil {
 		span.SetAttributes(AttrOutcome.String(OutcomeError))
 		failSpan(span, err)
 		return
 	}
-	outcome := OutcomeAllowed
-	if !d.Allowed {
-		outcome = OutcomeDenied
+	span.SetAttributes(AttrOutcome.String(outcome(d)), AttrLimit.Int64(d.Limit), AttrRemaining.Int64(d.Remaining), AttrRetryAfter.Float64(d.RetryAfter.Seconds()))
+	if d.Limits != nil {
+		var denied, shadow []string
+		for _, ld := range d.Limits {
+			switch {
+			case ld.Allowed:
+			case ld.Shadow:
+				shadow = append(shadow, ld.Name)
+			default:
+				denied = append(denied, ld.Name)
+			}
+		}
+		span.SetAttributes(AttrDenied.StringSlice(denied), AttrShadowDenied.StringSlice(shadow), AttrBlocked.Bool(d.Blocked))
 	}
-	span.SetAttributes(AttrOutcome.String(outcome), AttrLimit.Int64(d.Limit), AttrRemaining.Int64(d.Remaining), AttrRetryAfter.Float64(d.RetryAfter.Seconds()))
 }
 
 // Peek asks the wrapped limiter, in a span "ratekit.Peek"; a Peek is not
@@ -243,6 +354,26 @@ func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
 	d, err := l.next.Peek(ctx, key)
 	if span.IsRecording() {
 		endDecision(span, d, err)
+	}
+	span.End()
+	return d, err
+}
+
+// Refund gives n back to key in the wrapped limiter, in a span
+// "ratekit.Refund"; a refund is not a decision and is not counted.
+func (l *Limiter) Refund(ctx context.Context, key string, n int64) (core.Decision, error) {
+	if !l.built() {
+		return core.Decision{}, errZero
+	}
+	ctx, span := l.t.tracer.Start(ctx, "ratekit.Refund", l.start...)
+	d, err := l.next.Refund(ctx, key, n)
+	if span.IsRecording() {
+		span.SetAttributes(AttrCost.Int64(n))
+		if err != nil {
+			failSpan(span, err)
+		} else {
+			span.SetAttributes(AttrRemaining.Int64(d.Remaining))
+		}
 	}
 	span.End()
 	return d, err
@@ -263,9 +394,9 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 }
 
 // AllowMany decides every request, in one span "ratekit.AllowMany", and
-// counts each decision: in one call when the wrapped limiter has
-// AllowMany (as ratekit.Limiter does), by AllowN one request at a time
-// otherwise.
+// counts each decision as AllowN does: in one call when the wrapped
+// limiter has AllowMany (as ratekit.Limiter does), by AllowN one request
+// at a time otherwise.
 func (l *Limiter) AllowMany(ctx context.Context, reqs []core.Request) []core.Result {
 	if !l.built() {
 		out := make([]core.Result, len(reqs))
@@ -284,27 +415,39 @@ func (l *Limiter) AllowMany(ctx context.Context, reqs []core.Request) []core.Res
 			out[i].Decision, out[i].Err = l.next.AllowN(ctx, r.Key, r.N)
 		}
 	}
+	// Plain decisions are added up, a policy's counted one by one.
 	var allowed, denied, failed int64
+	var sumAllowed, sumDenied int64
 	var firstErr error
 	for _, r := range out {
+		d := r.Decision
 		switch {
 		case r.Err != nil:
 			failed++
 			if firstErr == nil {
 				firstErr = r.Err
 			}
-			l.count(ctx, r.Decision, r.Err)
-		case r.Decision.Allowed:
+			l.count(ctx, d, r.Err)
+			continue
+		case d.Allowed:
 			allowed++
 		default:
 			denied++
 		}
+		switch {
+		case d.Limits != nil || d.Blocked:
+			l.count(ctx, d, nil)
+		case d.Allowed:
+			sumAllowed++
+		default:
+			sumDenied++
+		}
 	}
-	if allowed > 0 {
-		l.t.decisions.Add(ctx, allowed, l.allowed...)
+	if sumAllowed > 0 {
+		l.t.decisions.Add(ctx, sumAllowed, l.allowed...)
 	}
-	if denied > 0 {
-		l.t.decisions.Add(ctx, denied, l.denied...)
+	if sumDenied > 0 {
+		l.t.decisions.Add(ctx, sumDenied, l.denied...)
 	}
 	if span.IsRecording() {
 		span.SetAttributes(AttrBatchSize.Int(len(reqs)),

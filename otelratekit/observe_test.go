@@ -52,7 +52,7 @@ func TestFailsafeState(t *testing.T) {
 	now.Store(time.Unix(1000, 0).UnixNano())
 	fs, err := failsafe.New(failsafe.Config{
 		Limiter: lim, Mode: failsafe.FailOpen, RetryInterval: time.Second,
-		Clock:    core.ClockFunc(func() time.Time { return time.Unix(0, now.Load()) }),
+		Clock:  core.ClockFunc(func() time.Time { return time.Unix(0, now.Load()) }),
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
@@ -130,7 +130,10 @@ func TestFailsafeState(t *testing.T) {
 func TestDenyCacheHits(t *testing.T) {
 	r := newRig(t)
 	lim, _ := r.bucket(t, 1)
-	dc := denycache.New(lim)
+	dc, err := denycache.New(lim)
+	if err != nil {
+		t.Fatal(err)
+	}
 	api, err := r.tel.Limiter("api", dc)
 	if err != nil {
 		t.Fatal(err)

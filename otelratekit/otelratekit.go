@@ -31,8 +31,7 @@ type Config struct {
 // provider) with New and wrap every store and limiter with it. It is safe
 // for concurrent use. A zero Telemetry wraps nothing: its methods return
 // an error wrapping core.ErrInvalidConfig, as do the calls of a zero
-// Limiter, Policy, Concurrency or Store (a Store's wrapping
-// core.ErrStore too).
+// Limiter, Concurrency or Store (a Store's wrapping core.ErrStore too).
 type Telemetry struct {
 	tracer trace.Tracer
 	meter  metric.Meter
@@ -45,7 +44,7 @@ type Telemetry struct {
 	failsafeState metric.Int64ObservableGauge
 	denyHits      metric.Int64ObservableCounter
 	leases        metric.Int64UpDownCounter
-	// limitDecisions counts each limit's part of a Policy's decisions.
+	// limitDecisions counts each limit's part of a policy's decisions.
 	limitDecisions metric.Int64Counter
 }
 
@@ -101,7 +100,7 @@ func New(cfg Config) (*Telemetry, error) {
 	}
 	if t.limitDecisions, err = t.meter.Int64Counter("ratekit.policy.limit.decisions",
 		metric.WithUnit("{decision}"),
-		metric.WithDescription("Each limit's part in a policy's decisions, by outcome: allowed, denied, or shadow for a shadow limit that would have denied.")); err != nil {
+		metric.WithDescription("Each limit's part in a policy's decisions, by outcome: allowed (and counted), denied, not_counted (would have allowed, but another limit or a penalty denied the request), or shadow (a shadow limit that would have denied).")); err != nil {
 		return nil, fmt.Errorf("otelratekit: ratekit.policy.limit.decisions: %w", err)
 	}
 	return t, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -251,8 +252,11 @@ func TestAllowMany(t *testing.T) {
 	}
 }
 
-// TestStoreWrapper: the wrapper is lent keys exactly when its store is,
-// checks its store, names it, and refuses nil.
+// TestStoreWrapper: the wrapper names its store ("other" for one without
+// a name), says whether it is one node as the store does, and is never a
+// core.LocalStore, so that limiters on it run every call through it (the
+// calls TestStoreCalls counts); it refuses a store that cannot run
+// scripts, so that no limiter is built on it.
 func TestStoreWrapper(t *testing.T) {
 	r := newRig(t)
 	mem, err := memory.New()
@@ -261,16 +265,19 @@ func TestStoreWrapper(t *testing.T) {
 	}
 	defer mem.Close()
 	s, _ := r.tel.Store(mem)
-	if s.CopiesKeysOf() != core.ScriptRunner(s) || s.StoreName() != "memory" || s.Unwrap() != core.ScriptRunner(mem) {
-		t.Fatalf("around the memory store: CopiesKeysOf %v, name %q", s.CopiesKeysOf(), s.StoreName())
+	if s.StoreName() != "memory" || s.Unwrap() != core.ScriptRunner(mem) {
+		t.Fatalf("around the memory store: name %q, Unwrap %v", s.StoreName(), s.Unwrap())
 	}
-	b, _ := r.tel.Store(&batching{Store: mem}) // embeds the store's promise, does not make it
-	if b.CopiesKeysOf() != nil {
-		t.Fatal("lent keys around a store that does not copy them itself")
+	if _, ok := core.ScriptRunner(s).(core.LocalStore); ok {
+		t.Fatal("the wrapper is a core.LocalStore: limiters on it would decide without a call it sees")
 	}
 	f, _ := r.tel.Store(failing{})
-	if f.CopiesKeysOf() != nil || f.Check() != nil || f.StoreName() != "failing" || f.SingleNode() {
-		t.Fatal("around a store without promises")
+	if f.StoreName() != "failing" || f.SingleNode() {
+		t.Fatal("around a store that is not one node")
+	}
+	anon, _ := r.tel.Store(struct{ core.ScriptRunner }{mem})
+	if anon.StoreName() != "other" {
+		t.Fatalf("around a store without a name: %q", anon.StoreName())
 	}
 	for _, one := range []bool{false, true} {
 		o, _ := r.tel.Store(&oneNode{batching: &batching{Store: mem}, one: one})
@@ -279,15 +286,8 @@ func TestStoreWrapper(t *testing.T) {
 		}
 	}
 	var zero memory.Store
-	z, _ := r.tel.Store(&zero)
-	if err := z.Check(); !errors.Is(err, core.ErrInvalidConfig) {
-		t.Fatalf("Check around a zero memory store: %v", err)
-	}
-	if _, err := gcra.New(z, gcra.Config{Rate: 1, Period: time.Second, Burst: 1}); !errors.Is(err, core.ErrInvalidConfig) {
-		t.Fatalf("a limiter on a wrapped zero store: %v", err)
-	}
 	var nilStore *memory.Store
-	for _, next := range []core.ScriptRunner{nil, nilStore} {
+	for _, next := range []core.ScriptRunner{nil, nilStore, &zero} {
 		if _, err := r.tel.Store(next); !errors.Is(err, core.ErrInvalidConfig) {
 			t.Fatalf("Store(%#v): %v", next, err)
 		}
@@ -307,8 +307,8 @@ func TestLimiterConfig(t *testing.T) {
 	if _, err := r.tel.Limiter(strings.Repeat("x", 64), lim); err != nil {
 		t.Errorf("64 bytes: %v", err)
 	}
-	var nilLimiter *gcra.Limiter
-	for _, next := range []core.Limiter{nil, nilLimiter, &gcra.Limiter{}, &ratekit.Limiter{}} {
+	var nilLimiter *ratekit.Limiter
+	for _, next := range []core.Limiter{nil, nilLimiter, &ratekit.Limiter{}} {
 		if _, err := r.tel.Limiter("api", next); !errors.Is(err, core.ErrInvalidConfig) {
 			t.Errorf("Limiter(%#v): %v", next, err)
 		}
@@ -322,6 +322,11 @@ func TestLimiterConfig(t *testing.T) {
 
 // plain is a core.Limiter that is not a ratekit limiter.
 type plain struct{}
+
+func (plain) Refund(context.Context, string, int64) (core.Decision, error) {
+	return core.Decision{}, nil
+}
+func (plain) MaxCost() int64 { return math.MaxInt64 }
 
 func (plain) Allow(context.Context, string) (core.Decision, error) { return core.Decision{}, nil }
 func (plain) AllowN(context.Context, string, int64) (core.Decision, error) {

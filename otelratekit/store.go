@@ -3,7 +3,6 @@ package otelratekit
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -12,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/typednil"
 )
 
 // Store is a core.ScriptRunner that reports every call to the store it
@@ -20,16 +18,18 @@ import (
 // (ratekit.store.errors) and a span, a child of the decision's. Build
 // limiters on it as on the store itself. It is safe for concurrent use.
 //
-// It runs batches as the store does (core.BatchRunner; one call at a time
-// when the store has no batches), is one node when the store is
-// (core.SingleNode), lets the store check itself (core.Checker), and is
-// lent keys exactly when the store is: it keeps nothing of a call.
+// It holds the store in a field and forwards what it supports of the
+// store contract (core/store.go): batches (core.BatchRunner; one call at
+// a time when the store has none), whether the store is one node
+// (core.SingleNode) and its name (core.StoreNamer). It keeps nothing of a
+// call's keys. It is not a core.LocalStore, even around the memory store:
+// limiters on it run every call as a script (RunScript), so that every
+// call is seen, measured at what it costs through a script.
 type Store struct {
 	t     *Telemetry
 	next  core.ScriptRunner
 	batch core.BatchRunner // next, when it runs batches
 	name  string
-	lends bool
 	// batchAttrs are the duration's attributes for a batch; scripts holds
 	// those of each script run, a []metric.RecordOption by *core.Script,
 	// made on its first run.
@@ -42,14 +42,13 @@ var clientSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient
 
 var (
 	_ core.BatchRunner = (*Store)(nil)
-	_ core.KeyCopier   = (*Store)(nil)
-	_ core.Checker     = (*Store)(nil)
 	_ core.StoreNamer  = (*Store)(nil)
 	_ core.SingleNode  = (*Store)(nil)
 )
 
-// Store wraps the store next. next must not be nil; an error wraps
-// core.ErrInvalidConfig.
+// Store wraps the store next. An error wraps core.ErrInvalidConfig: next
+// is nil, or cannot run scripts (a store whose core.StoreNamer name is
+// "": a nil or zero value of a ratekit store, not built by its New).
 func (t *Telemetry) Store(next core.ScriptRunner) (*Store, error) {
 	if !t.built() {
 		return nil, errZeroTelemetry
@@ -57,10 +56,10 @@ func (t *Telemetry) Store(next core.ScriptRunner) (*Store, error) {
 	if next == nil {
 		return nil, fmt.Errorf("%w: otelratekit: the store is nil", core.ErrInvalidConfig)
 	}
-	if typednil.Is(next) {
-		return nil, fmt.Errorf("%w: otelratekit: the store is a nil %T", core.ErrInvalidConfig, next)
+	if n, ok := next.(core.StoreNamer); ok && n.StoreName() == "" {
+		return nil, fmt.Errorf("%w: otelratekit: the store is a nil or zero %T, not built by its New", core.ErrInvalidConfig, next)
 	}
-	s := &Store{t: t, next: next, name: storeName(next), lends: lendsKeys(next)}
+	s := &Store{t: t, next: next, name: storeName(next)}
 	s.batch, _ = next.(core.BatchRunner)
 	s.batchAttrs = attribute.NewSet(AttrStore.String(s.name), AttrStoreOperation.String("run_scripts"))
 	return s, nil
@@ -76,20 +75,11 @@ func storeName(r core.ScriptRunner) string {
 	return Other
 }
 
-// lendsKeys reports whether limiters lend keys to r itself: whether r, not
-// a runner it embeds, promises to copy the keys it keeps (core.KeyCopier).
-func lendsKeys(r core.ScriptRunner) bool {
-	kc, ok := r.(core.KeyCopier)
-	if !ok || !reflect.ValueOf(r).Comparable() {
-		return false
-	}
-	self := kc.CopiesKeysOf()
-	return self != nil && reflect.TypeOf(self) == reflect.TypeOf(r) && reflect.ValueOf(self).Comparable() && self == r
-}
-
-// StoreName returns the wrapped store's name (core.StoreNamer), or "other".
+// StoreName returns the wrapped store's name (core.StoreNamer), or
+// "other" when it has none; "" for a Store its Telemetry did not build,
+// so that limiters refuse it when they are built.
 func (s *Store) StoreName() string {
-	if s == nil {
+	if !s.built() {
 		return ""
 	}
 	return s.name
@@ -103,34 +93,12 @@ func (s *Store) Unwrap() core.ScriptRunner {
 	return s.next
 }
 
-// CopiesKeysOf returns s when the wrapped store copies every key it keeps
-// (core.KeyCopier), since s keeps none; nil otherwise.
-func (s *Store) CopiesKeysOf() core.ScriptRunner {
-	if s != nil && s.lends {
-		return s
-	}
-	return nil
-}
-
 // SingleNode reports whether the wrapped store is one node on which a
 // script's keys may span cluster slots (core.SingleNode), so that limiters
 // on s batch as they would on the store; false when it cannot tell.
 func (s *Store) SingleNode() bool {
 	sn, ok := s.Unwrap().(core.SingleNode)
 	return ok && sn.SingleNode()
-}
-
-// Check is the wrapped store's check (core.Checker), nil when it has none;
-// for a Store its Telemetry did not build, an error wrapping
-// core.ErrInvalidConfig, so that limiters refuse it when they are built.
-func (s *Store) Check() error {
-	if !s.built() {
-		return errZero
-	}
-	if c, ok := s.next.(core.Checker); ok {
-		return c.Check()
-	}
-	return nil
 }
 
 // RunScript runs the script on the wrapped store, in a span, and records

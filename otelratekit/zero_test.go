@@ -6,20 +6,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms/concurrency"
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/denycache"
+	"github.com/ratekit/ratekit/failsafe"
 	"github.com/ratekit/ratekit/otelratekit"
 	"github.com/ratekit/ratekit/store/memory"
 )
 
-// A Telemetry, Limiter, Policy, Concurrency or Store declared but never
-// built (a zero value or a nil pointer) fails every call with an error
-// wrapping core.ErrInvalidConfig and describes itself as empty: it never
-// panics. A Store's calls wrap core.ErrStore too, and its Check refuses
-// it, so no limiter is built on it.
+// A Telemetry, Limiter, Concurrency or Store declared but never built (a
+// zero value or a nil pointer) fails every call with an error wrapping
+// core.ErrInvalidConfig and describes itself as empty: it never panics. A
+// Limiter's MaxCost and a Concurrency's Limit are 0, so that wrappers
+// refuse them; a Store's calls wrap core.ErrStore too, and its name is
+// "", so no limiter is built on it.
 func TestZeroValues(t *testing.T) {
 	ctx := context.Background()
 	check := func(what string, err error) {
@@ -44,8 +45,6 @@ func TestZeroValues(t *testing.T) {
 		check("Telemetry.Limiter, "+name, err)
 		_, err = tel.Store(s)
 		check("Telemetry.Store, "+name, err)
-		_, err = tel.Policy("api", &ratekit.Policy{})
-		check("Telemetry.Policy, "+name, err)
 		_, err = tel.Concurrency("api", &concurrency.Limiter{})
 		check("Telemetry.Concurrency, "+name, err)
 	}
@@ -56,28 +55,16 @@ func TestZeroValues(t *testing.T) {
 		check("Limiter.Allow, "+name, err)
 		_, err = l.Peek(ctx, "k")
 		check("Limiter.Peek, "+name, err)
+		_, err = l.Refund(ctx, "k", 1)
+		check("Limiter.Refund, "+name, err)
 		check("Limiter.Reset, "+name, l.Reset(ctx, "k"))
 		for _, r := range l.AllowMany(ctx, []core.Request{{Key: "k", N: 1}}) {
 			check("Limiter.AllowMany, "+name, r.Err)
 		}
 		_, err = core.Wait(ctx, l, "k", 1)
 		check("core.Wait on a Limiter, "+name, err)
-		if l.Name() != "" || l.Algorithm() != "" || l.StoreName() != "" || l.Unwrap() != nil || l.Close() != nil {
+		if l.Name() != "" || l.Algorithm() != "" || l.StoreName() != "" || l.Unwrap() != nil || l.Close() != nil || l.MaxCost() != 0 {
 			t.Errorf("Limiter, %s, describes itself", name)
-		}
-	}
-
-	var nilPolicy *otelratekit.Policy
-	for name, p := range map[string]*otelratekit.Policy{"zero": {}, "nil": nilPolicy} {
-		_, err := p.Allow(ctx, "k")
-		check("Policy.Allow, "+name, err)
-		_, err = p.Peek(ctx, "k")
-		check("Policy.Peek, "+name, err)
-		_, err = p.Refund(ctx, "k", 1)
-		check("Policy.Refund, "+name, err)
-		check("Policy.Reset, "+name, p.Reset(ctx, "k"))
-		if p.Name() != "" || p.Unwrap() != nil || p.Limits() != nil || p.MaxCost() != 0 {
-			t.Errorf("Policy, %s, describes itself", name)
 		}
 	}
 
@@ -101,7 +88,6 @@ func TestZeroValues(t *testing.T) {
 	var nilStore *otelratekit.Store
 	script := core.NewScript("zero-echo", `return {1}`, func(core.Tx, []string, []int64, []int64) ([]int64, error) { return []int64{1}, nil }, false)
 	for name, st := range map[string]*otelratekit.Store{"zero": {}, "nil": nilStore} {
-		check("Store.Check, "+name, st.Check())
 		_, err := st.RunScript(ctx, script, []string{"k"}, nil, nil)
 		if !errors.Is(err, core.ErrStore) {
 			t.Errorf("Store.RunScript, %s: %v, want ErrStore", name, err)
@@ -112,20 +98,24 @@ func TestZeroValues(t *testing.T) {
 		}
 		_, err = tokenbucket.New(st, tokenbucket.Config{Capacity: 1, RefillRate: 1, RefillInterval: time.Second})
 		check("tokenbucket.New on a Store, "+name, err)
-		if st.StoreName() != "" || st.Unwrap() != nil || st.CopiesKeysOf() != nil || st.SingleNode() {
+		if st.StoreName() != "" || st.Unwrap() != nil || st.SingleNode() {
 			t.Errorf("Store, %s, describes itself", name)
 		}
 	}
 }
 
-// A Telemetry refuses to wrap a wrapper around nothing, as failsafe and
-// denycache refuse it.
+// A Telemetry refuses to wrap a wrapper around nothing (its MaxCost is
+// 0), as failsafe and denycache refuse it.
 func TestLimiterRefusesAWrapperOfNothing(t *testing.T) {
 	tel, err := otelratekit.New(otelratekit.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, l := range map[string]core.Limiter{"zero deny cache": &denycache.Limiter{}, "deny cache of nil": denycache.New(nil)} {
+	for name, l := range map[string]core.Limiter{
+		"zero deny cache":          &denycache.Limiter{},
+		"zero failsafe limiter":    &failsafe.Limiter{},
+		"zero otelratekit limiter": &otelratekit.Limiter{},
+	} {
 		if _, err := tel.Limiter("api", l); !errors.Is(err, core.ErrInvalidConfig) {
 			t.Errorf("%s: %v, want ErrInvalidConfig", name, err)
 		}
