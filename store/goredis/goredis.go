@@ -57,7 +57,8 @@
 // ran) until the move has taken them all. Leave MaxRedirects at its
 // default (3) or above: -1 turns redirects off, and every call on a moving
 // slot fails. A go-redis hook sees these commands as a type of their own,
-// not *redis.Cmd.
+// not *redis.Cmd. A Scripter without go-redis' Process method (not one of
+// go-redis' clients) gets its scripts through its Eval methods, unmarked.
 //
 // A script's keys must share one cluster slot (ratekit's own scripts keep
 // them under one hash tag); the Runner refuses keys in different slots on
