@@ -1,12 +1,21 @@
 package goredisstore_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
 	"os"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratekit/conformance"
+	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/testkit/clustertest"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
@@ -38,5 +47,105 @@ func TestCluster(t *testing.T) {
 		t.Cleanup(func() { own.Close() })
 		pipelineExact(t, own)
 	})
+	// With the options the package doc asks for, and a read timeout no
+	// call reaches (a call that times out may have run).
+	docs := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), MaxRetries: -1, ReadTimeout: time.Minute})
+	t.Cleanup(func() { docs.Close() })
+	t.Run("HalfMovedSlot", func(t *testing.T) { clustertest.HalfMovedSlot(t, c, goredisstore.New(docs)) })
+	t.Run("Migration", func(t *testing.T) { clustertest.Migration(t, c, goredisstore.New(docs)) })
+	t.Run("LostReplySentOnce", func(t *testing.T) { lostReplySentOnce(t, c) })
 	clustertest.Run(t, c, r)
+}
+
+// incr counts its runs on its key.
+var incr = core.NewScript("incr", `return {redis.call('INCR', KEYS[1])}`,
+	func(core.Tx, []string, []int64, []int64) ([]int64, error) { return nil, errors.New("no twin") }, false)
+
+// dropConn is a connection to a node that loses the reply to the first
+// write holding mark: it waits for the reply (the commands ran) and then
+// fails as a broken connection does.
+type dropConn struct {
+	net.Conn
+	mark   string
+	once   *sync.Once
+	doomed bool
+}
+
+func (c *dropConn) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), c.mark) {
+		c.once.Do(func() { c.doomed = true })
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *dropConn) Read(p []byte) (int, error) {
+	if !c.doomed {
+		return c.Conn.Read(p)
+	}
+	_, _ = c.Conn.Read(p) // the server ran what it read with the write
+	c.Conn.Close()
+	return 0, io.ErrUnexpectedEOF
+}
+
+// lostReplySentOnce checks that a script whose reply is lost is not sent
+// again: a ClusterClient retries a command after a network error up to
+// MaxRedirects times, and a pipeline's whole batch, whatever MaxRetries
+// says.
+func lostReplySentOnce(t *testing.T, c *redistest.Cluster) {
+	ctx := context.Background()
+	prefix := fmt.Sprintf("lost:%d:", time.Now().UnixNano())
+	for _, n := range c.Nodes() { // so that no call meets NOSCRIPT
+		if _, err := redistest.Command(n.Addr, "SCRIPT", "LOAD", incr.Lua()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := func(t *testing.T, mark string) *goredisstore.Runner {
+		var once sync.Once
+		var d net.Dialer
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), MaxRetries: -1, ReadTimeout: time.Minute,
+			Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				conn, err := d.DialContext(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				return &dropConn{Conn: conn, mark: mark, once: &once}, nil
+			}})
+		t.Cleanup(func() { rdb.Close() })
+		return goredisstore.New(rdb)
+	}
+	runs := func(t *testing.T, key string) string {
+		t.Helper()
+		for _, n := range c.Nodes() { // the master that has it answers
+			if v, err := redistest.Command(n.Addr, "GET", key); err == nil {
+				return v
+			}
+		}
+		t.Fatalf("no node answered GET %s", key)
+		return ""
+	}
+	t.Run("RunScript", func(t *testing.T) {
+		key := prefix + "{one}"
+		if _, err := store(t, key).RunScript(ctx, incr, []string{key}, nil, nil); err == nil {
+			t.Fatal("a call whose reply was lost succeeded")
+		}
+		if n := runs(t, key); n != "1" {
+			t.Errorf("the script ran %s times, want 1", n)
+		}
+	})
+	t.Run("RunScripts", func(t *testing.T) {
+		calls := []core.ScriptCall{
+			{Script: incr, Keys: []string{prefix + "{many}0"}},
+			{Script: incr, Keys: []string{prefix + "{many}1"}},
+		}
+		for i, res := range store(t, prefix+"{many}").RunScripts(ctx, calls) {
+			if res.Err == nil {
+				t.Errorf("call %d, whose reply was lost, succeeded", i)
+			}
+		}
+		for _, call := range calls {
+			if n := runs(t, call.Keys[0]); n != "1" {
+				t.Errorf("the script on %s ran %s times, want 1", call.Keys[0], n)
+			}
+		}
+	})
 }

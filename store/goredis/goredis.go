@@ -34,11 +34,31 @@
 // its first call's context, which is what go-redis hooks (tracing) see.
 // WithoutPipelining turns it off.
 //
-// Retries: go-redis retries a command after a network error (MaxRetries, 3 by
-// default), so a script whose reply was lost may run twice. ratekit does not
-// change the client it is given. A decision counted twice only ever denies
-// more, never allows more than the limit; to run each decision at most once,
-// build the client with MaxRetries: -1.
+// Retries: a *redis.Client or *redis.Ring retries a command after a network
+// error (MaxRetries, 3 by default), so a script whose reply was lost may
+// run twice. ratekit does not change the client it is given. A decision
+// counted twice only ever denies more, never allows more than the limit; to
+// run each decision at most once, build the client with MaxRetries: -1.
+//
+// A *redis.ClusterClient has no option that turns its retries off: it
+// sends a command again after a network error or an answer such as
+// TRYAGAIN or CLUSTERDOWN, up to MaxRedirects times, and a node's whole
+// pipeline when the pipeline's first command gets one of those, calls that
+// already ran included. (While a slot moves, a policy whose keys the move has split
+// answers TRYAGAIN; the calls pipelined behind it on that node ran up to
+// four times.) So on a ClusterClient, and on every client but the two
+// above (an AutoPipeliner may be a cluster's), the Runner marks each
+// command as one go-redis must not run twice (redis.Cmder's NoRetry), and
+// each decision runs at most once whatever the options: go-redis still
+// follows MOVED and ASK, which a node answers without running anything,
+// command by command, and returns any other error as the call's, as
+// rueidis does. A policy whose keys a move has split then fails with an
+// error wrapping core.ErrStore and the server's TRYAGAIN (nothing of it
+// ran) until the move has taken them all. Leave MaxRedirects at its
+// default (3) or above: -1 turns redirects off, and every call on a moving
+// slot fails. A go-redis hook sees these commands as a type of their own,
+// not *redis.Cmd. A Scripter without go-redis' Process method (not one of
+// go-redis' clients) gets its scripts through its Eval methods, unmarked.
 //
 // A script's keys must share one cluster slot (ratekit's own scripts keep
 // them under one hash tag); the Runner refuses keys in different slots on
@@ -108,7 +128,7 @@ func New(c redis.Scripter, opts ...Option) *Runner {
 	for _, o := range opts {
 		o(r)
 	}
-	k := client{s: c}
+	k := client{s: c, once: once(c)}
 	k.p, _ = c.(processor)
 	k.pipe, _ = c.(pipeliner)
 	var sc scriptproto.Client = k
@@ -119,6 +139,17 @@ func New(c redis.Scripter, opts ...Option) *Runner {
 	_, one := c.(*redis.Client) // a Ring, a ClusterClient or an AutoPipeliner may span nodes
 	r.p.SetSingleNode(one)
 	return r
+}
+
+// once reports whether the Runner marks its commands through c as
+// commands go-redis must not run twice (onceCmd): on every client but the
+// two whose retries MaxRetries: -1 turns off (see the package doc).
+func once(c redis.Scripter) bool {
+	switch c.(type) {
+	case *redis.Client, *redis.Ring:
+		return false
+	}
+	return true
 }
 
 // pipelines reports whether calls through c are pipelined by default:
@@ -182,6 +213,7 @@ type client struct {
 	s    redis.Scripter
 	p    processor // s, when it can run a prebuilt command
 	pipe pipeliner // s, when it can pipeline
+	once bool      // send every command as a onceCmd
 }
 
 // processor runs a prebuilt command: every go-redis client has it
@@ -201,7 +233,7 @@ func (k client) Do(ctx context.Context, c scriptproto.Cmd, reply []int64) ([]int
 		return result(k.script(ctx, c), reply)
 	}
 	cmd := newCmd(ctx, c)
-	_ = k.p.Process(ctx, cmd) // the error is also the command's
+	_ = k.p.Process(ctx, k.cmder(cmd)) // the error is also the command's
 	return result(cmd, reply)
 }
 
@@ -217,13 +249,31 @@ func (k client) DoMulti(ctx context.Context, cmds []scriptproto.Cmd, out []core.
 	queued := make([]*redis.Cmd, len(cmds))
 	for i, c := range cmds {
 		queued[i] = newCmd(ctx, c)
-		_ = pipe.Process(ctx, queued[i]) // queues it
+		_ = pipe.Process(ctx, k.cmder(queued[i])) // queues it
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	for i, cmd := range queued {
 		out[i].Reply, out[i].Err = result(cmd, out[i].Reply)
 	}
 }
+
+// cmder returns cmd as k sends it: as a onceCmd when k.once.
+func (k client) cmder(cmd *redis.Cmd) redis.Cmder {
+	if k.once {
+		return onceCmd{cmd}
+	}
+	return cmd
+}
+
+// onceCmd is a command go-redis never sends again once it may have run
+// (redis.Cmder's NoRetry): it still follows MOVED and ASK, but any other
+// error is the command's, and a pipeline that holds it re-sends none of
+// its commands. A pointer in a struct: it goes into a redis.Cmder without
+// an allocation.
+type onceCmd struct{ *redis.Cmd }
+
+// NoRetry reports true: see onceCmd.
+func (onceCmd) NoRetry() bool { return true }
 
 // script runs c through the redis.Scripter methods, for a Scripter that
 // cannot run a prebuilt command.

@@ -38,5 +38,7 @@ func TestCluster(t *testing.T) {
 		clustertest.OneAddress(t, c, rueidisstore.New(one))
 	})
 	t.Run("Conformance", func(t *testing.T) { conformance.Run(t, conformance.Harness{Runner: r}) })
+	t.Run("HalfMovedSlot", func(t *testing.T) { clustertest.HalfMovedSlot(t, c, r) })
+	t.Run("Migration", func(t *testing.T) { clustertest.Migration(t, c, r) })
 	clustertest.Run(t, c, r)
 }

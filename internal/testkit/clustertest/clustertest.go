@@ -1,7 +1,8 @@
 // Package clustertest checks a store on a real local Redis Cluster: keys
 // spread over every master, user keys with braces, keys in different
-// slots refused without a panic, and NOSCRIPT after SCRIPT FLUSH and after
-// a failover to a replica that never saw the scripts.
+// slots refused without a panic, NOSCRIPT after SCRIPT FLUSH and after
+// a failover to a replica that never saw the scripts (Run), and every
+// decision run exactly once while a slot moves (HalfMovedSlot, Migration).
 package clustertest
 
 import (

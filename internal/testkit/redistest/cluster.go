@@ -24,6 +24,7 @@ type Cluster struct {
 	Replica *Server
 
 	dir string
+	cli string // redis-cli
 }
 
 // Addrs returns the addresses of every node.
@@ -105,7 +106,7 @@ func startCluster(bin, cli string) (c *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c = &Cluster{dir: dir}
+	c = &Cluster{dir: dir, cli: cli}
 	defer func() {
 		if err != nil {
 			c.Stop()
@@ -177,24 +178,24 @@ func (c *Cluster) WaitHealthy(timeout time.Duration) error {
 	return fmt.Errorf("cluster not healthy after %v: %s", timeout, last)
 }
 
+// CLI runs redis-cli with args (for example "--cluster", "reshard", ...)
+// and returns what it printed, stdout and stderr together.
+func (c *Cluster) CLI(args ...string) (string, error) {
+	out, err := exec.Command(c.cli, args...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("redis-cli %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
 // Command sends one command to addr over RESP and returns a bulk or
 // simple-string reply as text (integers as decimal).
 func Command(addr string, args ...string) (string, error) {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	conn, r, err := send(addr, args)
 	if err != nil {
 		return "", err
 	}
 	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := conn.Write([]byte(b.String())); err != nil {
-		return "", err
-	}
-	r := bufio.NewReader(conn)
 	line, err := r.ReadString('\n')
 	if err != nil {
 		return "", err
@@ -206,17 +207,81 @@ func Command(addr string, args ...string) (string, error) {
 	case strings.HasPrefix(line, "-"):
 		return "", fmt.Errorf("%s", line[1:])
 	case strings.HasPrefix(line, "$"):
-		n, err := strconv.Atoi(line[1:])
-		if err != nil || n < 0 {
-			return "", err
-		}
-		buf := make([]byte, n+2)
-		if _, err := readFull(r, buf); err != nil {
-			return "", err
-		}
-		return string(buf[:n]), nil
+		return bulk(r, line)
 	}
 	return line, nil
+}
+
+// Strings sends one command to addr over RESP and returns an array reply
+// of bulk strings (CLUSTER GETKEYSINSLOT, KEYS).
+func Strings(addr string, args ...string) ([]string, error) {
+	conn, r, err := send(addr, args)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if strings.HasPrefix(line, "-") {
+		return nil, fmt.Errorf("%s", line[1:])
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(line, "*"))
+	if !strings.HasPrefix(line, "*") || err != nil {
+		return nil, fmt.Errorf("%s: want an array, got %q", args[0], line)
+	}
+	out := make([]string, 0, max(n, 0))
+	for range n {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return nil, err
+		}
+		line = strings.TrimRight(line, "\r\n")
+		if !strings.HasPrefix(line, "$") {
+			return nil, fmt.Errorf("%s: want bulk strings, got %q", args[0], line)
+		}
+		v, err := bulk(r, line)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// send dials addr and writes args as one RESP command.
+func send(addr string, args []string) (net.Conn, *bufio.Reader, error) {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return nil, nil, err
+	}
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := conn.Write([]byte(b.String())); err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	return conn, bufio.NewReader(conn), nil
+}
+
+// bulk reads the body of the bulk string whose header is line ("$5"); a
+// nil bulk string reads as "".
+func bulk(r *bufio.Reader, line string) (string, error) {
+	n, err := strconv.Atoi(line[1:])
+	if err != nil || n < 0 {
+		return "", err
+	}
+	buf := make([]byte, n+2)
+	if _, err := readFull(r, buf); err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
 }
 
 func readFull(r *bufio.Reader, buf []byte) (int, error) {

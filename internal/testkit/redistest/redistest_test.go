@@ -62,3 +62,23 @@ func TestMissingBinary(t *testing.T) {
 		}
 	}
 }
+
+func TestCommandAndStrings(t *testing.T) {
+	s := Start(t)
+	if n, err := Command(s.Addr, "RPUSH", "l", "a", "", "ccc"); err != nil || n != "3" {
+		t.Fatalf("RPUSH: %q, %v", n, err)
+	}
+	got, err := Strings(s.Addr, "LRANGE", "l", "0", "-1")
+	if err != nil || strings.Join(got, ",") != "a,,ccc" {
+		t.Fatalf("LRANGE = %q, %v; want [a  ccc]", got, err)
+	}
+	if got, err := Strings(s.Addr, "LRANGE", "none", "0", "-1"); err != nil || len(got) != 0 {
+		t.Fatalf("LRANGE of no list = %q, %v", got, err)
+	}
+	if _, err := Strings(s.Addr, "GET", "l"); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Fatalf("Strings(GET of a list): %v, want WRONGTYPE", err)
+	}
+	if v, err := Command(s.Addr, "GET", "l"); err == nil {
+		t.Fatalf("Command(GET of a list) = %q, want an error", v)
+	}
+}
