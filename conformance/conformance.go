@@ -379,6 +379,12 @@ func runMachine(t *rapid.T, h Harness, a algorithm) {
 			compare(t, what, dw, ew, dg, eg)
 			if ew == nil {
 				checkDecision(t, what, key, dw)
+				// A refund returns what Peek reports after it.
+				for name, l := range map[string]core.Limiter{"reference": want, "store": got} {
+					if after, err := l.Peek(ctx, key); err != nil || after != dw {
+						t.Fatalf("%s: %s on the %s returned %+v, then Peek %+v (%v)", v.desc, what, name, dw, after, err)
+					}
+				}
 				// The refund may have written the key as of now.
 				high[key] = max(now(), high[key])
 				tainted[key] = max(tainted[key], high[key]+int64(v.wait/time.Microsecond))

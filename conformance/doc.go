@@ -13,7 +13,9 @@
 // clock steps from zero to many refill intervals or windows, Peek and Reset
 // mixed in, over a spread of configurations. At every step the two Decisions
 // must be equal field by field (or both calls fail with the same sentinel
-// error), and each algorithm's own bound must hold on what was allowed. A
+// error), each algorithm's own bound must hold on what was allowed, and a
+// Refund (of a limiter or a policy) must return what Peek reports after it,
+// on both stores, the clock behind the key's last write included. A
 // failing case shrinks to a minimal sequence that rapid prints and replays.
 // Decisions also go, at random, through a coalescing limiter
 // (ratekit.Coalesce) over the same store and keys, and bursts of

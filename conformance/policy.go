@@ -256,6 +256,12 @@ func runPolicy(t *rapid.T, h Harness) {
 			compareAll(t, what, dw, ew, dg, eg)
 			if ew == nil {
 				check(t, what, key, dw, now(clock) < blocked[key], "refund")
+				// A refund returns what Peek reports after it.
+				for name, p := range map[string]*ratekit.Policy{"reference": want[tier], "store": got[tier]} {
+					if after, err := p.Peek(ctx, key); err != nil || !reflect.DeepEqual(after, dw) {
+						t.Fatalf("%s on the %s returned %+v, then Peek %+v (%v)", what, name, dw, after, err)
+					}
+				}
 				taint(key)
 			}
 		},

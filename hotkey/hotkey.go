@@ -116,7 +116,10 @@ type Config struct {
 	// the others' reach, and at least the limit's rate times the store's
 	// round trip divided by the processes, since leases come no faster
 	// than one round trip apart. A request that costs more than Lease is
-	// decided by the source.
+	// decided by the source. A lease above the key's limit is cut to it:
+	// a source without AllowAtMost refuses it, and the Budget then learns
+	// the limit with the source's Peek (a Peek that fails fails the
+	// request with its error) and asks again.
 	Lease int64
 	// MinLease is the least one lease asks for, between 1 and Lease; 0
 	// means Lease, a fixed size. Below Lease, the size adapts between the

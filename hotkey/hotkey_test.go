@@ -337,6 +337,37 @@ func TestStoreFailure(t *testing.T) {
 	}
 }
 
+// peekFails is a source whose Peek (alone) fails while peekFail is set.
+type peekFails struct {
+	*counting
+	peekFail atomic.Bool
+}
+
+func (s *peekFails) Peek(ctx context.Context, key string) (core.Decision, error) {
+	if s.peekFail.Load() {
+		return core.Decision{}, errors.Join(core.ErrStore, errDown)
+	}
+	return s.counting.Peek(ctx, key)
+}
+
+// A lease above the limit is followed by a Peek to learn the limit: when
+// that Peek fails, the request gets its error, not ErrInvalidCost for a
+// cost it did not ask for.
+func TestLearningTheLimitFails(t *testing.T) {
+	e := limitertest.New(t)
+	src := &peekFails{counting: window(t, e, 10)}
+	b := newBudget(t, src, hotkey.Config{Lease: 20, TTL: time.Minute, Clock: e.Clock})
+	src.peekFail.Store(true)
+	_, err := b.Allow(ctx, "k")
+	if !errors.Is(err, core.ErrStore) || !errors.Is(err, errDown) || errors.Is(err, core.ErrInvalidCost) {
+		t.Fatalf("Allow with a lease above the limit and Peek failing: %v, want Peek's error", err)
+	}
+	src.peekFail.Store(false)
+	if d := allow(t, b, "k", 1); !d.Allowed || d.Remaining != 9 {
+		t.Errorf("once Peek answers: %+v, want allowed from a lease of 10", d)
+	}
+}
+
 // blocking is a source whose lease calls wait for release.
 type blocking struct {
 	*counting

@@ -180,8 +180,13 @@ func (b *Budget) renew(ctx context.Context, key string, s *slot, n int64) (core.
 	granted, d, err := b.lease(ctx, key, want)
 	if err != nil && errors.Is(err, core.ErrInvalidCost) && want > n && b.atMost == nil {
 		// The lease is more than the key's limit: learn the limit, then
-		// ask for no more than it.
-		if p, perr := b.src.Peek(ctx, key); perr == nil && p.Limit >= n {
+		// ask for no more than it. When Peek fails, its error is the
+		// answer: the request itself may well fit.
+		p, perr := b.src.Peek(ctx, key)
+		switch {
+		case perr != nil:
+			err = fmt.Errorf("hotkey: a lease of %d is above the key's limit, and the Peek that reads the limit failed: %w", want, perr)
+		case p.Limit >= n:
 			s.limit, want = p.Limit, max(min(want, p.Limit), n)
 			s.size = min(s.size, p.Limit)
 			granted, d, err = b.lease(ctx, key, want)

@@ -9,7 +9,10 @@ import (
 	"github.com/ratekit/ratekit/internal/engine"
 )
 
-// Period is the calendar period of a CalendarConfig.
+// Period is the calendar period of a CalendarConfig. A period starts at
+// the first instant of its first local date: midnight, or, where the
+// clocks skip midnight (America/Havana, America/Santiago: 24:00 becomes
+// 01:00), the moment they jump. It ends where the next period starts.
 type Period int
 
 const (
@@ -44,7 +47,7 @@ type CalendarConfig struct {
 	Period Period
 	// Location is the time zone whose calendar the periods follow, with
 	// its daylight saving time: a day is 23 or 25 hours long when the
-	// clocks change. nil means UTC.
+	// clocks change by an hour. nil means UTC.
 	Location *time.Location
 	// Prefix is prepended to every storage key, DefaultPrefix when empty.
 	// It must not contain '{' or '}'.
@@ -111,23 +114,73 @@ func (p Period) nominal() time.Duration {
 }
 
 // periodOf returns the calendar period of kind p that holds t, in t's
-// location.
+// location: from the first instant of its first local date to the first
+// instant of the next period's.
 func periodOf(t time.Time, p Period) (start, end time.Time) {
 	y, m, d := t.Date()
 	loc := t.Location()
+	months, days := time.Month(0), 1 // from a period's first date to the next's
 	switch p {
 	case Week:
-		back := (int(t.Weekday()) + 6) % 7 // days since Monday
-		start = time.Date(y, m, d-back, 0, 0, 0, 0, loc)
-		end = time.Date(y, m, d-back+7, 0, 0, 0, 0, loc)
+		d -= (int(t.Weekday()) + 6) % 7 // back to Monday
+		days = 7
 	case Month:
-		start = time.Date(y, m, 1, 0, 0, 0, 0, loc)
-		end = time.Date(y, m+1, 1, 0, 0, 0, 0, loc)
-	default:
-		start = time.Date(y, m, d, 0, 0, 0, 0, loc)
-		end = time.Date(y, m, d+1, 0, 0, 0, 0, loc)
+		d, months, days = 1, 1, 0
 	}
-	// Where a zone skips midnight, time.Date normalizes it to the first
-	// time that exists, which t is never before.
+	start, end = dateStart(y, m, d, loc), dateStart(y, m+months, d+days, loc)
+	// Where the clocks go back across midnight, the earlier date shows
+	// again after the next one has begun: t is then in a later period.
+	for !t.Before(end) {
+		m, d = m+months, d+days
+		start, end = end, dateStart(y, m+months, d+days, loc)
+	}
 	return start, end
+}
+
+// dateStart returns the first instant whose local date in loc is y-m-d or
+// later (time.Date normalizes the date): the date's midnight; where the
+// clocks skip midnight (America/Havana: 24:00 becomes 01:00), the moment
+// they jump; where they go back across it (America/St_Johns until 2011:
+// 00:01 became 23:01 the day before), the first of the date's midnights;
+// where the date is skipped whole (Pacific/Apia, 2011-12-30), the first
+// instant of the next. time.Date gives none of the last three: for a
+// skipped midnight it may return 23:00 of the day before.
+func dateStart(y int, m time.Month, d int, loc *time.Location) time.Time {
+	// The date's midnight as a local clock reads it, in seconds.
+	midnight := time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix()
+	// Offsets are under a day, so nothing a day earlier reads as late;
+	// within one zone the local clock reads the instant plus its offset.
+	u := time.Unix(midnight-day, 0).In(loc)
+	for {
+		_, offset := u.Zone()
+		first := max(u.Unix(), midnight-int64(offset))
+		zoneEnd := zoneEnd(u)
+		if zoneEnd.IsZero() || first < zoneEnd.Unix() {
+			return time.Unix(first, 0).In(loc)
+		}
+		u = zoneEnd
+	}
+}
+
+const day = 24 * 60 * 60 // seconds
+
+// zoneEnd returns when the zone in effect at u ends (zero: never), as
+// u.ZoneBounds does, but never at or before u. ZoneBounds reports an end
+// at or before u on the last UTC day of a leap year that the zone's
+// footer rule serves (golang/go#81583, open in Go 1.26): that end is no
+// change of zone, and the zone a day later, which such a rule never
+// changes in between, says where it really ends.
+func zoneEnd(u time.Time) time.Time {
+	_, end := u.ZoneBounds()
+	if end.IsZero() || end.After(u) {
+		return end
+	}
+	start, end := u.Add(day * time.Second).ZoneBounds()
+	switch {
+	case start.After(u):
+		return start
+	case end.After(u):
+		return end
+	}
+	return time.Time{}
 }

@@ -102,3 +102,41 @@ func TestCalendarPeriods(t *testing.T) {
 		s.Close()
 	}
 }
+
+// In America/Havana the clocks skip midnight: on 2026-03-08, 24:00 of
+// March 7 becomes 01:00 of March 8. March 7 is a whole 24 hours, its last
+// hour decides like the others, and March 8 starts at the jump.
+func TestCalendarDayWithoutMidnight(t *testing.T) {
+	havana, err := time.LoadLocation("America/Havana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := fakeclock.New(time.Date(2026, 3, 7, 0, 30, 0, 0, havana))
+	s, err := memory.New(memory.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l, err := fixedwindow.NewCalendar(s, fixedwindow.CalendarConfig{Limit: 2, Period: fixedwindow.Day, Location: havana, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const h, m = time.Hour, time.Minute
+	for i, c := range []struct {
+		advance time.Duration
+		want    core.Decision
+	}{
+		{0, core.Decision{Allowed: true, Limit: 2, Remaining: 1, ResetAfter: 23*h + 30*m}},
+		// 23:30 on March 7, half an hour before the jump.
+		{23 * h, core.Decision{Allowed: true, Limit: 2, Remaining: 0, ResetAfter: 30 * m}},
+		{0, core.Decision{Allowed: false, Limit: 2, Remaining: 0, RetryAfter: 30 * m, ResetAfter: 30 * m}},
+		// 01:00 on March 8, a day of 23 hours.
+		{30 * m, core.Decision{Allowed: true, Limit: 2, Remaining: 1, ResetAfter: 23 * h}},
+	} {
+		clock.Advance(c.advance)
+		d, err := l.Allow(context.Background(), "k")
+		if err != nil || d != c.want {
+			t.Fatalf("step %d: Allow at %v = %+v, %v; want %+v", i, clock.Now().In(havana), d, err, c.want)
+		}
+	}
+}

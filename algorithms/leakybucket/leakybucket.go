@@ -17,7 +17,8 @@
 // A key's time never runs backwards: with the clock behind the last leak,
 // the bucket is decided as at that time, and RetryAfter and ResetAfter
 // count the time until the clock catches up, so a caller that sleeps
-// RetryAfter gets through. State written under another configuration keeps
+// RetryAfter gets through; an empty bucket (after a Refund, say) is in its
+// initial state already, and its ResetAfter is 0. State written under another configuration keeps
 // its level in whole units (a partly drained unit counts whole when Per
 // changed), at most a full bucket, and is empty from the moment it would
 // have been under the configuration that wrote it. State the limiter did

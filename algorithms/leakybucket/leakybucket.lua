@@ -11,8 +11,9 @@
 --
 -- A key's time never runs backwards: with the clock behind last_leak_us,
 -- the bucket is decided as at last_leak_us and the waits count the
--- difference. State written under another configuration keeps its level in
--- whole units (a partly drained unit counts whole when Per changed), at
+-- difference (an empty bucket has no reset to wait for). State written
+-- under another configuration keeps its level in whole units (a partly
+-- drained unit counts whole when Per changed), at
 -- most a full bucket under this one, and is empty from its fresh_at_us on,
 -- so it never outlives the TTL it was written with.
 local function leakybucket(key, now, client_clock, n, mode, capacity, leak_rate, per_us)
@@ -61,7 +62,9 @@ local function leakybucket(key, now, client_clock, n, mode, capacity, leak_rate,
   local behind = t - now
   local retry = 0
   if allowed == 0 then retry = behind + idiv(level + add - full + rate - 1, rate) end
-  local reset = behind + idiv(level + rate - 1, rate)
+  -- An empty bucket is reset already, even with the clock behind.
+  local reset = 0
+  if level > 0 then reset = behind + idiv(level + rate - 1, rate) end
   local writes = allowed == 1 and not peek
   if fresh and not writes then
     retry, reset = math.min(retry, fresh - now), math.min(reset, fresh - now)

@@ -1,6 +1,7 @@
 package leakybucket_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -50,4 +51,40 @@ func TestDecisions(t *testing.T) {
 		// Empty again after 2 s.
 		{Advance: 2000 * ms, N: 0, Want: core.Decision{Allowed: true, Limit: 4, Remaining: 4}},
 	})
+}
+
+// With the clock behind the last leak, Refund returns what Peek reports
+// after it: the wait until the clock catches up while the bucket holds
+// something, and no wait once the refund has emptied it (an empty bucket
+// is already in its initial state).
+func TestRefundWithClockBehind(t *testing.T) {
+	env := limitertest.New(t)
+	// Capacity 4, draining 2 a second: one unit every 500 ms.
+	l, err := leakybucket.New(env.Store, leakybucket.Config{Capacity: 4, LeakRate: 2, Per: time.Second, Clock: env.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := l.AllowN(ctx, "k", 2); err != nil {
+		t.Fatal(err)
+	}
+	env.Clock.Advance(-300 * ms)
+	for _, c := range []struct {
+		n    int64
+		want core.Decision
+	}{
+		// Level 1 as at the last leak, 300 ms ahead: 300 + 500 ms.
+		{1, core.Decision{Allowed: true, Limit: 4, Remaining: 3, ResetAfter: 800 * ms}},
+		// Empty: nothing to wait for.
+		{1, core.Decision{Allowed: true, Limit: 4, Remaining: 4}},
+		{1, core.Decision{Allowed: true, Limit: 4, Remaining: 4}},
+	} {
+		got, err := l.Refund(ctx, "k", c.n)
+		if err != nil || got != c.want {
+			t.Fatalf("Refund(k, %d) = %+v, %v, want %+v", c.n, got, err, c.want)
+		}
+		if after, err := l.Peek(ctx, "k"); err != nil || after != got {
+			t.Fatalf("Peek after Refund(k, %d) = %+v, %v, want what the refund returned, %+v", c.n, after, err, got)
+		}
+	}
 }

@@ -54,7 +54,10 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 	if allowed == 0 {
 		retry = behind + params.CeilDiv(level+add-full, rate)
 	}
-	reset := behind + params.CeilDiv(level, rate)
+	var reset int64 // an empty bucket is reset already, even with the clock behind
+	if level > 0 {
+		reset = behind + params.CeilDiv(level, rate)
+	}
 	write := allowed == 1 && !peek
 	if fresh >= 0 && !write {
 		retry, reset = min(retry, fresh-now), min(reset, fresh-now)
