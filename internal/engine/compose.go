@@ -268,15 +268,16 @@ func (sh shape) twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]
 // alike.
 func (sh *shape) decide(tx core.Tx, keys []string, c Call, args []int64, reply []int64) []int64 {
 	if !sh.policy {
-		for i, s := range sh.specs {
-			k := len(s.Params)
-			r, st := s.Step(tx, keys[i], c, args[:k:k])
-			args = args[k:]
-			commit(tx, keys[i], &st)
-			reply = append(reply, r[:]...)
-		}
-		return reply
+		// One limit: small enough to inline, as the in-process path needs.
+		r, st := sh.specs[0].Step(tx, keys[0], c, args)
+		commit(tx, keys[0], &st)
+		return append(reply, r[0], r[1], r[2], r[3])
 	}
+	return sh.decidePolicy(tx, keys, c, args, reply)
+}
+
+// decidePolicy is decide for a policy.
+func (sh *shape) decidePolicy(tx core.Tx, keys []string, c Call, args []int64, reply []int64) []int64 {
 	L := len(sh.specs)
 	var until int64
 	if sh.penalty {

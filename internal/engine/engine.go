@@ -247,9 +247,38 @@ func (e *Engine) check(ctx context.Context, key string, n, maxCost int64) (int64
 // Decide decides key at cost n in mode (ModeAllow, ModePeek or
 // ModeRefund).
 func (e *Engine) Decide(ctx context.Context, key string, n int64, mode Mode) (core.Decision, error) {
-	now, err := e.check(ctx, key, n, e.MaxCost())
+	// check's checks, written out on the hot path: the call would cost a
+	// twentieth of a decision in process.
+	if e == nil {
+		return core.Decision{}, ErrZero
+	}
+	if err := keyspace.CheckKey(key); err != nil {
+		return core.Decision{}, err
+	}
+	if err := params.Cost(n, e.maxCost); err != nil {
+		return core.Decision{}, err
+	}
+	now, err := params.Now(e.clock)
 	if err != nil {
 		return core.Decision{}, err
+	}
+	if err := Ended(ctx); err != nil {
+		return core.Decision{}, err
+	}
+	if e.local != nil && !e.sh.policy {
+		// The common decision in process, in memory of its own: no frame,
+		// and the reply decoded inline (the same routine, e.one and
+		// e.decode, specialized for one limit on a local store).
+		var r [4]int64
+		if _, err := e.inProcess(key, n, mode, now, r[:0]); err != nil {
+			return core.Decision{}, err
+		}
+		l := &e.limits[0]
+		if d, ok := params.Decoded(r, l.Max); ok {
+			d.Window = l.Window
+			return d, nil
+		}
+		return core.Decision{}, e.decodeError(0, key, r[:])
 	}
 	f := frames.Get().(*frame)
 	defer f.put()

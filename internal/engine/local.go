@@ -27,23 +27,38 @@ func (e *Engine) inProcess(key string, n int64, mode Mode, now int64, reply []in
 			out, err = nil, fmt.Errorf("%w: %s: the step panicked: %v", core.ErrStore, e.sh.name(), p)
 		}
 	}()
-	var buf [MaxLimits + 1]string
-	keys := buf[:0]
+	var t core.Tx = tx // once: each conversion of the LocalTx is a lookup
+	c := call(t, now)
+	c.N, c.Mode = n, mode
+	args := e.args
+	if e.scheduled {
+		// Memory the store lends for the call: the schedule's copy of
+		// the parameters allocates nothing.
+		args = e.appendArgs(Scratch(t, len(e.args))[:0], now)
+	}
+	if e.sh.policy {
+		out = e.sh.decidePolicy(t, e.policyKeys(tx), c, args, reply)
+	} else {
+		// shape.decide's one limit, written out: the call would cost a
+		// tenth of a decision (go test -bench InProcess, store/memory).
+		key := tx.Key(e.limits[0].Prefix)
+		r, st := e.sh.specs[0].Step(t, key, c, args)
+		commit(t, key, &st)
+		out = append(reply, r[0], r[1], r[2], r[3])
+	}
+	done = true
+	return out, tx.Unlock()
+}
+
+// policyKeys returns a policy's storage keys for the locked user key: one
+// per limit, then the penalty block's.
+func (e *Engine) policyKeys(tx core.LocalTx) []string {
+	keys := make([]string, 0, len(e.limits)+1)
 	for i := range e.limits {
 		keys = append(keys, tx.Key(e.limits[i].Prefix))
 	}
 	if e.penalty != "" {
 		keys = append(keys, tx.Key(e.penalty))
 	}
-	c := call(tx, now)
-	c.N, c.Mode = n, mode
-	args := e.args
-	if e.scheduled {
-		// Memory the store lends for the call: the schedule's copy of
-		// the parameters allocates nothing.
-		args = e.appendArgs(Scratch(tx, len(e.args))[:0], now)
-	}
-	out = e.sh.decide(tx, keys, c, args, reply)
-	done = true
-	return out, tx.Unlock()
+	return keys
 }

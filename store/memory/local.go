@@ -50,7 +50,9 @@ func (t *tx) lock(now int64, key string, th uint64) {
 // keys built before it in this call, which stay as they are. A decision
 // on a known key allocates nothing and copies no key.
 func (t *tx) Key(prefix string) string {
-	if prefix != t.prefix {
+	// A limiter passes the same string at every call: the same bytes mean
+	// the same prefix, compared without reading them.
+	if unsafe.StringData(prefix) != unsafe.StringData(t.prefix) || len(prefix) != len(t.prefix) {
 		t.prefix, t.prefixHash = prefix, t.hash.prefix(prefix)
 	}
 	h := mix(t.prefixHash, t.tagHash, t.hash.none)
