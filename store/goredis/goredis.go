@@ -22,12 +22,31 @@
 // Pipelining(false) turns it off): the calls many goroutines make at once
 // share round trips, each still its own EVALSHA with its own reply.
 //
+// Retries: on a ClusterClient, and on every client but a *redis.Client or
+// a *redis.Ring (an AutoPipeliner may be a cluster's), the store marks
+// each command as one go-redis must not run twice (redis.Cmder's NoRetry),
+// so each decision runs at most once whatever the options. A ClusterClient
+// has no option that turns its retries off: it sends a command again after
+// a network error or an answer such as TRYAGAIN or CLUSTERDOWN, up to
+// MaxRedirects times, and a node's whole pipeline when the pipeline's
+// first command gets one of those, calls that already ran included.
+// Marked, a command still follows MOVED and ASK, which a node answers
+// without running anything, and returns any other error as the call's, as
+// rueidis does: a policy whose keys a moving slot has split fails with an
+// error wrapping core.ErrStore and the server's TRYAGAIN (nothing of it
+// ran) until the move has taken them all. A go-redis hook sees these
+// commands as a type of their own, not *redis.Cmd. A Scripter without
+// go-redis' Process method gets its scripts through its Eval methods,
+// unmarked.
+//
 // Client options (redis.Options, and their ClusterOptions and RingOptions
 // kin) that matter to a limiter, with go-redis v9's defaults:
-//   - MaxRetries (3): go-redis sends a command again after a network
-//     error, so a script whose reply was lost may run twice; a decision
-//     counted twice only ever denies more, never allows more than the
-//     limit. MaxRetries: -1 runs each decision at most once.
+//   - MaxRetries (3): a *redis.Client or *redis.Ring sends a command again
+//     after a network error, so a script whose reply was lost may run
+//     twice; a decision counted twice only ever denies more, never allows
+//     more than the limit. MaxRetries: -1 runs each decision at most once.
+//   - MaxRedirects (3), on a ClusterClient: leave it at 3 or above; -1
+//     turns redirects off, and every call on a moving slot fails.
 //   - ContextTimeoutEnabled (false): without it go-redis does not end a
 //     call at its context's deadline but waits up to ReadTimeout and
 //     WriteTimeout (5 s each) on a server that stopped answering (a paused
@@ -66,7 +85,7 @@ func New(c redis.Scripter, opts ...scriptproto.Option) (*scriptproto.Runner, err
 	if nilPointer(c) {
 		return nil, fmt.Errorf("%w: goredis: a nil %T", core.ErrInvalidConfig, c)
 	}
-	k := client{s: c}
+	k := client{s: c, once: once(c)}
 	k.p, _ = c.(processor)
 	k.pipe, _ = c.(pipeliner)
 	_, one := c.(*redis.Client) // a Ring, a ClusterClient or an AutoPipeliner may span nodes
@@ -90,6 +109,17 @@ func nilPointer(c redis.Scripter) bool {
 	return false
 }
 
+// once reports whether the store marks its commands through c as
+// commands go-redis must not run twice (onceCmd): on every client but the
+// two whose retries MaxRetries: -1 turns off (see the package doc).
+func once(c redis.Scripter) bool {
+	switch c.(type) {
+	case *redis.Client, *redis.Ring:
+		return false
+	}
+	return true
+}
+
 // pipelines reports whether calls through c are pipelined by default:
 // on the clients whose pipelines are one write per server, not on an
 // AutoPipeliner (which pipelines already) or another Scripter.
@@ -106,6 +136,7 @@ type client struct {
 	s    redis.Scripter
 	p    processor // s, when it can run a prebuilt command
 	pipe pipeliner // s, when it can pipeline
+	once bool      // send every command as a onceCmd
 }
 
 // processor runs a prebuilt command: every go-redis client has it
@@ -125,7 +156,7 @@ func (k client) Do(ctx context.Context, c scriptproto.Cmd, reply []int64) ([]int
 		return result(k.script(ctx, c), reply)
 	}
 	cmd := newCmd(ctx, c)
-	_ = k.p.Process(ctx, cmd) // the error is also the command's
+	_ = k.p.Process(ctx, k.cmder(cmd)) // the error is also the command's
 	return result(cmd, reply)
 }
 
@@ -141,13 +172,31 @@ func (k client) DoMulti(ctx context.Context, cmds []scriptproto.Cmd, out []core.
 	queued := make([]*redis.Cmd, len(cmds))
 	for i, c := range cmds {
 		queued[i] = newCmd(ctx, c)
-		_ = pipe.Process(ctx, queued[i]) // queues it
+		_ = pipe.Process(ctx, k.cmder(queued[i])) // queues it
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	for i, cmd := range queued {
 		out[i].Reply, out[i].Err = result(cmd, out[i].Reply)
 	}
 }
+
+// cmder returns cmd as k sends it: as a onceCmd when k.once.
+func (k client) cmder(cmd *redis.Cmd) redis.Cmder {
+	if k.once {
+		return onceCmd{cmd}
+	}
+	return cmd
+}
+
+// onceCmd is a command go-redis never sends again once it may have run
+// (redis.Cmder's NoRetry): it still follows MOVED and ASK, but any other
+// error is the command's, and a pipeline that holds it re-sends none of
+// its commands. A pointer in a struct: it goes into a redis.Cmder without
+// an allocation.
+type onceCmd struct{ *redis.Cmd }
+
+// NoRetry reports true: see onceCmd.
+func (onceCmd) NoRetry() bool { return true }
 
 // script runs c through the redis.Scripter methods, for a Scripter that
 // cannot run a prebuilt command.
