@@ -16,7 +16,7 @@ import (
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
-	goredisstore "github.com/ratekit/ratekit/store/goredis"
+	"github.com/ratekit/ratekit/store/scriptproto"
 )
 
 // BenchmarkAgainstBareScript measures, in one run on one server with the
@@ -44,17 +44,17 @@ func BenchmarkAgainstBareScript(b *testing.B) {
 	}
 	const big = 1 << 40
 	cfg := tokenbucket.Config{Capacity: big, RefillRate: big, RefillInterval: time.Second, Prefix: "rk:"}
-	serverTime, err := tokenbucket.New(goredisstore.New(rdb), cfg)
+	serverTime, err := tokenbucket.New(newStore(b, rdb), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	cfg.Prefix = "rku:"
-	unpipelined, err := tokenbucket.New(goredisstore.New(rdb, goredisstore.WithoutPipelining()), cfg)
+	unpipelined, err := tokenbucket.New(newStore(b, rdb, scriptproto.Pipelining(false)), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	cfg.Prefix, cfg.Clock = "rkc:", core.ClockFunc(time.Now)
-	clientTime, err := tokenbucket.New(goredisstore.New(rdb), cfg)
+	clientTime, err := tokenbucket.New(newStore(b, rdb), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -14,14 +14,13 @@ import (
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/testkit/benchutil"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
-	goredisstore "github.com/ratekit/ratekit/store/goredis"
 )
 
 func BenchmarkTokenBucket(b *testing.B) {
 	srv := redistest.Start(b)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, PoolSize: 64})
 	defer rdb.Close()
-	benchutil.TokenBucket(b, goredisstore.New(rdb))
+	benchutil.TokenBucket(b, newStore(b, rdb))
 }
 
 // BenchmarkCluster measures Allow on a token bucket that never denies,

@@ -18,7 +18,6 @@ import (
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/testkit/clustertest"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
-	goredisstore "github.com/ratekit/ratekit/store/goredis"
 )
 
 func TestMain(m *testing.M) {
@@ -34,11 +33,11 @@ func TestCluster(t *testing.T) {
 	c := redistest.SharedCluster(t)
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), MaxRetries: -1, MaxRedirects: 8})
 	t.Cleanup(func() { rdb.Close() })
-	r := goredisstore.New(rdb)
+	r := newStore(t, rdb)
 	t.Run("OneAddress", func(t *testing.T) {
 		one := redis.NewClient(&redis.Options{Addr: c.Masters[0].Addr, MaxRetries: -1})
 		t.Cleanup(func() { one.Close() })
-		clustertest.OneAddress(t, c, goredisstore.New(one))
+		clustertest.OneAddress(t, c, newStore(t, one))
 	})
 	t.Run("Conformance", func(t *testing.T) { conformance.Run(t, conformance.Harness{Runner: r}) })
 	t.Run("Pipelining", func(t *testing.T) {

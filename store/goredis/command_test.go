@@ -6,9 +6,10 @@ import (
 	"unsafe"
 )
 
-// TestCommandCopiesKeys: the limiter lends keys from a buffer it reuses
-// (CopiesKeysOf), so a command must hold copies, short or long, in a frame
-// or, for a command too large for one, in a slice of its own.
+// TestCommandCopiesKeys: a limiter builds keys in a buffer it reuses, and
+// go-redis may hold a command after its call, so a command must hold
+// copies, short or long, in a frame or, for a command too large for one,
+// in a slice of its own.
 func TestCommandCopiesKeys(t *testing.T) {
 	buf := []byte("rk:tb:{user}")
 	short := unsafe.String(&buf[0], len(buf))

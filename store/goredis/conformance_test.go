@@ -8,21 +8,13 @@ import (
 
 	"github.com/ratekit/ratekit/conformance"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
-	goredisstore "github.com/ratekit/ratekit/store/goredis"
+	"github.com/ratekit/ratekit/store/scriptproto"
 )
-
-// newClient returns a go-redis client for addr, closed when t ends.
-func newClient(t *testing.T, addr string) *redis.Client {
-	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-	t.Cleanup(func() { c.Close() })
-	return c
-}
 
 // Against a real redis-server, client-clock mode.
 func TestConformance(t *testing.T) {
 	srv := redistest.Start(t)
-	conformance.Run(t, conformance.Harness{Runner: goredisstore.New(newClient(t, srv.Addr))})
+	conformance.Run(t, conformance.Harness{Runner: newStore(t, newClient(t, srv.Addr))})
 }
 
 // Against miniredis in server-time mode: TIME inside the scripts and the
@@ -31,7 +23,7 @@ func TestConformance(t *testing.T) {
 func TestConformanceMiniredisServerTime(t *testing.T) {
 	m := miniredis.RunT(t)
 	m.ClockTTL(true)
-	r := goredisstore.New(newClient(t, m.Addr()), goredisstore.WithoutReadOnlyCommands())
+	r := newStore(t, newClient(t, m.Addr()), scriptproto.WithoutReadOnlyCommands())
 	conformance.Run(t, conformance.Harness{Runner: r, SetTime: m.SetTime, ForwardOnlyTTL: true})
 }
 
@@ -40,12 +32,12 @@ func TestConformanceRing(t *testing.T) {
 	srv := redistest.Start(t)
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"only": srv.Addr}, MaxRetries: -1})
 	t.Cleanup(func() { ring.Close() })
-	conformance.Run(t, conformance.Harness{Runner: goredisstore.New(ring)})
+	conformance.Run(t, conformance.Harness{Runner: newStore(t, ring)})
 }
 
 // Against a real redis-server in server-time mode: every decision at the
 // server's TIME, each algorithm's bound checked on the server's clock.
 func TestConformanceServerClock(t *testing.T) {
 	srv := redistest.Start(t)
-	conformance.RunServerClock(t, goredisstore.New(newClient(t, srv.Addr)), 3)
+	conformance.RunServerClock(t, newStore(t, newClient(t, srv.Addr)), 3)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
+	"github.com/ratekit/ratekit/store/scriptproto"
 )
 
 func ExampleNew() {
@@ -18,7 +19,14 @@ func ExampleNew() {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
 	defer rdb.Close()
 
-	limiter, _ := tokenbucket.New(goredisstore.New(rdb), tokenbucket.Config{Capacity: 2, RefillRate: 1, RefillInterval: time.Second})
+	store, err := goredisstore.New(rdb)
+	if err != nil {
+		panic(err)
+	}
+	limiter, err := tokenbucket.New(store, tokenbucket.Config{Capacity: 2, RefillRate: 1, RefillInterval: time.Second})
+	if err != nil {
+		panic(err)
+	}
 	for i := 0; i < 3; i++ {
 		d, err := limiter.Allow(context.Background(), "user:42")
 		fmt.Println(d.Allowed, d.Remaining, err)
@@ -31,15 +39,21 @@ func ExampleNew() {
 
 // miniredis (and Redis before 7.0) needs read-only scripts sent as plain
 // EVALSHA. With no Clock, the limiter decides at the server's TIME.
-func ExampleWithoutReadOnlyCommands() {
+func ExampleNew_withoutReadOnlyCommands() {
 	srv, _ := miniredis.Run()
 	defer srv.Close()
 	srv.SetTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer rdb.Close()
 
-	store := goredisstore.New(rdb, goredisstore.WithoutReadOnlyCommands())
-	limiter, _ := tokenbucket.New(store, tokenbucket.Config{Capacity: 2, RefillRate: 1, RefillInterval: time.Minute})
+	store, err := goredisstore.New(rdb, scriptproto.WithoutReadOnlyCommands())
+	if err != nil {
+		panic(err)
+	}
+	limiter, err := tokenbucket.New(store, tokenbucket.Config{Capacity: 2, RefillRate: 1, RefillInterval: time.Minute})
+	if err != nil {
+		panic(err)
+	}
 	ctx := context.Background()
 	limiter.AllowN(ctx, "k", 2)
 	srv.SetTime(time.Date(2026, 1, 1, 0, 0, 45, 0, time.UTC))

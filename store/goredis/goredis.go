@@ -3,145 +3,113 @@
 // goredisstore so that it reads well beside the client, which is imported
 // as redis and often aliased goredis:
 //
-//	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
-//	lim, err := tokenbucket.New(goredisstore.New(rdb), cfg)
+//	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", MaxRetries: -1})
+//	store, err := goredisstore.New(rdb)
+//	lim, err := tokenbucket.New(store, cfg)
 //
-// Any go-redis client that can run scripts works: *redis.Client,
-// *redis.ClusterClient, *redis.Ring, the AutoPipeliner, or anything else
-// implementing redis.Scripter. Each call is EVALSHA (EVALSHA_RO for
-// read-only scripts), falling back to EVAL (EVAL_RO) when the server
-// answers NOSCRIPT: after a restart, a failover or SCRIPT FLUSH, scripts
-// load themselves again. A batch (AllowMany) is one pipeline (a key's
-// requests past its first 64 wait for another). A call whose
-// context has already ended sends nothing. The protocol is the one every
-// ratekit Redis adapter shares.
+// Any go-redis client that can run scripts works: *redis.Client (Sentinel's
+// NewFailoverClient is one), *redis.ClusterClient, *redis.Ring, the
+// AutoPipeliner, or anything else implementing redis.Scripter. The store
+// is a *scriptproto.Runner: the protocol every ratekit Redis adapter
+// shares (EVALSHA with its EVAL fallback, batches, slot and context
+// checks), with its options (scriptproto.WithoutReadOnlyCommands for Redis
+// before 7.0 and miniredis). A *redis.Client is one node, so a batch's
+// keys may span slots there; the other clients may span nodes. A batch
+// (AllowMany) is one go-redis pipeline, which go-redis splits by node.
 //
-// Pipelining: on a *redis.Client, *redis.ClusterClient or *redis.Ring, the
-// calls many goroutines make at once share round trips. Up to four calls
-// go as they come, each alone, on its caller's goroutine: a lone caller
-// waits for nothing and pays nothing. A call that comes while four are in
-// flight is queued, and the queue goes, as soon as one of them returns, as
-// one go-redis pipeline (one write and one read per node; go-redis splits
-// it by node), sent by one of the queued callers. Each call is still its
-// own EVALSHA with its own reply, error and EVAL fallback, so decisions are
-// those of calls sent one by one; what the client and the server save is
-// a write, a read and a wake-up per call. A caller whose context ends while
-// it is queued returns at once, with an error wrapping core.ErrStore and
-// the context's error, and nothing is sent for it; once its pipeline is
-// out it returns at once too, but its script may still run. A pipeline has
-// no cancellation of its own (no caller leaving fails the others' calls),
-// the latest deadline of its calls (none if one has none) and the values of
-// its first call's context, which is what go-redis hooks (tracing) see.
-// WithoutPipelining turns it off.
+// On a *redis.Client, *redis.ClusterClient or *redis.Ring the store
+// pipelines concurrent calls (scriptproto.Pipelining says how, and
+// Pipelining(false) turns it off): the calls many goroutines make at once
+// share round trips, each still its own EVALSHA with its own reply.
 //
-// Retries: a *redis.Client or *redis.Ring retries a command after a network
-// error (MaxRetries, 3 by default), so a script whose reply was lost may
-// run twice. ratekit does not change the client it is given. A decision
-// counted twice only ever denies more, never allows more than the limit; to
-// run each decision at most once, build the client with MaxRetries: -1.
-//
-// A *redis.ClusterClient has no option that turns its retries off: it
-// sends a command again after a network error or an answer such as
-// TRYAGAIN or CLUSTERDOWN, up to MaxRedirects times, and a node's whole
-// pipeline when the pipeline's first command gets one of those, calls that
-// already ran included. (While a slot moves, a policy whose keys the move has split
-// answers TRYAGAIN; the calls pipelined behind it on that node ran up to
-// four times.) So on a ClusterClient, and on every client but the two
-// above (an AutoPipeliner may be a cluster's), the Runner marks each
-// command as one go-redis must not run twice (redis.Cmder's NoRetry), and
-// each decision runs at most once whatever the options: go-redis still
-// follows MOVED and ASK, which a node answers without running anything,
-// command by command, and returns any other error as the call's, as
-// rueidis does. A policy whose keys a move has split then fails with an
+// Retries: on a ClusterClient, and on every client but a *redis.Client or
+// a *redis.Ring (an AutoPipeliner may be a cluster's), the store marks
+// each command as one go-redis must not run twice (redis.Cmder's NoRetry),
+// so each decision runs at most once whatever the options. A ClusterClient
+// has no option that turns its retries off: it sends a command again after
+// a network error or an answer such as TRYAGAIN or CLUSTERDOWN, up to
+// MaxRedirects times, and a node's whole pipeline when the pipeline's
+// first command gets one of those, calls that already ran included.
+// Marked, a command still follows MOVED and ASK, which a node answers
+// without running anything, and returns any other error as the call's, as
+// rueidis does: a policy whose keys a moving slot has split fails with an
 // error wrapping core.ErrStore and the server's TRYAGAIN (nothing of it
-// ran) until the move has taken them all. Leave MaxRedirects at its
-// default (3) or above: -1 turns redirects off, and every call on a moving
-// slot fails. A go-redis hook sees these commands as a type of their own,
-// not *redis.Cmd. A Scripter without go-redis' Process method (not one of
-// go-redis' clients) gets its scripts through its Eval methods, unmarked.
+// ran) until the move has taken them all. A go-redis hook sees these
+// commands as a type of their own, not *redis.Cmd. A Scripter without
+// go-redis' Process method gets its scripts through its Eval methods,
+// unmarked.
 //
-// A script's keys must share one cluster slot (ratekit's own scripts keep
-// them under one hash tag); the Runner refuses keys in different slots on
-// every topology, so that what works on one node works on a cluster.
-//
-// New with a nil client, or a typed nil such as (*redis.Client)(nil),
-// returns a Runner that limiters refuse when they are built
-// (core.ErrInvalidConfig).
+// Client options (redis.Options, and their ClusterOptions and RingOptions
+// kin) that matter to a limiter, with go-redis v9's defaults:
+//   - MaxRetries (3): a *redis.Client or *redis.Ring sends a command again
+//     after a network error, so a script whose reply was lost may run
+//     twice; a decision counted twice only ever denies more, never allows
+//     more than the limit. MaxRetries: -1 runs each decision at most once.
+//   - MaxRedirects (3), on a ClusterClient: leave it at 3 or above; -1
+//     turns redirects off, and every call on a moving slot fails.
+//   - ContextTimeoutEnabled (false): without it go-redis does not end a
+//     call at its context's deadline but waits up to ReadTimeout and
+//     WriteTimeout (5 s each) on a server that stopped answering (a paused
+//     process, a partition). With it a call ends at its deadline; a
+//     context with no deadline (a net/http request's) still waits the
+//     timeouts out, so bound the call (failsafe, or httplimit's Timeout).
+//   - DialTimeout (5 s), DialerRetries (5 attempts) and DialerRetryTimeout
+//     (100 ms between them): while the server is down, a call that needs
+//     a new connection dials up to DialerRetries times before it fails.
+//   - PoolSize (10 per GOMAXPROCS) and PoolTimeout (ReadTimeout + 1 s): the
+//     connections open at once, and how long a call waits for one.
 package goredisstore
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"unsafe"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/typednil"
 	"github.com/ratekit/ratekit/store/scriptproto"
 )
 
-// Runner is a core.ScriptRunner and core.BatchRunner over a go-redis
-// client.
-type Runner struct {
-	p       scriptproto.Runner
-	plainRO bool
-	single  bool // one command per call, not pipelined (WithoutPipelining)
-}
-
-var (
-	_ core.BatchRunner = (*Runner)(nil)
-	_ core.KeyCopier   = (*Runner)(nil)
-	_ core.Checker     = (*Runner)(nil)
-	_ core.SingleNode  = (*Runner)(nil)
-)
-
-// Option configures a Runner.
-type Option func(*Runner)
-
-// WithoutReadOnlyCommands runs read-only scripts with EVALSHA and EVAL
-// instead of EVALSHA_RO and EVAL_RO: for servers older than Redis 7.0, which
-// lack the _RO commands, and for miniredis, whose EVAL_RO refuses TIME. The
-// scripts still never write; the server just no longer enforces it.
-func WithoutReadOnlyCommands() Option {
-	return func(r *Runner) { r.plainRO = true }
-}
-
-// WithoutPipelining sends every call alone, as go-redis sends any command,
-// however many goroutines call at once (see the package doc for what
-// pipelining does). Turn it off when a queued call must not wait for a
-// call in flight to return: a queued call waits up to one round trip
-// before it is sent, and on a ClusterClient or Ring a pipeline returns when
-// its slowest node has answered, so one slow node delays the calls to the
-// others that share its pipeline. Also when go-redis hooks must see each
-// call under its own context (a pipeline carries its first call's), and
-// when the client pipelines already (an AutoPipeliner, which New never
-// pipelines again, nor any Scripter but the three clients).
-func WithoutPipelining() Option {
-	return func(r *Runner) { r.single = true }
-}
-
-// New returns a Runner that runs scripts with c. It sends nothing to Redis.
-func New(c redis.Scripter, opts ...Option) *Runner {
-	r := &Runner{}
-	for _, o := range opts {
-		o(r)
+// New returns the store that runs scripts with c: one node on a
+// *redis.Client, pipelined on a *redis.Client, *redis.ClusterClient or
+// *redis.Ring (scriptproto.SingleNode and Pipelining; opts come after
+// them). It sends nothing. A nil c, or a nil pointer of those clients or
+// of *redis.AutoPipeliner, is an error wrapping core.ErrInvalidConfig.
+func New(c redis.Scripter, opts ...scriptproto.Option) (*scriptproto.Runner, error) {
+	if c == nil {
+		return nil, fmt.Errorf("%w: goredis: a nil client", core.ErrInvalidConfig)
+	}
+	if nilPointer(c) {
+		return nil, fmt.Errorf("%w: goredis: a nil %T", core.ErrInvalidConfig, c)
 	}
 	k := client{s: c, once: once(c)}
 	k.p, _ = c.(processor)
 	k.pipe, _ = c.(pipeliner)
-	var sc scriptproto.Client = k
-	if !r.single && pipelines(c) {
-		sc = scriptproto.NewPipe(k, scriptproto.DefaultInFlight)
-	}
-	r.p = scriptproto.New("goredis", c, sc, r.plainRO)
 	_, one := c.(*redis.Client) // a Ring, a ClusterClient or an AutoPipeliner may span nodes
-	r.p.SetSingleNode(one)
-	return r
+	own := []scriptproto.Option{scriptproto.SingleNode(one), scriptproto.Pipelining(pipelines(c))}
+	return scriptproto.New("goredis", k, append(own, opts...)...)
 }
 
-// once reports whether the Runner marks its commands through c as
+// nilPointer reports whether c is a nil pointer of a client type go-redis
+// has.
+func nilPointer(c redis.Scripter) bool {
+	switch c := c.(type) {
+	case *redis.Client:
+		return c == nil
+	case *redis.ClusterClient:
+		return c == nil
+	case *redis.Ring:
+		return c == nil
+	case *redis.AutoPipeliner:
+		return c == nil
+	}
+	return false
+}
+
+// once reports whether the store marks its commands through c as
 // commands go-redis must not run twice (onceCmd): on every client but the
 // two whose retries MaxRetries: -1 turns off (see the package doc).
 func once(c redis.Scripter) bool {
@@ -158,55 +126,10 @@ func once(c redis.Scripter) bool {
 func pipelines(c redis.Scripter) bool {
 	switch c.(type) {
 	case *redis.Client, *redis.ClusterClient, *redis.Ring:
-		return !typednil.Is(c)
+		return true
 	}
 	return false
 }
-
-func (r *Runner) proto() *scriptproto.Runner {
-	if r == nil {
-		return nil
-	}
-	return &r.p
-}
-
-// RunScript runs s with EVALSHA (EVALSHA_RO when s is read-only), and with
-// EVAL (EVAL_RO) when the server does not know the script. The reply must be
-// an array of integers.
-func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
-	return r.proto().RunScript(ctx, s, keys, args, reply)
-}
-
-// RunScripts runs calls in one pipeline (one round trip per node on a
-// cluster or ring): EVALSHA for each, then, for the calls that met
-// NOSCRIPT, one more pipeline of EVAL, which loads the script where it was
-// missing. go-redis pipelines have no EVAL fallback of their own. A call
-// on a key of an earlier call waits for the next pipeline, so that calls
-// on one key run in the order given even when the earlier one must be
-// loaded. A client without Pipeline runs the calls one by one.
-func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core.ScriptResult {
-	return r.proto().RunScripts(ctx, calls)
-}
-
-// SingleNode reports whether the client talks to one server that lets a
-// script's keys span cluster slots (core.SingleNode): a *redis.Client (Sentinel's NewFailoverClient is one), not a ClusterClient, a Ring or an AutoPipeliner, which may span nodes. Limiters
-// then decide a batch of keys in any slots with one script call. A server
-// that refuses such a call with CROSSSLOT (a cluster behind one address)
-// makes it false from then on; that batch is sent again slot by slot.
-func (r *Runner) SingleNode() bool { return r.proto().SingleNode() }
-
-// StoreName returns "goredis" (core.StoreNamer), for metrics and traces.
-func (r *Runner) StoreName() string { return "goredis" }
-
-// Check returns an error wrapping core.ErrInvalidConfig when r cannot run
-// scripts: nil, a zero value, or built with a nil client. Limiters call it
-// when they are built.
-func (r *Runner) Check() error { return r.proto().Check() }
-
-// CopiesKeysOf returns r (core.KeyCopier): every key is copied into the
-// command, which the client may hold after a call times out, so limiters
-// may lend r keys built in a reused buffer.
-func (r *Runner) CopiesKeysOf() core.ScriptRunner { return r }
 
 // client is the scriptproto.Client of a go-redis client.
 type client struct {
@@ -280,7 +203,7 @@ func (onceCmd) NoRetry() bool { return true }
 func (k client) script(ctx context.Context, c scriptproto.Cmd) *redis.Cmd {
 	keys := make([]string, len(c.Keys))
 	for i, key := range c.Keys {
-		keys[i] = strings.Clone(key) // see CopiesKeysOf
+		keys[i] = strings.Clone(key) // go-redis may hold the command after the call
 	}
 	args := make([]any, len(c.Args))
 	for i, a := range c.Args {

@@ -2,7 +2,9 @@ package goredisstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +15,26 @@ import (
 	"github.com/ratekit/ratekit/internal/testkit/adaptertest"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
+	"github.com/ratekit/ratekit/store/scriptproto"
 )
+
+// newClient returns a go-redis client for addr, closed when t ends.
+func newClient(t *testing.T, addr string) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// newStore returns goredisstore.New(c, opts...), failing t on an error.
+func newStore(t testing.TB, c redis.Scripter, opts ...scriptproto.Option) *scriptproto.Runner {
+	t.Helper()
+	r, err := goredisstore.New(c, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
 
 func TestAdapter(t *testing.T) {
 	runAdapter(t, func(c *redis.Client) redis.Scripter { return c }, true)
@@ -38,38 +59,36 @@ func runAdapter(t *testing.T, wrap func(*redis.Client) redis.Scripter, oneNode b
 	}
 	dead := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { dead.Close() })
-	t.Run("KeyLending", func(t *testing.T) { adaptertest.KeyLending(t, goredisstore.New(wrap(c)), true) })
 	adaptertest.Run(t, adaptertest.Harness{
-		Runner:  goredisstore.New(wrap(c)),
-		Dead:    goredisstore.New(wrap(dead)),
+		Runner:  newStore(t, wrap(c)),
+		Name:    "goredis",
+		Dead:    newStore(t, wrap(dead)),
 		OneNode: oneNode,
-		Do: func(ctx context.Context, args ...string) (string, error) {
-			a := make([]any, len(args))
-			for i := range args {
-				a[i] = args[i]
-			}
-			v, err := c.Do(ctx, a...).Result()
-			if err == redis.Nil {
-				return "", nil
-			}
-			return fmt.Sprint(v), err
+		Do: func(_ context.Context, args ...string) (string, error) {
+			return redistest.Command(srv.Addr, args...)
 		},
 	})
 }
 
-func TestUnusable(t *testing.T) {
-	adaptertest.Unusable(t, goredisstore.New(nil), "nil client")
-	adaptertest.Unusable(t, goredisstore.New((*redis.Client)(nil)), "nil *redis.Client")
-	adaptertest.Unusable(t, goredisstore.New((*redis.ClusterClient)(nil)), "nil *redis.ClusterClient")
-	adaptertest.Unusable(t, &goredisstore.Runner{}, "zero Runner")
-	adaptertest.Unusable(t, (*goredisstore.Runner)(nil), "nil Runner")
+func TestNewRefusesNilClients(t *testing.T) {
+	for want, c := range map[string]redis.Scripter{
+		"goredis: a nil client":               nil,
+		"goredis: a nil *redis.Client":        (*redis.Client)(nil),
+		"goredis: a nil *redis.ClusterClient": (*redis.ClusterClient)(nil),
+		"goredis: a nil *redis.Ring":          (*redis.Ring)(nil),
+		"goredis: a nil *redis.AutoPipeliner": (*redis.AutoPipeliner)(nil),
+	} {
+		if r, err := goredisstore.New(c); !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), want) || r != nil {
+			t.Errorf("New(%T) = %v, %v; want ErrInvalidConfig saying %q", c, r, err, want)
+		}
+	}
 }
 
 func TestMiniredis(t *testing.T) {
 	adaptertest.Miniredis(t, miniredis.RunT(t).Addr(), func(t *testing.T, addr string, plainRO bool) core.ScriptRunner {
 		if plainRO {
-			return goredisstore.New(newClient(t, addr), goredisstore.WithoutReadOnlyCommands())
+			return newStore(t, newClient(t, addr), scriptproto.WithoutReadOnlyCommands())
 		}
-		return goredisstore.New(newClient(t, addr))
+		return newStore(t, newClient(t, addr))
 	})
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/fakeclock"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
-	goredisstore "github.com/ratekit/ratekit/store/goredis"
 	"github.com/ratekit/ratekit/store/scriptproto"
 )
 
@@ -108,7 +107,7 @@ func pipelineExact(t *testing.T, rdb redis.UniversalClient) {
 	rdb.AddHook(w)
 	const capacity, perKey, keys, goroutines = 300, 480, 8, 64
 	prefix := fmt.Sprintf("pipe:%d:", time.Now().UnixNano())
-	lim, err := tokenbucket.New(goredisstore.New(rdb), tokenbucket.Config{
+	lim, err := tokenbucket.New(newStore(t, rdb), tokenbucket.Config{
 		Capacity: capacity, RefillRate: 1, RefillInterval: time.Hour, Prefix: prefix, Clock: fakeclock.New(time.Now()),
 	})
 	if err != nil {
@@ -179,7 +178,7 @@ func TestPipeliningPerCallErrors(t *testing.T) {
 	if err := rdb.Set(ctx, prefix+"{bad}", "not a bucket", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	lim, err := tokenbucket.New(goredisstore.New(rdb), tokenbucket.Config{Capacity: 1 << 40, RefillRate: 1 << 40, RefillInterval: time.Second, Prefix: prefix})
+	lim, err := tokenbucket.New(newStore(t, rdb), tokenbucket.Config{Capacity: 1 << 40, RefillRate: 1 << 40, RefillInterval: time.Second, Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,13 +219,17 @@ func TestPipeliningPerCallErrors(t *testing.T) {
 	}
 }
 
+// inFlight is how many calls go alone before the rest are queued: "up to
+// four", scriptproto.Pipelining's doc says.
+const inFlight = 4
+
 // holdAll fills every place in flight with a call held in the hook, and
 // returns a function that lets them go and waits for them.
 func holdAll(t *testing.T, lim *ratekit.Limiter, w *watch) (release func()) {
 	t.Helper()
-	w.hold, w.held = make(chan struct{}), make(chan struct{}, scriptproto.DefaultInFlight)
+	w.hold, w.held = make(chan struct{}), make(chan struct{}, inFlight)
 	var wg sync.WaitGroup
-	for i := range scriptproto.DefaultInFlight {
+	for i := range inFlight {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -250,7 +253,7 @@ func TestPipeliningCallerLeavingWhileQueued(t *testing.T) {
 	w := &watch{}
 	rdb.AddHook(w)
 	const prefix = "pipe:leave:"
-	lim, err := tokenbucket.New(goredisstore.New(rdb), tokenbucket.Config{Capacity: 10, RefillRate: 1, RefillInterval: time.Second, Prefix: prefix})
+	lim, err := tokenbucket.New(newStore(t, rdb), tokenbucket.Config{Capacity: 10, RefillRate: 1, RefillInterval: time.Second, Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +289,7 @@ func TestPipeliningClose(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, PoolSize: 64})
 	w := &watch{}
 	rdb.AddHook(w)
-	lim, err := tokenbucket.New(goredisstore.New(rdb), tokenbucket.Config{Capacity: 10, RefillRate: 1, RefillInterval: time.Second, Prefix: "pipe:close:"})
+	lim, err := tokenbucket.New(newStore(t, rdb), tokenbucket.Config{Capacity: 10, RefillRate: 1, RefillInterval: time.Second, Prefix: "pipe:close:"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +325,7 @@ func TestPipeliningScriptFlush(t *testing.T) {
 	rdb := redisClient(t, srv.Addr)
 	w := &watch{}
 	rdb.AddHook(w)
-	lim, err := tokenbucket.New(goredisstore.New(rdb), tokenbucket.Config{Capacity: 1 << 40, RefillRate: 1 << 40, RefillInterval: time.Second, Prefix: "pipe:flush:"})
+	lim, err := tokenbucket.New(newStore(t, rdb), tokenbucket.Config{Capacity: 1 << 40, RefillRate: 1 << 40, RefillInterval: time.Second, Prefix: "pipe:flush:"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +376,7 @@ func TestWithoutPipelining(t *testing.T) {
 	rdb := redisClient(t, srv.Addr)
 	w := &watch{}
 	rdb.AddHook(w)
-	lim, err := tokenbucket.New(goredisstore.New(rdb, goredisstore.WithoutPipelining()), tokenbucket.Config{Capacity: 1 << 40, RefillRate: 1 << 40, RefillInterval: time.Second, Prefix: "pipe:off:"})
+	lim, err := tokenbucket.New(newStore(t, rdb, scriptproto.Pipelining(false)), tokenbucket.Config{Capacity: 1 << 40, RefillRate: 1 << 40, RefillInterval: time.Second, Prefix: "pipe:off:"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/ratekit/ratekit/internal/keyspace"
 	"github.com/ratekit/ratekit/internal/slot"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
-	goredisstore "github.com/ratekit/ratekit/store/goredis"
 )
 
 // A Ring of two shards places each key by its hash tag, not its cluster
@@ -27,7 +26,7 @@ func TestRingBatchesKeepToTheirShards(t *testing.T) {
 	t.Cleanup(func() { ring.Close() })
 	ctx := context.Background()
 	const prefix = "ring:"
-	lim, err := tokenbucket.New(goredisstore.New(ring), tokenbucket.Config{Capacity: 5, RefillRate: 1, RefillInterval: time.Hour, Prefix: prefix})
+	lim, err := tokenbucket.New(newStore(t, ring), tokenbucket.Config{Capacity: 5, RefillRate: 1, RefillInterval: time.Hour, Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +68,10 @@ func TestRingBatchesKeepToTheirShards(t *testing.T) {
 			t.Fatalf("AllowMany item %d: %+v", i, r)
 		}
 	}
-	co := ratekit.Coalesce(lim)
+	co, err := ratekit.Coalesce(lim)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, k := range []string{k1, k2} {
 		if _, err := co.Allow(ctx, k); err != nil {
 			t.Fatal(err)

@@ -18,7 +18,14 @@ func ExampleNew() {
 	pool := &redis.Pool{Dial: func() (redis.Conn, error) { return redis.Dial("tcp", srv.Addr()) }}
 	defer pool.Close()
 
-	limiter, _ := gcra.New(redigostore.New(pool), gcra.Config{Rate: 1, Period: time.Second, Burst: 2})
+	store, err := redigostore.New(pool)
+	if err != nil {
+		panic(err)
+	}
+	limiter, err := gcra.New(store, gcra.Config{Rate: 1, Period: time.Second, Burst: 2})
+	if err != nil {
+		panic(err)
+	}
 	for i := 0; i < 3; i++ {
 		d, err := limiter.Allow(context.Background(), "user:42")
 		fmt.Println(d.Allowed, err)

@@ -4,28 +4,40 @@
 // redigo's own package, redis:
 //
 //	pool := &redis.Pool{Dial: func() (redis.Conn, error) { return redis.Dial("tcp", "localhost:6379") }}
-//	lim, err := tokenbucket.New(redigostore.New(pool), cfg)
+//	store, err := redigostore.New(pool)
+//	lim, err := tokenbucket.New(store, cfg)
 //
-// Each call takes a connection from the pool and runs EVALSHA (EVALSHA_RO
-// for read-only scripts), falling back to EVAL (EVAL_RO) on NOSCRIPT;
-// RunScripts (a limiter's AllowMany) pipelines a whole batch on one
-// connection. A call whose context has already ended sends nothing. The
-// protocol is the one every ratekit Redis adapter shares. redigo does not
-// retry, so a decision runs at most once. It has no cluster client: single
-// node, or sentinel through the pool's Dial.
+// The store is a *scriptproto.Runner: the protocol every ratekit Redis
+// adapter shares (EVALSHA with its EVAL fallback, batches, slot and
+// context checks), with its options (scriptproto.WithoutReadOnlyCommands
+// for Redis before 7.0 and miniredis). Each call takes a connection from
+// the pool; a batch (AllowMany) is one pipeline on one connection. redigo
+// does not retry, so a decision runs at most once. It has no cluster
+// client: one node, or the primary behind Sentinel through the pool's
+// Dial, so a batch's keys may span slots.
 //
-// Limiters are not lent keys in reused memory (the Runner is not a
-// core.KeyCopier): redigo may still be writing a command's arguments after
-// a call's context ends. New with a nil pool returns a Runner that limiters
-// refuse when they are built (core.ErrInvalidConfig).
+// Pool and dial options that matter to a limiter:
+//   - A call ends with its context: redigo gives the read the context's
+//     deadline, and closes the connection when the context ends first.
+//     redis.DialReadTimeout and redis.DialWriteTimeout bound a call whose
+//     context has no deadline (a net/http request's); without them such a
+//     call on a server that stopped answering waits as long as the server
+//     does, so bound the call (failsafe, or httplimit's Timeout).
+//   - redis.DialConnectTimeout: how long a dial may take.
+//   - MaxIdle: the connections kept between calls. A connection whose call
+//     failed is closed, not kept, but one that died while idle (a server
+//     restart) is found out by the next call that takes it, which fails;
+//     TestOnBorrow (a PING for a connection idle longer than a second,
+//     say) finds it first and drops it, for a round trip.
+//   - MaxActive and Wait: at most MaxActive connections at once; with
+//     Wait, a call waits for one (until its context ends) instead of
+//     failing with redis.ErrPoolExhausted.
 package redigostore
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"time"
+	"strings"
 
 	"github.com/gomodule/redigo/redis"
 
@@ -33,75 +45,16 @@ import (
 	"github.com/ratekit/ratekit/store/scriptproto"
 )
 
-// Runner is a core.ScriptRunner and core.BatchRunner over a redigo pool.
-type Runner struct {
-	p       scriptproto.Runner
-	plainRO bool
-}
-
-var (
-	_ core.BatchRunner = (*Runner)(nil)
-	_ core.Checker     = (*Runner)(nil)
-	_ core.SingleNode  = (*Runner)(nil)
-)
-
-// Option configures a Runner.
-type Option func(*Runner)
-
-// WithoutReadOnlyCommands runs read-only scripts with EVALSHA and EVAL,
-// for servers older than Redis 7.0 and for miniredis.
-func WithoutReadOnlyCommands() Option {
-	return func(r *Runner) { r.plainRO = true }
-}
-
-// New returns a Runner that runs scripts on connections from pool. It sends
-// nothing to Redis.
-func New(pool *redis.Pool, opts ...Option) *Runner {
-	r := &Runner{}
-	for _, o := range opts {
-		o(r)
+// New returns the store that runs scripts on connections from pool, one
+// node (scriptproto.SingleNode). It sends nothing. A nil pool is an error
+// wrapping core.ErrInvalidConfig.
+func New(pool *redis.Pool, opts ...scriptproto.Option) (*scriptproto.Runner, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("%w: redigo: a nil *redis.Pool", core.ErrInvalidConfig)
 	}
-	r.p = scriptproto.New("redigo", pool, client{pool}, r.plainRO)
-	r.p.SetSingleNode(true) // redigo has no cluster client
-	return r
+	own := []scriptproto.Option{scriptproto.SingleNode(true)} // redigo has no cluster client
+	return scriptproto.New("redigo", client{pool}, append(own, opts...)...)
 }
-
-func (r *Runner) proto() *scriptproto.Runner {
-	if r == nil {
-		return nil
-	}
-	return &r.p
-}
-
-// RunScript runs s on one pooled connection with EVALSHA (EVALSHA_RO when
-// s is read-only), and with EVAL (EVAL_RO) when the server does not know
-// the script. The reply must be an array of integers.
-func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
-	return r.proto().RunScript(ctx, s, keys, args, reply)
-}
-
-// RunScripts runs calls as one pipeline of EVALSHA on one connection (one
-// round trip), then one pipeline of EVAL for the calls that met NOSCRIPT,
-// which loads the script where it was missing. A call on a key of an
-// earlier call waits for the next pipeline, so that calls on one key run
-// in the order given even when the earlier one must be loaded.
-func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core.ScriptResult {
-	return r.proto().RunScripts(ctx, calls)
-}
-
-// SingleNode reports whether the client talks to one server that lets a
-// script's keys span cluster slots (core.SingleNode): always, since redigo has no cluster client. Limiters
-// then decide a batch of keys in any slots with one script call. A server
-// that refuses such a call with CROSSSLOT (a cluster behind one address)
-// makes it false from then on; that batch is sent again slot by slot.
-func (r *Runner) SingleNode() bool { return r.proto().SingleNode() }
-
-// StoreName returns "redigo" (core.StoreNamer), for metrics and traces.
-func (r *Runner) StoreName() string { return "redigo" }
-
-// Check returns an error wrapping core.ErrInvalidConfig when r cannot run
-// scripts: nil, a zero value, or built with a nil pool.
-func (r *Runner) Check() error { return r.proto().Check() }
 
 // client is the scriptproto.Client of a redigo pool.
 type client struct{ pool *redis.Pool }
@@ -109,12 +62,12 @@ type client struct{ pool *redis.Pool }
 func (k client) Do(ctx context.Context, c scriptproto.Cmd, reply []int64) ([]int64, error) {
 	conn, err := k.pool.GetContext(ctx)
 	if err != nil {
-		return nil, ctxErr(ctx, err)
+		return nil, err
 	}
 	defer conn.Close()
 	v, err := redis.DoContext(conn, ctx, c.Name.String(), args(c)...)
 	if err != nil {
-		return nil, ctxErr(ctx, err)
+		return nil, err
 	}
 	return scriptproto.DecodeAny(v, reply)
 }
@@ -123,7 +76,7 @@ func (k client) Do(ctx context.Context, c scriptproto.Cmd, reply []int64) ([]int
 func (k client) DoMulti(ctx context.Context, cmds []scriptproto.Cmd, out []core.ScriptResult) {
 	conn, err := k.pool.GetContext(ctx)
 	if err != nil {
-		fail(out, ctxErr(ctx, err))
+		fail(out, err)
 		return
 	}
 	defer conn.Close()
@@ -142,28 +95,11 @@ func (k client) DoMulti(ctx context.Context, cmds []scriptproto.Cmd, out []core.
 	for i := range out {
 		v, err := redis.ReceiveContext(conn, ctx)
 		if err != nil {
-			out[i].Err = ctxErr(ctx, err)
+			out[i].Err = err
 			continue
 		}
 		out[i].Reply, out[i].Err = scriptproto.DecodeAny(v, out[i].Reply)
 	}
-}
-
-// ctxErr returns err, wrapping ctx's error too when ctx has ended, so that
-// errors.Is(err, context.DeadlineExceeded) holds for a call that ran out
-// of time: redigo gives the connection the context's deadline, and a read
-// that reaches it fails with a net timeout (i/o timeout), which may come
-// a moment before the context reports its own end.
-func ctxErr(ctx context.Context, err error) error {
-	cerr := ctx.Err()
-	var ne net.Error
-	if d, ok := ctx.Deadline(); cerr == nil && ok && errors.As(err, &ne) && ne.Timeout() && !time.Now().Before(d) {
-		cerr = context.DeadlineExceeded
-	}
-	if cerr == nil || errors.Is(err, cerr) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", cerr, err)
 }
 
 func fail(out []core.ScriptResult, err error) {
@@ -173,12 +109,14 @@ func fail(out []core.ScriptResult, err error) {
 }
 
 // args returns the arguments that follow the command's name: payload,
-// numkeys, keys, args.
+// numkeys, keys, args. Keys are copied: DoContext returns when its context
+// ends while redigo may still be writing the command, and the caller may
+// then reuse the memory of its keys.
 func args(c scriptproto.Cmd) []any {
 	a := make([]any, 0, 2+len(c.Keys)+len(c.Args))
 	a = append(a, c.Payload(), len(c.Keys))
 	for _, k := range c.Keys {
-		a = append(a, k)
+		a = append(a, strings.Clone(k))
 	}
 	for _, v := range c.Args {
 		a = append(a, v)

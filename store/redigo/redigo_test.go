@@ -2,7 +2,9 @@ package redigostore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
@@ -13,74 +15,60 @@ import (
 	"github.com/ratekit/ratekit/internal/testkit/adaptertest"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	redigostore "github.com/ratekit/ratekit/store/redigo"
+	"github.com/ratekit/ratekit/store/scriptproto"
 )
 
-func pool(t *testing.T, addr string) *redis.Pool {
+// store returns a store on a pool of connections to addr, closed when t
+// ends.
+func store(t *testing.T, addr string, opts ...scriptproto.Option) *scriptproto.Runner {
+	t.Helper()
 	p := &redis.Pool{MaxIdle: 8, Dial: func() (redis.Conn, error) { return redis.Dial("tcp", addr) }}
 	t.Cleanup(func() { p.Close() })
-	return p
+	r, err := redigostore.New(p, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 func TestConformance(t *testing.T) {
-	srv := redistest.Start(t)
-	conformance.Run(t, conformance.Harness{Runner: redigostore.New(pool(t, srv.Addr))})
+	conformance.Run(t, conformance.Harness{Runner: store(t, redistest.Start(t).Addr)})
 }
 
 // Against a real redis-server in server-time mode: every decision at the
 // server's TIME, each algorithm's bound checked on the server's clock.
 func TestConformanceServerClock(t *testing.T) {
-	srv := redistest.Start(t)
-	conformance.RunServerClock(t, redigostore.New(pool(t, srv.Addr)), 3)
+	conformance.RunServerClock(t, store(t, redistest.Start(t).Addr), 3)
 }
 
 func TestAdapter(t *testing.T) {
 	srv := redistest.Start(t)
-	p := pool(t, srv.Addr)
 	port, err := redistest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// redigo may still be writing a command after its call's context ends:
-	// the Runner copies no keys, and is not lent any.
-	t.Run("KeyLending", func(t *testing.T) { adaptertest.KeyLending(t, redigostore.New(p), false) })
 	adaptertest.Run(t, adaptertest.Harness{
-		Runner:  redigostore.New(p),
-		Dead:    redigostore.New(pool(t, fmt.Sprintf("127.0.0.1:%d", port))),
+		Runner:  store(t, srv.Addr),
+		Name:    "redigo",
+		Dead:    store(t, fmt.Sprintf("127.0.0.1:%d", port)),
 		OneNode: true,
-		Do: func(ctx context.Context, args ...string) (string, error) {
-			c, err := p.GetContext(ctx)
-			if err != nil {
-				return "", err
-			}
-			defer c.Close()
-			a := make([]any, len(args)-1)
-			for i := range a {
-				a[i] = args[i+1]
-			}
-			v, err := redis.DoContext(c, ctx, args[0], a...)
-			switch v := v.(type) {
-			case nil:
-				return "", err
-			case []byte:
-				return string(v), err
-			default:
-				return fmt.Sprint(v), err
-			}
+		Do: func(_ context.Context, args ...string) (string, error) {
+			return redistest.Command(srv.Addr, args...)
 		},
 	})
 }
 
-func TestUnusable(t *testing.T) {
-	adaptertest.Unusable(t, redigostore.New(nil), "nil *redis.Pool")
-	adaptertest.Unusable(t, &redigostore.Runner{}, "zero Runner")
-	adaptertest.Unusable(t, (*redigostore.Runner)(nil), "nil Runner")
+func TestNewRefusesANilPool(t *testing.T) {
+	if r, err := redigostore.New(nil); !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), "redigo: a nil *redis.Pool") || r != nil {
+		t.Errorf("New(nil) = %v, %v; want ErrInvalidConfig", r, err)
+	}
 }
 
 func TestMiniredis(t *testing.T) {
 	adaptertest.Miniredis(t, miniredis.RunT(t).Addr(), func(t *testing.T, addr string, plainRO bool) core.ScriptRunner {
 		if plainRO {
-			return redigostore.New(pool(t, addr), redigostore.WithoutReadOnlyCommands())
+			return store(t, addr, scriptproto.WithoutReadOnlyCommands())
 		}
-		return redigostore.New(pool(t, addr))
+		return store(t, addr)
 	})
 }

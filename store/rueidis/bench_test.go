@@ -7,7 +7,6 @@ import (
 
 	"github.com/ratekit/ratekit/internal/testkit/benchutil"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
-	rueidisstore "github.com/ratekit/ratekit/store/rueidis"
 )
 
 func BenchmarkTokenBucket(b *testing.B) {
@@ -17,5 +16,5 @@ func BenchmarkTokenBucket(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	benchutil.TokenBucket(b, rueidisstore.New(c))
+	benchutil.TokenBucket(b, newStore(b, c))
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/ratekit/ratekit/conformance"
 	"github.com/ratekit/ratekit/internal/testkit/clustertest"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
-	rueidisstore "github.com/ratekit/ratekit/store/rueidis"
 )
 
 func TestMain(m *testing.M) {
@@ -28,14 +27,14 @@ func TestCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(client.Close)
-	r := rueidisstore.New(client)
+	r := newStore(t, client)
 	t.Run("OneAddress", func(t *testing.T) {
 		one, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{c.Masters[0].Addr}, DisableCache: true, ForceSingleClient: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(one.Close)
-		clustertest.OneAddress(t, c, rueidisstore.New(one))
+		clustertest.OneAddress(t, c, newStore(t, one))
 	})
 	t.Run("Conformance", func(t *testing.T) { conformance.Run(t, conformance.Harness{Runner: r}) })
 	t.Run("HalfMovedSlot", func(t *testing.T) { clustertest.HalfMovedSlot(t, c, r) })

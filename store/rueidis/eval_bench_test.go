@@ -13,7 +13,6 @@ import (
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
-	rueidisstore "github.com/ratekit/ratekit/store/rueidis"
 )
 
 // recorder is a ScriptRunner that keeps the last call it runs.
@@ -47,7 +46,7 @@ func BenchmarkEvalVersusEvalSHA(b *testing.B) {
 	}
 	defer c.Close()
 	ctx := context.Background()
-	rec := &recorder{next: rueidisstore.New(c)}
+	rec := &recorder{next: newStore(b, c)}
 	const big = 1 << 40
 	lim, err := tokenbucket.New(rec, tokenbucket.Config{Capacity: big, RefillRate: big, RefillInterval: time.Second})
 	if err != nil {

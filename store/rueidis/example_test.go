@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	rueidisstore "github.com/ratekit/ratekit/store/rueidis"
+	"github.com/ratekit/ratekit/store/scriptproto"
 )
 
 func ExampleNew() {
@@ -23,7 +24,14 @@ func ExampleNew() {
 	}
 	defer client.Close()
 
-	limiter, _ := tokenbucket.New(rueidisstore.New(client), tokenbucket.Config{Capacity: 2, RefillRate: 1, RefillInterval: time.Second})
+	store, err := rueidisstore.New(client)
+	if err != nil {
+		panic(err)
+	}
+	limiter, err := tokenbucket.New(store, tokenbucket.Config{Capacity: 2, RefillRate: 1, RefillInterval: time.Second})
+	if err != nil {
+		panic(err)
+	}
 	for i := 0; i < 3; i++ {
 		d, err := limiter.Allow(context.Background(), "user:42")
 		fmt.Println(d.Allowed, d.Remaining, err)
@@ -36,14 +44,23 @@ func ExampleNew() {
 
 // Redis before 7.0 and miniredis need read-only scripts sent as plain
 // EVALSHA.
-func ExampleWithoutReadOnlyCommands() {
+func ExampleNew_withoutReadOnlyCommands() {
 	srv, _ := miniredis.Run()
 	defer srv.Close()
-	client, _ := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true, ForceSingleClient: true})
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		panic(err)
+	}
 	defer client.Close()
 
-	store := rueidisstore.New(client, rueidisstore.WithoutReadOnlyCommands())
-	limiter, _ := tokenbucket.New(store, tokenbucket.Config{Capacity: 2, RefillRate: 1, RefillInterval: time.Minute})
+	store, err := rueidisstore.New(client, scriptproto.WithoutReadOnlyCommands())
+	if err != nil {
+		panic(err)
+	}
+	limiter, err := tokenbucket.New(store, tokenbucket.Config{Capacity: 2, RefillRate: 1, RefillInterval: time.Minute})
+	if err != nil {
+		panic(err)
+	}
 	d, err := limiter.Peek(context.Background(), "k")
 	fmt.Println(d.Allowed, d.Remaining, err)
 	// Output: true 2 <nil>

@@ -2,7 +2,8 @@ package rueidisstore_test
 
 import (
 	"context"
-	"fmt"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
@@ -12,7 +13,29 @@ import (
 	"github.com/ratekit/ratekit/internal/testkit/adaptertest"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	rueidisstore "github.com/ratekit/ratekit/store/rueidis"
+	"github.com/ratekit/ratekit/store/scriptproto"
 )
+
+// newClient returns a rueidis client for addr, closed when t ends.
+func newClient(t *testing.T, addr string) rueidis.Client {
+	t.Helper()
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// newStore returns rueidisstore.New(c, opts...), failing t on an error.
+func newStore(t testing.TB, c rueidis.Client, opts ...scriptproto.Option) *scriptproto.Runner {
+	t.Helper()
+	r, err := rueidisstore.New(c, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
 
 func TestAdapter(t *testing.T) {
 	srv := redistest.Start(t)
@@ -21,40 +44,28 @@ func TestAdapter(t *testing.T) {
 	doomed := redistest.Start(t)
 	dead := newClient(t, doomed.Addr)
 	doomed.Kill()
-	t.Run("KeyLending", func(t *testing.T) { adaptertest.KeyLending(t, rueidisstore.New(c), true) })
 	adaptertest.Run(t, adaptertest.Harness{
-		Runner:  rueidisstore.New(c),
-		Dead:    rueidisstore.New(dead),
+		Runner:  newStore(t, c),
+		Name:    "rueidis",
+		Dead:    newStore(t, dead),
 		OneNode: true,
-		Do: func(ctx context.Context, args ...string) (string, error) {
-			res := c.Do(ctx, c.B().Arbitrary(args...).Build())
-			if rueidis.IsRedisNil(res.Error()) {
-				return "", nil
-			}
-			if n, err := res.AsInt64(); err == nil {
-				return fmt.Sprint(n), nil
-			}
-			return res.ToString()
+		Do: func(_ context.Context, args ...string) (string, error) {
+			return redistest.Command(srv.Addr, args...)
 		},
 	})
 }
 
-// nilClient is a rueidis.Client implementation whose nil pointer is a
-// typed nil inside the interface.
-type nilClient struct{ rueidis.Client }
-
-func TestUnusable(t *testing.T) {
-	adaptertest.Unusable(t, rueidisstore.New(nil), "nil client")
-	adaptertest.Unusable(t, rueidisstore.New((*nilClient)(nil)), "nil *rueidisstore_test.nilClient")
-	adaptertest.Unusable(t, &rueidisstore.Runner{}, "zero Runner")
-	adaptertest.Unusable(t, (*rueidisstore.Runner)(nil), "nil Runner")
+func TestNewRefusesANilClient(t *testing.T) {
+	if r, err := rueidisstore.New(nil); !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), "rueidis: a nil client") || r != nil {
+		t.Errorf("New(nil) = %v, %v; want ErrInvalidConfig", r, err)
+	}
 }
 
 func TestMiniredis(t *testing.T) {
 	adaptertest.Miniredis(t, miniredis.RunT(t).Addr(), func(t *testing.T, addr string, plainRO bool) core.ScriptRunner {
 		if plainRO {
-			return rueidisstore.New(newClient(t, addr), rueidisstore.WithoutReadOnlyCommands())
+			return newStore(t, newClient(t, addr), scriptproto.WithoutReadOnlyCommands())
 		}
-		return rueidisstore.New(newClient(t, addr))
+		return newStore(t, newClient(t, addr))
 	})
 }

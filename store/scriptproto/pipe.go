@@ -10,9 +10,9 @@ import (
 	"github.com/ratekit/ratekit/internal/gather"
 )
 
-// Pipe is a Client that pipelines concurrent calls: it saves, when many
-// goroutines run scripts at once, the system calls and wake-ups of one
-// round trip per call, on the client and on the server.
+// pipe is a Client that pipelines concurrent calls (Pipelining): it
+// saves, when many goroutines run scripts at once, the system calls and
+// wake-ups of one round trip per call, on the client and on the server.
 //
 // Nothing waits for company. A call to Do that finds fewer than its limit
 // of calls in flight is sent at once, alone, on its caller's goroutine,
@@ -23,37 +23,32 @@ import (
 // when the replies are back, and then hands each waiter its own reply or
 // error. Each call stays its own command: its own EVALSHA, its own
 // outcome, its own NOSCRIPT fallback (Runner.RunScript sends the EVAL
-// through the Pipe again). DoMulti goes to the Client under it directly.
+// through the pipe again). DoMulti goes to the Client under it directly.
 //
-// A call whose ctx ends while it is queued returns ctx.Err() at once, and
-// nothing is sent for it; one whose ctx ends after its pipeline went out
-// returns ctx.Err() at once too, but the server may still run its
-// command, as with any call whose ctx ends while the server runs it. A
-// pipeline is sent with no cancellation of its own (no caller leaving may
-// fail the others' commands) and the latest deadline of its calls, none
-// when one of them has none; its context carries the values of its first
-// call's ctx. The call that sends a pipeline returns when it is back.
+// What its callers see (a caller leaving, the context a pipeline goes out
+// with) is in Pipelining's doc. The call that sends a pipeline returns
+// when it is back.
 //
-// A Pipe starts no goroutine and holds nothing between calls but its
+// A pipe starts no goroutine and holds nothing between calls but its
 // queue and a pool of waiters.
-type Pipe struct {
+type pipe struct {
 	c    Client
 	line gather.Line[*waiter]
 	pool sync.Pool // *waiter
 }
 
-// DefaultInFlight is the limit of calls in flight a store gives its Pipe:
-// up to four concurrent calls go as they would without one, so that two or
-// three goroutines never take turns, and beyond four the rest share
-// pipelines. On store/goredis BenchmarkAgainstBareScript a limit of 1 made
-// two goroutines take turns, at about 0.6x the rate of 2, 4 or 8, which
-// were within noise of each other at 16, 64 and 256 goroutines.
-const DefaultInFlight = 4
+// defaultInFlight is the limit of calls in flight of a pipe: up to four
+// concurrent calls go as they would without one, so that two or three
+// goroutines never take turns, and beyond four the rest share pipelines.
+// On store/goredis BenchmarkAgainstBareScript a limit of 1 made two
+// goroutines take turns, at about 0.6x the rate of 2, 4 or 8, which were
+// within noise of each other at 16, 64 and 256 goroutines.
+const defaultInFlight = 4
 
-// NewPipe returns a Pipe sending through c with up to inFlight calls (a
+// newPipe returns a pipe sending through c with up to inFlight calls (a
 // pipeline being one) in flight at once; inFlight below 1 is taken as 1.
-func NewPipe(c Client, inFlight int) *Pipe {
-	p := &Pipe{c: c}
+func newPipe(c Client, inFlight int) *pipe {
+	p := &pipe{c: c}
 	p.line.Limit = max(1, inFlight)
 	p.pool.New = func() any { return new(waiter) }
 	return p
@@ -73,12 +68,12 @@ type waiter struct {
 	err   error
 }
 
-// Waiting returns the part of w the Pipe's line keeps.
+// Waiting returns the part of w the pipe's line keeps.
 func (w *waiter) Waiting() *gather.Waiter[*waiter] { return &w.Waiter }
 
 // Do implements Client: c goes at once when fewer than the limit of calls
 // are in flight, in the next pipeline otherwise.
-func (p *Pipe) Do(ctx context.Context, c Cmd, reply []int64) ([]int64, error) {
+func (p *pipe) Do(ctx context.Context, c Cmd, reply []int64) ([]int64, error) {
 	w, alone := p.line.Enter(ctx, func() *waiter { return p.waiter(c) })
 	if alone {
 		defer p.line.Done() // even if the client panics
@@ -89,12 +84,12 @@ func (p *Pipe) Do(ctx context.Context, c Cmd, reply []int64) ([]int64, error) {
 
 // DoMulti implements Client: it sends cmds through the Client under p,
 // whatever is in flight.
-func (p *Pipe) DoMulti(ctx context.Context, cmds []Cmd, out []core.ScriptResult) {
+func (p *pipe) DoMulti(ctx context.Context, cmds []Cmd, out []core.ScriptResult) {
 	p.c.DoMulti(ctx, cmds, out)
 }
 
 // waiter returns a pooled waiter for c, its keys and arguments copied.
-func (p *Pipe) waiter(c Cmd) *waiter {
+func (p *pipe) waiter(c Cmd) *waiter {
 	w := p.pool.Get().(*waiter)
 	n := 0
 	for _, k := range c.Keys {
@@ -118,7 +113,7 @@ func (p *Pipe) waiter(c Cmd) *waiter {
 
 // wait waits for w's outcome, or for w's turn to lead the next pipeline,
 // and appends w's reply to reply.
-func (p *Pipe) wait(ctx context.Context, w *waiter, reply []int64) ([]int64, error) {
+func (p *pipe) wait(ctx context.Context, w *waiter, reply []int64) ([]int64, error) {
 	switch p.line.Wait(w) {
 	case gather.Taken:
 		return p.give(w, reply)
@@ -136,7 +131,7 @@ func (p *Pipe) wait(ctx context.Context, w *waiter, reply []int64) ([]int64, err
 
 // give returns a taken waiter's outcome, its reply appended to reply, and
 // pools it again.
-func (p *Pipe) give(w *waiter, reply []int64) ([]int64, error) {
+func (p *pipe) give(w *waiter, reply []int64) ([]int64, error) {
 	out, err := w.reply, w.err
 	if err == nil {
 		out = append(reply, out...)
@@ -150,7 +145,7 @@ func (p *Pipe) give(w *waiter, reply []int64) ([]int64, error) {
 // lead sends the pipeline w leads (the queue it was handed, w first) and
 // hands each waiter its outcome. When own is not nil, w's caller has left: its
 // command is left out and own is its error.
-func (p *Pipe) lead(w *waiter, own error, reply []int64) ([]int64, error) {
+func (p *pipe) lead(w *waiter, own error, reply []int64) ([]int64, error) {
 	p.line.Send(w, own == nil, p.send, func(live []*waiter, v any) {
 		err := fmt.Errorf("%w: the client panicked sending a pipeline: %v", core.ErrStore, v)
 		for _, x := range live {
@@ -165,7 +160,7 @@ func (p *Pipe) lead(w *waiter, own error, reply []int64) ([]int64, error) {
 
 // send sends the waiters' commands in one pipeline and leaves each one's
 // outcome in its reply and err.
-func (p *Pipe) send(live []*waiter) {
+func (p *pipe) send(live []*waiter) {
 	if len(live) == 0 {
 		return
 	}
@@ -189,7 +184,7 @@ func (p *Pipe) send(live []*waiter) {
 }
 
 // free readies w for another call and pools it.
-func (p *Pipe) free(w *waiter) {
+func (p *pipe) free(w *waiter) {
 	w.Reset()
 	w.cmd, w.keys, w.kbuf, w.args, w.reply, w.err = Cmd{}, w.keys[:0], w.kbuf[:0], w.args[:0], w.reply[:0], nil
 	p.pool.Put(w)

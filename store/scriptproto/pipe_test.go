@@ -93,7 +93,7 @@ func (g *gated) sent() [][]string {
 }
 
 // waitQueued waits until p's queue holds n calls.
-func waitQueued(t *testing.T, p *Pipe, n int) {
+func waitQueued(t *testing.T, p *pipe, n int) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 		got := p.line.Queued()
@@ -139,7 +139,7 @@ func call(ctx context.Context, r *Runner, wg *sync.WaitGroup, key string, arg in
 func TestPipeLoneCallGoesAlone(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	f := newFake()
-	r := New("fake", f, NewPipe(f, 1), false)
+	r := newRunner(t, newPipe(f, 1))
 	for i := range 3 {
 		got, err := r.RunScript(context.Background(), rw, []string{"k"}, []int64{int64(i)}, nil)
 		if err != nil || fmt.Sprint(got) != fmt.Sprint([]int64{1, int64(i)}) {
@@ -155,19 +155,19 @@ func TestPipeSendsWhatQueuedInOnePipeline(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	g := newGated()
 	g.fail["bad"] = true
-	r := New("fake", g, NewPipe(g, 1), false)
+	r := newRunner(t, newPipe(g, 1))
 	ctx := context.Background()
 	var wg sync.WaitGroup
-	first := call(ctx, &r, &wg, "a", 100)
+	first := call(ctx, r, &wg, "a", 100)
 	if n := g.next(t); n != 1 {
 		t.Fatalf("the lone call went in a send of %d", n)
 	}
 	keys := []string{"b0", "b1", "bad", "b3", "b4"}
 	outs := make([]<-chan outcome, len(keys))
 	for i, k := range keys {
-		outs[i] = call(ctx, &r, &wg, k, int64(i))
+		outs[i] = call(ctx, r, &wg, k, int64(i))
 	}
-	waitQueued(t, r.c.(*Pipe), len(keys))
+	waitQueued(t, r.c.(*pipe), len(keys))
 	g.gate <- struct{}{}
 	if n := g.next(t); n != len(keys) {
 		t.Fatalf("the queue went in a send of %d, want %d", n, len(keys))
@@ -197,14 +197,14 @@ func TestPipeSendsWhatQueuedInOnePipeline(t *testing.T) {
 func TestPipeLimitInFlight(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	g := newGated()
-	r := New("fake", g, NewPipe(g, 2), false)
+	r := newRunner(t, newPipe(g, 2))
 	var wg sync.WaitGroup
 	ctx := context.Background()
-	a, b := call(ctx, &r, &wg, "a", 1), call(ctx, &r, &wg, "b", 2)
+	a, b := call(ctx, r, &wg, "a", 1), call(ctx, r, &wg, "b", 2)
 	g.next(t)
 	g.next(t) // two alone, both in flight
-	c := call(ctx, &r, &wg, "c", 3)
-	waitQueued(t, r.c.(*Pipe), 1)
+	c := call(ctx, r, &wg, "c", 3)
+	waitQueued(t, r.c.(*pipe), 1)
 	close(g.gate)
 	for _, ch := range []<-chan outcome{a, b, c} {
 		if o := <-ch; o.err != nil {
@@ -220,15 +220,15 @@ func TestPipeLimitInFlight(t *testing.T) {
 func TestPipeCallerLeavingWhileQueued(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	g := newGated()
-	r := New("fake", g, NewPipe(g, 1), false)
+	r := newRunner(t, newPipe(g, 1))
 	var wg sync.WaitGroup
 	bg := context.Background()
-	a := call(bg, &r, &wg, "a", 1)
+	a := call(bg, r, &wg, "a", 1)
 	g.next(t)
 	ctx, cancel := context.WithCancel(bg)
-	left := call(ctx, &r, &wg, "left", 2)
-	c := call(bg, &r, &wg, "c", 3)
-	waitQueued(t, r.c.(*Pipe), 2)
+	left := call(ctx, r, &wg, "left", 2)
+	c := call(bg, r, &wg, "c", 3)
+	waitQueued(t, r.c.(*pipe), 2)
 	cancel()
 	if o := <-left; !errors.Is(o.err, core.ErrStore) || !errors.Is(o.err, context.Canceled) {
 		t.Errorf("the caller that left: %v, want core.ErrStore and context.Canceled", o.err)
@@ -248,17 +248,17 @@ func TestPipeCallerLeavingWhileQueued(t *testing.T) {
 func TestPipeCallerLeavingWhileSent(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	g := newGated()
-	r := New("fake", g, NewPipe(g, 1), false)
+	r := newRunner(t, newPipe(g, 1))
 	var wg sync.WaitGroup
 	bg := context.Background()
-	a := call(bg, &r, &wg, "a", 1)
+	a := call(bg, r, &wg, "a", 1)
 	g.next(t)
 	ctx, cancel := context.WithTimeout(bg, time.Hour)
 	defer cancel()
-	b := call(bg, &r, &wg, "b", 2)
-	waitQueued(t, r.c.(*Pipe), 1)
-	left := call(ctx, &r, &wg, "left", 3)
-	waitQueued(t, r.c.(*Pipe), 2)
+	b := call(bg, r, &wg, "b", 2)
+	waitQueued(t, r.c.(*pipe), 1)
+	left := call(ctx, r, &wg, "left", 3)
+	waitQueued(t, r.c.(*pipe), 2)
 	g.gate <- struct{}{}
 	if n := g.next(t); n != 2 {
 		t.Fatalf("a send of %d, want 2", n)
@@ -282,15 +282,15 @@ func TestPipeNoScriptEachFallsBack(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	g := newGated()
 	g.unloaded = true
-	r := New("fake", g, NewPipe(g, 1), false)
+	r := newRunner(t, newPipe(g, 1))
 	ctx := context.Background()
 	var wg sync.WaitGroup
-	outs := []<-chan outcome{call(ctx, &r, &wg, "a", 0)}
+	outs := []<-chan outcome{call(ctx, r, &wg, "a", 0)}
 	g.next(t)
 	for i := 1; i <= 4; i++ {
-		outs = append(outs, call(ctx, &r, &wg, "b"+fmt.Sprint(i), int64(i)))
+		outs = append(outs, call(ctx, r, &wg, "b"+fmt.Sprint(i), int64(i)))
 	}
-	waitQueued(t, r.c.(*Pipe), 4)
+	waitQueued(t, r.c.(*pipe), 4)
 	close(g.gate)
 	for i, ch := range outs {
 		if o := <-ch; o.err != nil || fmt.Sprint(o.reply) != fmt.Sprintf("[%d]", i) {
@@ -327,7 +327,7 @@ func (f *lockedFake) DoMulti(ctx context.Context, cmds []Cmd, out []core.ScriptR
 func TestPipeManyCallersLeaving(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	f := &lockedFake{fake: newFake()}
-	r := New("fake", f, NewPipe(f, 2), false)
+	r := newRunner(t, newPipe(f, 2))
 	var wg sync.WaitGroup
 	var ok, left atomic.Int64
 	for w := range 32 {
@@ -365,7 +365,7 @@ func TestPipeClientPanics(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	g := newGated()
 	g.panics["boom"] = true
-	r := New("fake", g, NewPipe(g, 1), false)
+	r := newRunner(t, newPipe(g, 1))
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	run := func(key string) <-chan outcome {
@@ -386,7 +386,7 @@ func TestPipeClientPanics(t *testing.T) {
 	lone := run("boom")
 	g.next(t)
 	queued := []<-chan outcome{run("a"), run("boom"), run("b")}
-	waitQueued(t, r.c.(*Pipe), len(queued))
+	waitQueued(t, r.c.(*pipe), len(queued))
 	close(g.gate)
 	panicked, failed := 0, 0
 	answer := func(ch <-chan outcome) outcome {

@@ -1,40 +1,62 @@
-// Package scriptproto is the one protocol every Redis adapter speaks to run
-// a ratekit script, whatever its client library:
+// Package scriptproto is the protocol every ratekit Redis adapter speaks to
+// run a script, whatever its client library, and the core to build an
+// adapter for another client on. An adapter implements [Client] for its
+// library (send one command, send several in one round trip, read the
+// reply) and returns the [Runner] that [New] builds around it: the store
+// limiters take, a core.ScriptRunner, core.BatchRunner, core.SingleNode
+// and core.StoreNamer. [NewRueidis] is the whole adapter for rueidis and
+// for valkey-go.
 //
-//   - nothing is sent when the store cannot run scripts (a nil client, a
-//     zero value) or when the call's context has already ended;
-//   - a script whose keys span cluster slots is refused (slot.ErrCrossSlot),
-//     except a batch call marked core.ScriptCall.AnySlot on a runner that
-//     is one node (SetSingleNode); a server that answers such a call
-//     CROSSSLOT (a cluster behind one address) turns that off for good,
-//     and the call's error wraps slot.ErrCrossSlot;
+// What a Runner does, whatever the adapter:
+//
+//   - nothing is sent when a call's context has already ended, and the
+//     error of a call that ran out of time wraps the context's error;
+//   - a script whose keys span Redis Cluster slots is refused before it is
+//     sent, on every topology, so that what works on one node works on a
+//     cluster; only a batch call marked core.ScriptCall.AnySlot runs
+//     anyway, on a Runner built with SingleNode(true), until a server
+//     answers one CROSSSLOT (a cluster behind one address);
 //   - a script runs as EVALSHA, or EVALSHA_RO when it is read-only (plain
-//     EVALSHA with WithoutReadOnlyCommands), and again as EVAL (EVAL_RO)
-//     when the server answers NOSCRIPT, which loads it;
+//     EVALSHA with [WithoutReadOnlyCommands]), and again as EVAL (EVAL_RO)
+//     when the server answers NOSCRIPT, which loads it: after a restart, a
+//     failover or SCRIPT FLUSH, scripts load themselves again;
 //   - a batch is one DoMulti of EVALSHA, then one DoMulti of EVAL for the
 //     calls that met NOSCRIPT; a call on a key of an earlier call of the
-//     batch goes in a later DoMulti, so that calls on one key run in
-//     order;
+//     batch goes in a later DoMulti, so that calls on one key run in order;
 //   - a reply must be an array of integers (core.ErrUnexpectedReply
 //     otherwise);
 //   - every failure wraps core.ErrStore and the client's own error, and a
 //     read-only script the server refuses names the option that helps.
 //
-// An adapter supplies only what its client's API forces, as a [Client]:
-// how to send one command, how to send many at once, and how its replies
-// look. [Runner] does the rest. A [Pipe] around the Client pipelines
-// concurrent calls, for a client that sends one command per connection.
+// # Writing an adapter
+//
+// An adapter for a client library mylib is a package with one function
+// and a [Client]:
+//
+//	func New(c *mylib.Client, opts ...scriptproto.Option) (*scriptproto.Runner, error) {
+//		if c == nil {
+//			return nil, fmt.Errorf("%w: mylib: a nil client", core.ErrInvalidConfig)
+//		}
+//		return scriptproto.New("mylib", client{c}, opts...)
+//	}
+//
+// New's first options are the adapter's own, from what its client tells
+// of itself (SingleNode, Pipelining), and the caller's come after, so that
+// a caller may override them. Its tests run the conformance suite
+// (conformance.Run and conformance.RunServerClock) on a real server.
 package scriptproto
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/slot"
-	"github.com/ratekit/ratekit/internal/typednil"
 )
 
 // Name is the command a script runs as.
@@ -64,8 +86,6 @@ func (n Name) Lower() string { return lower[n] }
 func (n Name) ReadOnly() bool { return n == EvalSHARO || n == EvalRO }
 
 // Cmd is one script command: Name Payload() len(Keys) Keys... Args....
-// Keys and Args belong to the caller of RunScript: a Client copies what
-// it keeps after it returns.
 type Cmd struct {
 	Name   Name
 	Script *core.Script
@@ -89,79 +109,145 @@ func (c Cmd) Payload() string {
 // would return it, in out[i]: out has len(cmds) entries, and out[i].Reply
 // holds the buffer to append cmds[i]'s integers to.
 //
-// The error of a command that failed is the client's own, unwrapped (the
-// Runner wraps it, and recognises NOSCRIPT by its text); a reply of the
-// wrong shape is an error from [BadReply], or from [DecodeAny] or
-// [AppendInts].
+// A command's Keys and Args are the caller's, valid only until Do or
+// DoMulti returns (limiters build keys in memory they reuse): a Client
+// whose library may still hold or write them afterwards (a command queued,
+// or written after its context ended) copies them first.
+//
+// The error of a command that failed is the client's own, unwrapped: the
+// Runner wraps it, recognises NOSCRIPT and CROSSSLOT by its text, and adds
+// the context's error when the context ended. A reply of the wrong shape
+// is an error from [BadReply] or [DecodeAny].
 type Client interface {
 	Do(ctx context.Context, c Cmd, reply []int64) ([]int64, error)
 	DoMulti(ctx context.Context, cmds []Cmd, out []core.ScriptResult)
 }
 
-// Runner runs scripts with the protocol through a Client. An adapter's
-// Runner holds one, built by [New], and hands its RunScript, RunScripts and
-// Check to it. Its zero value and a nil *Runner run nothing: every call
-// returns an error and Check says why.
+// Runner runs scripts with the protocol through a Client: it is the store
+// an adapter's New returns. It is safe for concurrent use. Its zero value
+// and a nil *Runner run nothing: every call fails with an error wrapping
+// core.ErrStore and core.ErrInvalidConfig, and StoreName is "", so
+// limiters refuse them when they are built.
 type Runner struct {
-	lib     string // the client library, prefixing errors: "rueidis"
-	c       Client // nil when the runner cannot run scripts
-	plainRO bool
-	invalid error // why c is nil, when New was given a nil client
+	lib      string // the client library: StoreName, and the prefix of errors
+	c        Client // nil when the Runner was not built by New
+	plainRO  bool
+	pipeline bool
 	// single is set while the server is taken to be one node that lets a
-	// script's keys span slots (SetSingleNode); nil when it never was.
-	single *atomic.Bool
+	// script's keys span slots (SingleNode).
+	single atomic.Bool
 }
 
-// New returns a Runner speaking through c for the client library lib (the
-// prefix of its errors). client is the caller's own client value: when it
-// is nil, or a typed nil such as (*redis.Client)(nil), the Runner never
-// uses c (which may then be nil) and refuses every call. plainRO sends
-// read-only scripts as EVALSHA and EVAL (WithoutReadOnlyCommands).
-func New(lib string, client any, c Client, plainRO bool) Runner {
-	if typednil.Is(client) {
-		what := "a nil client"
-		if client != nil {
-			what = fmt.Sprintf("a nil %T", client)
-		}
-		return Runner{lib: lib, invalid: fmt.Errorf("%w: %s: the store was built with %s", core.ErrInvalidConfig, lib, what)}
+var (
+	_ core.BatchRunner = (*Runner)(nil)
+	_ core.SingleNode  = (*Runner)(nil)
+	_ core.StoreNamer  = (*Runner)(nil)
+)
+
+// Option configures a Runner.
+type Option func(*Runner)
+
+// WithoutReadOnlyCommands runs read-only scripts (a limiter's Peek) with
+// EVALSHA and EVAL instead of EVALSHA_RO and EVAL_RO: for servers older
+// than Redis 7.0, which lack the _RO commands, and for miniredis, whose
+// EVAL_RO refuses TIME. The scripts still never write; the server just no
+// longer enforces it.
+func WithoutReadOnlyCommands() Option {
+	return func(r *Runner) { r.plainRO = true }
+}
+
+// SingleNode says whether the client talks to one server that lets a
+// script's keys span cluster slots: a Redis server not in cluster mode, or
+// the primary behind Sentinel; false, the default, for a cluster or a
+// client that may span nodes. An adapter gives it from what its client
+// tells of itself. On a Runner that is one node, limiters decide a batch
+// of keys in any slots with one script call (core.SingleNode); a server
+// that answers such a call CROSSSLOT makes it false from then on, and the
+// call's error says so.
+func SingleNode(one bool) Option {
+	return func(r *Runner) { r.single.Store(one) }
+}
+
+// Pipelining says whether the Runner pipelines concurrent calls, for a
+// client that sends one command per connection at a time (store/goredis
+// turns it on for the clients it knows). Up to four calls go as they
+// come, each alone, on its caller's goroutine: a lone caller waits for
+// nothing and pays nothing. A call that comes while four are in flight is
+// queued, and the queue goes, as soon as one of them returns, as one
+// DoMulti (one write and one read per server), sent by one of the queued
+// callers. Each call stays its own command, with its own reply, error and
+// EVAL fallback, so decisions are those of calls sent one by one; what the
+// client and the server save is a write, a read and a wake-up per call.
+//
+// A caller whose context ends while it is queued returns at once, with an
+// error wrapping core.ErrStore and the context's error, and nothing is
+// sent for it; once its pipeline is out it returns at once too, but its
+// script may still run. A pipeline has no cancellation of its own (no
+// caller leaving fails the others' calls), the latest deadline of its
+// calls (none if one has none) and the values of its first call's
+// context, which is what the client's hooks (tracing) see.
+//
+// Turn it off (Pipelining(false)) when a queued call must not wait for a
+// call in flight to return: a queued call waits up to one round trip
+// before it is sent, and on a client of several servers a pipeline
+// returns when its slowest server has answered, so one slow server delays
+// the calls to the others that share its pipeline. Also when the client's
+// hooks must see each call under its own context, and when the client
+// pipelines already.
+func Pipelining(on bool) Option {
+	return func(r *Runner) { r.pipeline = on }
+}
+
+// New returns a Runner that runs scripts through c for the client library
+// lib, the store's name (core.StoreNamer: its directory under store/ for
+// ratekit's own adapters) and the prefix of its errors. It sends nothing.
+// A nil c, an empty lib or a nil Option is an error wrapping
+// core.ErrInvalidConfig. Options apply in order: a later one overrides an
+// earlier one.
+func New(lib string, c Client, opts ...Option) (*Runner, error) {
+	switch {
+	case lib == "":
+		return nil, fmt.Errorf("%w: scriptproto.New: no library name", core.ErrInvalidConfig)
+	case c == nil:
+		return nil, fmt.Errorf("%w: %s: a nil client", core.ErrInvalidConfig, lib)
 	}
-	return Runner{lib: lib, c: c, plainRO: plainRO}
+	r := &Runner{lib: lib}
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: %s: option %d is nil", core.ErrInvalidConfig, lib, i)
+		}
+		o(r)
+	}
+	r.c = c
+	if r.pipeline {
+		r.c = newPipe(c, defaultInFlight)
+	}
+	return r, nil
 }
 
-// SetSingleNode says whether the client talks to one server that lets a
-// script's keys span cluster slots (not a cluster): a Redis server, the
-// primary behind Sentinel. The adapter calls it once, from New, from what
-// its client tells of itself.
-func (r *Runner) SetSingleNode(one bool) {
-	r.single = new(atomic.Bool)
-	r.single.Store(one)
+// StoreName returns the client library's name given to New (core.StoreNamer),
+// for metrics and traces; "" for a nil or zero Runner.
+func (r *Runner) StoreName() string {
+	if r == nil || r.c == nil {
+		return ""
+	}
+	return r.lib
 }
 
 // SingleNode reports whether batch calls marked core.ScriptCall.AnySlot
-// run with keys in any slots (core.SingleNode): the adapter said the
-// server is one node, and it has not answered CROSSSLOT since.
+// run with keys in any slots (core.SingleNode): the Runner was built with
+// SingleNode(true), and no server has answered CROSSSLOT since.
 func (r *Runner) SingleNode() bool {
-	return r != nil && r.c != nil && r.single != nil && r.single.Load()
+	return r != nil && r.c != nil && r.single.Load()
 }
 
-// Check returns an error wrapping core.ErrInvalidConfig when r cannot run
-// scripts: r is nil, a zero value, or was built with a nil client.
-func (r *Runner) Check() error {
-	switch {
-	case r == nil:
-		return fmt.Errorf("%w: the store is a nil Runner; build it with New", core.ErrInvalidConfig)
-	case r.invalid != nil:
-		return r.invalid
-	case r.c == nil:
-		return fmt.Errorf("%w: the store is a zero Runner, not built by New", core.ErrInvalidConfig)
-	}
-	return nil
-}
-
-// unusable returns, for a runner that cannot run scripts, the error every
-// call gets: core.ErrStore wrapping Check's error.
+// unusable returns the error every call of a nil or zero Runner gets.
 func (r *Runner) unusable() error {
-	return fmt.Errorf("%w: %w", core.ErrStore, r.Check())
+	what := "a zero scriptproto.Runner, not built by New"
+	if r == nil {
+		what = "a nil *scriptproto.Runner"
+	}
+	return fmt.Errorf("%w: %w: the store is %s", core.ErrStore, core.ErrInvalidConfig, what)
 }
 
 // names returns the commands s runs as: EVALSHA and EVAL, or their
@@ -197,7 +283,7 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 		out, err = r.c.Do(ctx, c, reply)
 	}
 	if err != nil {
-		return nil, r.fail(c, err)
+		return nil, r.fail(c, withContext(ctx, err))
 	}
 	return out, nil
 }
@@ -238,7 +324,7 @@ func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core
 	for i, call := range calls {
 		sha, _ := r.names(call.Script)
 		c := Cmd{Name: sha, Script: call.Script, Keys: call.Keys, Args: call.Args}
-		if err := r.checkSlots(call, single); err != nil {
+		if err := checkSlots(call, single); err != nil {
 			out[i].Err = r.fail(c, err)
 			if index == nil {
 				index = make([]int, i, len(calls))
@@ -273,7 +359,7 @@ func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core
 				r.single.Store(false)
 				err = fmt.Errorf("%w: %w", slot.ErrCrossSlot, err)
 			}
-			res[j] = core.ScriptResult{Err: r.fail(cmds[j], err)}
+			res[j] = core.ScriptResult{Err: r.fail(cmds[j], withContext(ctx, err))}
 		}
 	}
 	for j, i := range index {
@@ -284,7 +370,7 @@ func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core
 
 // checkSlots refuses a call whose keys span slots, unless it is marked
 // AnySlot and the server is one node (single).
-func (r *Runner) checkSlots(call core.ScriptCall, single bool) error {
+func checkSlots(call core.ScriptCall, single bool) error {
 	if call.AnySlot && single {
 		return nil
 	}
@@ -414,6 +500,24 @@ func (r *Runner) fail(c Cmd, err error) error {
 	return fmt.Errorf("%w: %s: script %q: %w", core.ErrStore, r.lib, c.Script.Name(), err)
 }
 
+// withContext returns err, a command's error, wrapping ctx's error too
+// when ctx has ended, so that errors.Is(err, context.DeadlineExceeded)
+// holds for a call that ran out of time however its client noticed: a
+// client that gives its connection the context's deadline (redigo,
+// go-redis with ContextTimeoutEnabled) fails the read with a net timeout,
+// which may come a moment before the context reports its own end.
+func withContext(ctx context.Context, err error) error {
+	cerr := ctx.Err()
+	var ne net.Error
+	if d, ok := ctx.Deadline(); cerr == nil && ok && errors.As(err, &ne) && ne.Timeout() && !time.Now().Before(d) {
+		cerr = context.DeadlineExceeded
+	}
+	if cerr == nil || errors.Is(err, cerr) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", cerr, err)
+}
+
 // readOnlyHint names the option that helps when the server refuses a
 // read-only script for being one: miniredis counts TIME as a write inside
 // EVAL_RO, and Redis before 7.0 has no EVALSHA_RO at all.
@@ -423,9 +527,9 @@ func readOnlyHint(n Name, err error) string {
 	}
 	switch msg := err.Error(); {
 	case strings.Contains(msg, "not allowed in read-only scripts"):
-		return "the server refused TIME in a read-only script (miniredis, or Redis older than 7.0): build the store with WithoutReadOnlyCommands()"
+		return "the server refused TIME in a read-only script (miniredis, or Redis older than 7.0): build the store with scriptproto.WithoutReadOnlyCommands()"
 	case strings.Contains(strings.ToLower(msg), "unknown command"):
-		return "the server has no " + n.String() + " (Redis older than 7.0): build the store with WithoutReadOnlyCommands()"
+		return "the server has no " + n.String() + " (Redis older than 7.0): build the store with scriptproto.WithoutReadOnlyCommands()"
 	}
 	return ""
 }
@@ -460,22 +564,6 @@ func DecodeAny(v any, reply []int64) ([]int64, error) {
 		n, ok := e.(int64)
 		if !ok {
 			return nil, fmt.Errorf("%w: reply element %d is %T, want an integer", core.ErrUnexpectedReply, i, e)
-		}
-		reply = append(reply, n)
-	}
-	return reply, nil
-}
-
-// AppendInts appends to reply the integers of arr, an array reply as
-// rueidis and valkey-go return it (M is their message type).
-func AppendInts[M any, PM interface {
-	*M
-	ToInt64() (int64, error)
-}](arr []M, reply []int64) ([]int64, error) {
-	for i := range arr {
-		n, err := PM(&arr[i]).ToInt64()
-		if err != nil {
-			return nil, fmt.Errorf("%w: reply element %d is not an integer", core.ErrUnexpectedReply, i)
 		}
 		reply = append(reply, n)
 	}

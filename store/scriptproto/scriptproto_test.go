@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/slot"
@@ -76,7 +77,7 @@ func TestNames(t *testing.T) {
 func TestRunScriptFallsBackToEval(t *testing.T) {
 	for _, plainRO := range []bool{false, true} {
 		f := newFake()
-		r := New("fake", f, f, plainRO)
+		r := newRunner(t, f, plain(plainRO)...)
 		for i := 0; i < 2; i++ {
 			for _, s := range []*core.Script{rw, ro} {
 				got, err := r.RunScript(context.Background(), s, []string{"k"}, []int64{7}, nil)
@@ -98,7 +99,7 @@ func TestRunScriptFallsBackToEval(t *testing.T) {
 func TestRunScriptsRetriesNoScriptInOneBatch(t *testing.T) {
 	f := newFake()
 	f.known[rw.SHA1()] = true
-	r := New("fake", f, f, false)
+	r := newRunner(t, f)
 	calls := []core.ScriptCall{
 		{Script: rw, Keys: []string{"{a}"}, Args: []int64{1}},
 		{Script: ro, Keys: []string{"{c}"}, Args: []int64{2}},
@@ -140,7 +141,7 @@ func TestRunScriptsRetriesNoScriptInOneBatch(t *testing.T) {
 func TestRunScriptsKeepsOrderOnAKey(t *testing.T) {
 	f := newFake()
 	f.known[rw.SHA1()] = true
-	r := New("fake", f, f, false)
+	r := newRunner(t, f)
 	calls := []core.ScriptCall{
 		{Script: ro, Keys: []string{"{a}"}, Args: []int64{1}}, // NOSCRIPT
 		{Script: rw, Keys: []string{"{a}"}, Args: []int64{2}},
@@ -164,7 +165,7 @@ func TestRunScriptsKeepsOrderOnAKey(t *testing.T) {
 	// Calls on distinct keys go in one DoMulti.
 	f = newFake()
 	f.known[rw.SHA1()], f.known[ro.SHA1()] = true, true
-	r = New("fake", f, f, false)
+	r = newRunner(t, f)
 	r.RunScripts(context.Background(), []core.ScriptCall{
 		{Script: rw, Keys: []string{"{a}", "{a}"}}, {Script: ro, Keys: []string{"{b}"}}, {Script: rw, Keys: nil}, {Script: rw, Keys: []string{"{c}"}},
 	})
@@ -178,7 +179,7 @@ func TestRunScriptsKeepsOrderOnAKey(t *testing.T) {
 func TestRunScriptsEndedBetweenWaves(t *testing.T) {
 	f := newFake()
 	f.known[rw.SHA1()] = true
-	r := New("fake", f, f, false)
+	r := newRunner(t, f)
 	ctx, cancel := context.WithCancel(context.Background())
 	f.onMulti = cancel
 	res := r.RunScripts(ctx, []core.ScriptCall{
@@ -198,7 +199,7 @@ func TestRunScriptsEndedBetweenWaves(t *testing.T) {
 
 func TestEndedContextSendsNothing(t *testing.T) {
 	f := newFake()
-	r := New("fake", f, f, false)
+	r := newRunner(t, f)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := r.RunScript(ctx, rw, []string{"k"}, nil, nil); !errors.Is(err, core.ErrStore) || !errors.Is(err, context.Canceled) {
@@ -214,33 +215,77 @@ func TestEndedContextSendsNothing(t *testing.T) {
 	}
 }
 
-func TestUnusable(t *testing.T) {
-	var nilRunner *Runner
-	for name, r := range map[string]*Runner{
-		"nil Runner":            nilRunner,
-		"zero Runner":           {},
-		"nil client":            ptr(New("fake", nil, nil, false)),
-		"nil *scriptproto.fake": ptr(New("fake", (*fake)(nil), nil, false)),
-	} {
-		if err := r.Check(); !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), name) {
-			t.Errorf("%s: Check: %v", name, err)
-		}
-		if _, err := r.RunScript(context.Background(), rw, nil, nil, nil); !errors.Is(err, core.ErrStore) || !errors.Is(err, core.ErrInvalidConfig) {
-			t.Errorf("%s: RunScript: %v", name, err)
-		}
-		for _, res := range r.RunScripts(context.Background(), []core.ScriptCall{{Script: rw}}) {
-			if !errors.Is(res.Err, core.ErrStore) {
-				t.Errorf("%s: RunScripts: %v", name, res.Err)
-			}
-		}
+// newRunner returns New("fake", c, opts...), failing t on an error.
+func newRunner(t testing.TB, c Client, opts ...Option) *Runner {
+	t.Helper()
+	r, err := New("fake", c, opts...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	f := newFake()
-	if err := ptr(New("fake", f, f, false)).Check(); err != nil {
-		t.Errorf("a usable runner: %v", err)
+	return r
+}
+
+// plain returns WithoutReadOnlyCommands when plainRO is set.
+func plain(plainRO bool) []Option {
+	if plainRO {
+		return []Option{WithoutReadOnlyCommands()}
+	}
+	return nil
+}
+
+func TestNewRefuses(t *testing.T) {
+	for _, tt := range []struct {
+		lib  string
+		c    Client
+		opts []Option
+		want string
+	}{
+		{"fake", nil, nil, "fake: a nil client"},
+		{"", newFake(), nil, "no library name"},
+		{"fake", newFake(), []Option{WithoutReadOnlyCommands(), nil}, "fake: option 1 is nil"},
+	} {
+		r, err := New(tt.lib, tt.c, tt.opts...)
+		if !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) || r != nil {
+			t.Errorf("New(%q, %v, %d options) = %v, %v; want ErrInvalidConfig saying %q", tt.lib, tt.c, len(tt.opts), r, err, tt.want)
+		}
 	}
 }
 
-func ptr(r Runner) *Runner { return &r }
+func TestUnusable(t *testing.T) {
+	var nilRunner *Runner
+	for name, r := range map[string]*Runner{
+		"a nil *scriptproto.Runner":                   nilRunner,
+		"a zero scriptproto.Runner, not built by New": {},
+	} {
+		if got := r.StoreName(); got != "" {
+			t.Errorf("%s: StoreName() = %q, want \"\"", name, got)
+		}
+		if r.SingleNode() {
+			t.Errorf("%s: SingleNode() = true", name)
+		}
+		check := func(what string, err error) {
+			t.Helper()
+			if !errors.Is(err, core.ErrStore) || !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s: %s: %v; want ErrStore and ErrInvalidConfig saying %q", name, what, err, name)
+			}
+		}
+		got, err := r.RunScript(context.Background(), rw, nil, nil, nil)
+		check("RunScript", err)
+		if got != nil {
+			t.Errorf("%s: RunScript replied %v", name, got)
+		}
+		res := r.RunScripts(context.Background(), []core.ScriptCall{{Script: rw}, {Script: ro}})
+		if len(res) != 2 {
+			t.Fatalf("%s: RunScripts: %d results for 2 calls", name, len(res))
+		}
+		for _, x := range res {
+			check("RunScripts", x.Err)
+		}
+	}
+	if got := newRunner(t, newFake()).StoreName(); got != "fake" {
+		t.Errorf("StoreName() = %q, want the library's name", got)
+	}
+}
 
 func TestErrorsWrapAndHint(t *testing.T) {
 	const mini = "ERR Error running script: Write commands are not allowed in read-only scripts"
@@ -259,7 +304,7 @@ func TestErrorsWrapAndHint(t *testing.T) {
 	} {
 		f := newFake()
 		f.err = errors.New(tt.server)
-		_, err := ptr(New("fake", f, f, tt.plainRO)).RunScript(context.Background(), tt.s, nil, nil, nil)
+		_, err := newRunner(t, f, plain(tt.plainRO)...).RunScript(context.Background(), tt.s, nil, nil, nil)
 		if !errors.Is(err, core.ErrStore) || !errors.Is(err, f.err) || !strings.Contains(err.Error(), `fake: script "`+tt.s.Name()+`"`) {
 			t.Errorf("%s: %v; want ErrStore wrapping the server's error", tt.server, err)
 		}
@@ -280,27 +325,6 @@ func TestDecodeAny(t *testing.T) {
 	}
 }
 
-type msg struct {
-	n  int64
-	ok bool
-}
-
-func (m *msg) ToInt64() (int64, error) {
-	if !m.ok {
-		return 0, errors.New("not an integer")
-	}
-	return m.n, nil
-}
-
-func TestAppendInts(t *testing.T) {
-	if got, err := AppendInts([]msg{{3, true}, {4, true}}, nil); err != nil || fmt.Sprint(got) != "[3 4]" {
-		t.Errorf("%v, %v", got, err)
-	}
-	if _, err := AppendInts([]msg{{3, true}, {}}, nil); !errors.Is(err, core.ErrUnexpectedReply) || !strings.Contains(err.Error(), "element 1") {
-		t.Errorf("%v", err)
-	}
-}
-
 // static is a Client that replies {1, 2, 3, 4} to everything.
 type static struct{}
 
@@ -316,8 +340,8 @@ func TestRunScriptDoesNotAllocate(t *testing.T) {
 	if testing.CoverMode() != "" {
 		t.Skip("coverage instrumentation allocates")
 	}
-	for name, c := range map[string]Client{"alone": static{}, "through a Pipe": NewPipe(static{}, 1)} {
-		r := New("static", static{}, c, false)
+	for name, c := range map[string]Client{"alone": static{}, "through a pipe": newPipe(static{}, 1)} {
+		r := newRunner(t, c)
 		keys, args, reply := []string{"rk:{k}"}, []int64{-1, 1, 2}, make([]int64, 0, 8)
 		ctx := context.Background()
 		n := testing.AllocsPerRun(1000, func() {
@@ -331,12 +355,12 @@ func TestRunScriptDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// BenchmarkLoneCall is what a Pipe adds to a call that finds nothing in
+// BenchmarkLoneCall is what a pipe (Pipelining) adds to a call that finds nothing in
 // flight: go test -bench LoneCall ./store/scriptproto/.
 func BenchmarkLoneCall(b *testing.B) {
-	for name, c := range map[string]Client{"alone": static{}, "pipe": NewPipe(static{}, DefaultInFlight)} {
+	for name, opts := range map[string][]Option{"alone": nil, "pipe": {Pipelining(true)}} {
 		b.Run(name, func(b *testing.B) {
-			r := New("static", static{}, c, false)
+			r := newRunner(b, static{}, opts...)
 			keys, args, reply := []string{"rk:{k}"}, []int64{-1, 1, 2}, make([]int64, 0, 8)
 			ctx := context.Background()
 			for b.Loop() {
@@ -357,18 +381,18 @@ func TestAnySlotOnlyOnOneNode(t *testing.T) {
 		{Script: rw, Keys: two, Args: []int64{2}}, // not marked
 	}
 	for _, tc := range []struct {
-		name   string
-		single func(r *Runner)
-		want   bool
+		name string
+		opts []Option
+		want bool
 	}{
-		{"never said", func(*Runner) {}, false},
-		{"a cluster", func(r *Runner) { r.SetSingleNode(false) }, false},
-		{"one node", func(r *Runner) { r.SetSingleNode(true) }, true},
+		{"never said", nil, false},
+		{"a cluster", []Option{SingleNode(false)}, false},
+		{"one node", []Option{SingleNode(true)}, true},
+		{"one node, then overridden", []Option{SingleNode(true), SingleNode(false)}, false},
 	} {
 		f := newFake()
 		f.known[rw.SHA1()] = true
-		r := New("fake", f, f, false)
-		tc.single(&r)
+		r := newRunner(t, f, tc.opts...)
 		if r.SingleNode() != tc.want {
 			t.Errorf("%s: SingleNode() = %v", tc.name, r.SingleNode())
 		}
@@ -411,8 +435,7 @@ func (c crossSlot) DoMulti(ctx context.Context, cmds []Cmd, out []core.ScriptRes
 func TestCrossSlotTurnsSingleNodeOff(t *testing.T) {
 	f := crossSlot{newFake()}
 	f.known[rw.SHA1()] = true
-	r := New("fake", f, f, false)
-	r.SetSingleNode(true)
+	r := newRunner(t, f, SingleNode(true))
 	res := r.RunScripts(context.Background(), []core.ScriptCall{
 		{Script: rw, Keys: []string{"{a}", "{b}"}, AnySlot: true},
 		{Script: rw, Keys: []string{"{a}", "{a}"}, AnySlot: true},
@@ -446,5 +469,98 @@ func BenchmarkWaves(b *testing.B) {
 		if _, last := waves(cmds); last != 0 {
 			b.Fatal(last)
 		}
+	}
+}
+
+func TestPipelining(t *testing.T) {
+	for _, tt := range []struct {
+		opts []Option
+		pipe bool
+	}{
+		{nil, false},
+		{[]Option{Pipelining(true)}, true},
+		{[]Option{Pipelining(true), Pipelining(false)}, false}, // the caller's, after the adapter's
+	} {
+		r := newRunner(t, newFake(), tt.opts...)
+		if _, got := r.c.(*pipe); got != tt.pipe {
+			t.Errorf("%d options: pipelined %v, want %v", len(tt.opts), got, tt.pipe)
+		}
+	}
+}
+
+// timeout is a net.Error timeout, as a client reports a read that reached
+// the deadline its connection was given.
+type timeout struct{}
+
+func (timeout) Error() string   { return "i/o timeout" }
+func (timeout) Timeout() bool   { return true }
+func (timeout) Temporary() bool { return true }
+
+// failing is a Client whose commands fail with what fail returns, given
+// the call's context and its cancel.
+type failing struct {
+	cancel context.CancelFunc
+	fail   func(ctx context.Context, cancel context.CancelFunc) error
+}
+
+func (f failing) Do(ctx context.Context, _ Cmd, _ []int64) ([]int64, error) {
+	return nil, f.fail(ctx, f.cancel)
+}
+
+func (f failing) DoMulti(ctx context.Context, _ []Cmd, out []core.ScriptResult) {
+	for i := range out {
+		out[i].Err = f.fail(ctx, f.cancel)
+	}
+}
+
+// A call that ran out of time, or was cancelled, while the client was
+// sending it wraps the context's error, whatever the client said.
+func TestFailureWrapsTheContextsEnd(t *testing.T) {
+	closed := errors.New("connection closed")
+	for _, tt := range []struct {
+		name    string
+		timeout time.Duration // 0: no deadline
+		fail    func(ctx context.Context, cancel context.CancelFunc) error
+		want    error
+	}{
+		{"a net timeout at the deadline", 20 * time.Millisecond, func(ctx context.Context, _ context.CancelFunc) error {
+			d, _ := ctx.Deadline()
+			time.Sleep(time.Until(d)) // the read deadline: the context may not know yet
+			return timeout{}
+		}, context.DeadlineExceeded},
+		{"the deadline", 20 * time.Millisecond, func(ctx context.Context, _ context.CancelFunc) error {
+			<-ctx.Done()
+			return closed
+		}, context.DeadlineExceeded},
+		{"cancelled", 0, func(_ context.Context, cancel context.CancelFunc) error {
+			cancel()
+			return closed
+		}, context.Canceled},
+		{"a net timeout before the deadline", time.Hour, func(context.Context, context.CancelFunc) error {
+			return timeout{}
+		}, nil},
+	} {
+		check := func(what string, err error) {
+			t.Helper()
+			ended := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+			if !errors.Is(err, core.ErrStore) || ended != (tt.want != nil) || (tt.want != nil && !errors.Is(err, tt.want)) {
+				t.Errorf("%s: %s: %v; want ErrStore wrapping %v", tt.name, what, err, tt.want)
+			}
+		}
+		newCtx := func() (context.Context, context.CancelFunc) {
+			if tt.timeout == 0 {
+				return context.WithCancel(context.Background())
+			}
+			return context.WithTimeout(context.Background(), tt.timeout)
+		}
+		ctx, cancel := newCtx()
+		_, err := newRunner(t, failing{cancel, tt.fail}).RunScript(ctx, rw, nil, nil, nil)
+		check("RunScript", err)
+		cancel()
+		ctx, cancel = newCtx()
+		for _, res := range newRunner(t, failing{cancel, tt.fail}).RunScripts(ctx, []core.ScriptCall{{Script: rw}}) {
+			check("RunScripts", res.Err)
+		}
+		cancel()
 	}
 }

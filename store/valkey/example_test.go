@@ -21,7 +21,14 @@ func ExampleNew() {
 	}
 	defer client.Close()
 
-	limiter, _ := slidingcounter.New(valkeystore.New(client), slidingcounter.Config{Limit: 2, Window: time.Minute})
+	store, err := valkeystore.New(client)
+	if err != nil {
+		panic(err)
+	}
+	limiter, err := slidingcounter.New(store, slidingcounter.Config{Limit: 2, Window: time.Minute})
+	if err != nil {
+		panic(err)
+	}
 	for i := 0; i < 3; i++ {
 		d, err := limiter.Allow(context.Background(), "user:42")
 		fmt.Println(d.Allowed, err)

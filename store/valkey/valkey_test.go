@@ -2,7 +2,8 @@ package valkeystore_test
 
 import (
 	"context"
-	"fmt"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
@@ -12,70 +13,63 @@ import (
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/testkit/adaptertest"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
+	"github.com/ratekit/ratekit/store/scriptproto"
 	valkeystore "github.com/ratekit/ratekit/store/valkey"
 )
 
-func client(t *testing.T, addr string) valkey.Client {
+// store returns a store on a valkey-go client for addr, closed when t
+// ends.
+func store(t *testing.T, addr string, opts ...scriptproto.Option) *scriptproto.Runner {
+	t.Helper()
 	c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, DisableCache: true, ForceSingleClient: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return c
+	r, err := valkeystore.New(c, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 func TestConformance(t *testing.T) {
-	srv := redistest.Start(t)
-	conformance.Run(t, conformance.Harness{Runner: valkeystore.New(client(t, srv.Addr))})
+	conformance.Run(t, conformance.Harness{Runner: store(t, redistest.Start(t).Addr)})
 }
 
 // Against a real redis-server in server-time mode: every decision at the
 // server's TIME, each algorithm's bound checked on the server's clock.
 func TestConformanceServerClock(t *testing.T) {
-	srv := redistest.Start(t)
-	conformance.RunServerClock(t, valkeystore.New(client(t, srv.Addr)), 3)
+	conformance.RunServerClock(t, store(t, redistest.Start(t).Addr), 3)
 }
 
 func TestAdapter(t *testing.T) {
 	srv := redistest.Start(t)
-	c := client(t, srv.Addr)
 	doomed := redistest.Start(t)
-	dead := client(t, doomed.Addr)
+	dead := store(t, doomed.Addr) // connects, then its server dies
 	doomed.Kill()
-	t.Run("KeyLending", func(t *testing.T) { adaptertest.KeyLending(t, valkeystore.New(c), true) })
 	adaptertest.Run(t, adaptertest.Harness{
-		Runner:  valkeystore.New(c),
-		Dead:    valkeystore.New(dead),
+		Runner:  store(t, srv.Addr),
+		Name:    "valkey",
+		Dead:    dead,
 		OneNode: true,
-		Do: func(ctx context.Context, args ...string) (string, error) {
-			res := c.Do(ctx, c.B().Arbitrary(args...).Build())
-			if valkey.IsValkeyNil(res.Error()) {
-				return "", nil
-			}
-			if n, err := res.AsInt64(); err == nil {
-				return fmt.Sprint(n), nil
-			}
-			return res.ToString()
+		Do: func(_ context.Context, args ...string) (string, error) {
+			return redistest.Command(srv.Addr, args...)
 		},
 	})
 }
 
-// nilClient is a valkey.Client implementation whose nil pointer is a
-// typed nil inside the interface.
-type nilClient struct{ valkey.Client }
-
-func TestUnusable(t *testing.T) {
-	adaptertest.Unusable(t, valkeystore.New(nil), "nil client")
-	adaptertest.Unusable(t, valkeystore.New((*nilClient)(nil)), "nil *valkeystore_test.nilClient")
-	adaptertest.Unusable(t, &valkeystore.Runner{}, "zero Runner")
-	adaptertest.Unusable(t, (*valkeystore.Runner)(nil), "nil Runner")
+func TestNewRefusesANilClient(t *testing.T) {
+	if r, err := valkeystore.New(nil); !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), "valkey: a nil client") || r != nil {
+		t.Errorf("New(nil) = %v, %v; want ErrInvalidConfig", r, err)
+	}
 }
 
 func TestMiniredis(t *testing.T) {
 	adaptertest.Miniredis(t, miniredis.RunT(t).Addr(), func(t *testing.T, addr string, plainRO bool) core.ScriptRunner {
 		if plainRO {
-			return valkeystore.New(client(t, addr), valkeystore.WithoutReadOnlyCommands())
+			return store(t, addr, scriptproto.WithoutReadOnlyCommands())
 		}
-		return valkeystore.New(client(t, addr))
+		return store(t, addr)
 	})
 }

@@ -8,9 +8,9 @@
 // what a Redis adapter must do against a real server: load scripts again
 // after NOSCRIPT, send read-only scripts as EVALSHA_RO, check the shape of
 // every reply without panicking, and wrap every failure with
-// core.ErrStore. [Unusable] checks a store built wrong (a nil client, a
-// zero value), [KeyLending] which stores limiters lend reused key memory
-// to, and [Miniredis] the error that names WithoutReadOnlyCommands.
+// core.ErrStore. [Unusable] checks a store that cannot run scripts (a
+// zero value, a nil pointer), and [Miniredis] the error that names
+// WithoutReadOnlyCommands.
 package adaptertest
 
 import (
@@ -32,6 +32,8 @@ import (
 type Harness struct {
 	// Runner runs scripts on the server that Do talks to.
 	Runner core.ScriptRunner
+	// Name is the Runner's StoreName: its directory under store/.
+	Name string
 	// Do sends one raw command to the same server (SCRIPT FLUSH, PTTL...)
 	// and returns its reply as a string ("" for nil) or an error.
 	Do func(ctx context.Context, args ...string) (string, error)
@@ -121,7 +123,7 @@ func Run(t *testing.T, h Harness) {
 	})
 
 	t.Run("Store", func(t *testing.T) {
-		runStore(t, h.Runner, func(t *testing.T) string { return do(t, "DBSIZE") })
+		runStore(t, h.Runner, func(t *testing.T) string { return do(t, "DBSIZE") }, h.Name)
 	})
 
 	t.Run("UnreachableServer", func(t *testing.T) {

@@ -13,7 +13,6 @@ import (
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/fakeclock"
-	"github.com/ratekit/ratekit/internal/engine"
 	"github.com/ratekit/ratekit/internal/slot"
 )
 
@@ -62,12 +61,13 @@ func RunStore(t *testing.T, runner core.ScriptRunner) {
 	if l, ok := runner.(interface{ Len() int }); ok {
 		size = func(*testing.T) string { return fmt.Sprint(l.Len()) }
 	}
-	runStore(t, runner, size)
+	runStore(t, runner, size, "")
 }
 
 // runStore is RunStore; size, when not nil, returns the number of keys the
-// store holds (DBSIZE).
-func runStore(t *testing.T, runner core.ScriptRunner, size func(t *testing.T) string) {
+// store holds (DBSIZE), and name is the store's name, "" for the
+// directory of its type's package.
+func runStore(t *testing.T, runner core.ScriptRunner, size func(t *testing.T) string, name string) {
 	ctx := context.Background()
 	read := func(t *testing.T, key string) int64 {
 		t.Helper()
@@ -86,7 +86,10 @@ func runStore(t *testing.T, runner core.ScriptRunner, size func(t *testing.T) st
 		if !ok {
 			t.Fatalf("%T is not a core.StoreNamer", runner)
 		}
-		want := path.Base(reflect.TypeOf(runner).Elem().PkgPath())
+		want := name
+		if want == "" {
+			want = path.Base(reflect.TypeOf(runner).Elem().PkgPath())
+		}
 		if got := n.StoreName(); got != want {
 			t.Fatalf("%T.StoreName() = %q, want %q", runner, got, want)
 		}
@@ -189,11 +192,10 @@ func runStore(t *testing.T, runner core.ScriptRunner, size func(t *testing.T) st
 	})
 }
 
-// Unusable checks a store that cannot run scripts (built around a nil
-// client, a zero value, a nil pointer): it says so in Check with an error
-// wrapping core.ErrInvalidConfig whose text holds want, a limiter refuses
-// it when it is built, and its calls return errors wrapping core.ErrStore.
-// Nothing panics.
+// Unusable checks a store that cannot run scripts (a zero value, a nil
+// pointer): its StoreName is "", a limiter refuses it when it is built,
+// and its calls return errors wrapping core.ErrStore and
+// core.ErrInvalidConfig whose text holds want. Nothing panics.
 func Unusable(t *testing.T, runner core.ScriptRunner, want string) {
 	t.Helper()
 	defer func() {
@@ -201,12 +203,11 @@ func Unusable(t *testing.T, runner core.ScriptRunner, want string) {
 			t.Fatalf("%T: panic: %v", runner, p)
 		}
 	}()
-	c, ok := runner.(core.Checker)
-	if !ok {
-		t.Fatalf("%T is not a core.Checker", runner)
+	if n, ok := runner.(core.StoreNamer); !ok || n.StoreName() != "" {
+		t.Errorf("%T: not a core.StoreNamer whose StoreName is \"\"", runner)
 	}
-	if err := c.Check(); !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
-		t.Errorf("Check: %v; want ErrInvalidConfig saying %q", err, want)
+	if _, err := runner.RunScript(context.Background(), incr, []string{"adaptertest:{unusable}"}, []int64{1}, nil); !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
+		t.Errorf("RunScript: %v; want ErrInvalidConfig saying %q", err, want)
 	}
 	lim, err := tokenbucket.New(runner, tokenbucket.Config{Capacity: 1, RefillRate: 1, RefillInterval: time.Second})
 	if !errors.Is(err, core.ErrInvalidConfig) || lim != nil {
@@ -227,72 +228,6 @@ func Unusable(t *testing.T, runner core.ScriptRunner, want string) {
 				t.Errorf("RunScripts call %d: %v; want ErrStore", i, r.Err)
 			}
 		}
-	}
-}
-
-// keeper is a store wrapper that records the keys it is given, without
-// copying them: it does not copy keys, so limiters must not lend it keys
-// in memory they reuse.
-type keeper struct {
-	core.ScriptRunner
-	kept []string
-}
-
-func (k *keeper) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
-	k.kept = append(k.kept, keys...)
-	return k.ScriptRunner.RunScript(ctx, s, keys, args, reply)
-}
-
-// copierKeeper is a keeper around a core.KeyCopier: it has the store's
-// CopiesKeysOf, promoted, but not its promise.
-type copierKeeper struct {
-	core.KeyCopier
-	k keeper
-}
-
-func (c *copierKeeper) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
-	return c.k.RunScript(ctx, s, keys, args, reply)
-}
-
-// KeyLending checks whether limiters lend runner keys built in memory they
-// reuse (engine.LendsKeys), which they must do exactly when lends is true
-// (the store copies every key it keeps: core.KeyCopier), and that they
-// never lend them to a wrapper that embeds runner and keeps the keys it is
-// given: after decisions on "alice" then "bobby", every key the wrapper
-// kept still reads as what it was.
-func KeyLending(t *testing.T, runner core.ScriptRunner, lends bool) {
-	t.Helper()
-	if got := engine.LendsKeys(runner); got != lends {
-		t.Fatalf("engine.LendsKeys(%T) = %v, want %v", runner, got, lends)
-	}
-	w := &keeper{ScriptRunner: runner}
-	wrapped := core.ScriptRunner(w)
-	if kc, ok := runner.(core.KeyCopier); ok {
-		cw := &copierKeeper{KeyCopier: kc, k: keeper{ScriptRunner: runner}}
-		if cw.CopiesKeysOf() != runner {
-			t.Fatalf("%T.CopiesKeysOf() does not return the store itself", runner)
-		}
-		w, wrapped = &cw.k, cw
-	}
-	if engine.LendsKeys(wrapped) {
-		t.Fatalf("engine.LendsKeys(%T) = true: a wrapper inherited its store's promise", wrapped)
-	}
-	prefix := fmt.Sprintf("adaptertest:lend:%d:", time.Now().UnixNano())
-	lim, err := tokenbucket.New(wrapped, tokenbucket.Config{Capacity: 100, RefillRate: 1, RefillInterval: time.Hour, Prefix: prefix, Clock: fakeclock.New(time.Now())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []string
-	for i := 0; i < 4; i++ {
-		for _, user := range []string{"alice", "bobby"} {
-			if _, err := lim.Allow(context.Background(), user); err != nil {
-				t.Fatal(err)
-			}
-			want = append(want, prefix+"{"+user+"}")
-		}
-	}
-	if fmt.Sprint(w.kept) != fmt.Sprint(want) {
-		t.Fatalf("the keys a wrapper kept changed after the calls: %q, want %q", w.kept, want)
 	}
 }
 
