@@ -34,7 +34,7 @@ func BenchmarkCluster(b *testing.B) {
 	c := redistest.SharedCluster(b)
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), MaxRetries: -1, PoolSize: 64})
 	defer rdb.Close()
-	lim, err := tokenbucket.New(goredisstore.New(rdb), tokenbucket.Config{
+	lim, err := tokenbucket.New(newStore(b, rdb), tokenbucket.Config{
 		Capacity: 1 << 40, RefillRate: 1 << 40, RefillInterval: time.Second,
 		Prefix: "bench:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":",
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/testkit/clustertest"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
+	"github.com/ratekit/ratekit/store/scriptproto"
 )
 
 func TestMain(m *testing.M) {
@@ -50,8 +51,8 @@ func TestCluster(t *testing.T) {
 	// call reaches (a call that times out may have run).
 	docs := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), MaxRetries: -1, ReadTimeout: time.Minute})
 	t.Cleanup(func() { docs.Close() })
-	t.Run("HalfMovedSlot", func(t *testing.T) { clustertest.HalfMovedSlot(t, c, goredisstore.New(docs)) })
-	t.Run("Migration", func(t *testing.T) { clustertest.Migration(t, c, goredisstore.New(docs)) })
+	t.Run("HalfMovedSlot", func(t *testing.T) { clustertest.HalfMovedSlot(t, c, newStore(t, docs)) })
+	t.Run("Migration", func(t *testing.T) { clustertest.Migration(t, c, newStore(t, docs)) })
 	t.Run("LostReplySentOnce", func(t *testing.T) { lostReplySentOnce(t, c) })
 	clustertest.Run(t, c, r)
 }
@@ -98,7 +99,7 @@ func lostReplySentOnce(t *testing.T, c *redistest.Cluster) {
 			t.Fatal(err)
 		}
 	}
-	store := func(t *testing.T, mark string) *goredisstore.Runner {
+	store := func(t *testing.T, mark string) *scriptproto.Runner {
 		var once sync.Once
 		var d net.Dialer
 		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), MaxRetries: -1, ReadTimeout: time.Minute,
@@ -110,7 +111,7 @@ func lostReplySentOnce(t *testing.T, c *redistest.Cluster) {
 				return &dropConn{Conn: conn, mark: mark, once: &once}, nil
 			}})
 		t.Cleanup(func() { rdb.Close() })
-		return goredisstore.New(rdb)
+		return newStore(t, rdb)
 	}
 	runs := func(t *testing.T, key string) string {
 		t.Helper()
