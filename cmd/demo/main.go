@@ -116,7 +116,12 @@ func openStore(redisURL, client string) (core.ScriptRunner, string, func(), erro
 		// runs twice, and a call ends at its context's deadline.
 		opt.MaxRetries, opt.ContextTimeoutEnabled = -1, true
 		c := redis.NewClient(opt)
-		return goredisstore.New(c), "go-redis at " + u.Host, func() { c.Close() }, nil
+		store, err := goredisStore(c)
+		if err != nil {
+			c.Close()
+			return nil, "", nil, err
+		}
+		return store, "go-redis at " + u.Host, func() { c.Close() }, nil
 	case "rueidis":
 		opt, err := rueidis.ParseURL(redisURL)
 		if err != nil {
@@ -127,7 +132,18 @@ func openStore(redisURL, client string) (core.ScriptRunner, string, func(), erro
 		if err != nil {
 			return nil, "", nil, err
 		}
-		return rueidisstore.New(c), "rueidis at " + u.Host, c.Close, nil
+		store, err := rueidisStore(c)
+		if err != nil {
+			c.Close()
+			return nil, "", nil, err
+		}
+		return store, "rueidis at " + u.Host, c.Close, nil
 	}
 	return nil, "", nil, fmt.Errorf("-client %q: want goredis or rueidis", client)
 }
+
+// goredisStore and rueidisStore are where the demo makes its Redis stores:
+// each store's New checks its client and returns the store or an error.
+func goredisStore(c *redis.Client) (core.ScriptRunner, error) { return goredisstore.New(c) }
+
+func rueidisStore(c rueidis.Client) (core.ScriptRunner, error) { return rueidisstore.New(c) }

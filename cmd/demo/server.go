@@ -108,12 +108,10 @@ func (s *server) configure(cfg config) error {
 	if err != nil {
 		return err
 	}
-	policy := httplimit.Policy{Name: a.Name, Limiter: lim}
-	if w, ok := p["window_ms"]; ok {
-		policy.Window = ms(w)
-	}
+	// RateLimit-Policy's w is the limiter's own (its Decision.Window).
 	mw, err := httplimit.New(httplimit.Config{
-		Policies:      []httplimit.Policy{policy},
+		Limiter:       lim,
+		Name:          a.Name,
 		Key:           httplimit.KeyFunc(demoKey),
 		Cost:          cost,
 		LegacyHeaders: true,
@@ -126,7 +124,7 @@ func (s *server) configure(cfg config) error {
 	}
 	limited := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := httplimit.DecisionFromContext(r.Context()); !ok {
-			// Not reached with FailClosed and one policy; never answer
+			// Not reached with FailClosed; never answer
 			// 200 for a request no limiter decided.
 			writeError(w, http.StatusServiceUnavailable, errors.New("no decision: the rate limiter did not decide this request"))
 			return
