@@ -120,7 +120,7 @@ func (s *server) leaseRoutes(mux *http.ServeMux) {
 			lease, d, err = l.limiter.AcquireN(r.Context(), key, n)
 		}
 		if err != nil {
-			s.leaseError(w, r, key, err)
+			s.leaseError(w, r, r.Header.Get("X-Demo-Key"), err)
 			return
 		}
 		out := toLeaseJSON(d, l.limiter.TTL())
@@ -180,8 +180,6 @@ func (s *server) leaseError(w http.ResponseWriter, r *http.Request, key string, 
 	case r.Context().Err() != nil:
 		level, msg = slog.LevelDebug, "demo: store call cut short, the client went away"
 	}
-	s.log.LogAttrs(r.Context(), level, msg,
-		slog.String("method", r.Method), slog.String("path", r.URL.Path),
-		slog.String("key", key), slog.Any("error", logged))
+	s.logLine(r, level, msg, keyAttr(key), slog.Any("error", logged))
 	writeError(w, status, err)
 }

@@ -11,7 +11,9 @@
 //	go run . -redis redis://localhost:6379 -client rueidis
 //
 // The demo fails closed: while the store fails, the rate-limited endpoint
-// answers 503 with {"error": ...}, and each failure is logged to stderr.
+// answers 503 with {"error": ...}, and the failures are logged to stderr
+// as ratekit logs its own: at most one line every 10 s for each kind, with
+// the key and a count of the lines left out ("suppressed").
 // It stops cleanly on SIGINT or SIGTERM.
 package main
 
@@ -61,6 +63,11 @@ func run(ctx context.Context, addr, redisURL, client string, out io.Writer, logg
 		return err
 	}
 	defer closeStore()
+	if redisURL != "" && client == "goredis" {
+		// go-redis logs each call that cannot dial, a few a second
+		// while Redis is down and the page is open.
+		redis.SetLogger(&goredisLog{log: logger, clock: core.ClockFunc(time.Now)})
+	}
 	s, err := newServer(runner, name, logger)
 	if err != nil {
 		return err

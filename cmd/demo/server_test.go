@@ -46,6 +46,12 @@ type testServer struct {
 // newTestServer returns the demo over a flakyStore around a memory store
 // made with opts (memory.WithClock: a fake clock for every limiter).
 func newTestServer(t *testing.T, opts ...memory.Option) *testServer {
+	return newTestServerLogAt(t, nil, opts...)
+}
+
+// newTestServerLogAt is newTestServer whose log is paced at clock's time
+// (nil: the real time).
+func newTestServerLogAt(t *testing.T, clock core.Clock, opts ...memory.Option) *testServer {
 	m, err := memory.New(opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +62,9 @@ func newTestServer(t *testing.T, opts ...memory.Option) *testServer {
 	s, err := newServer(store, "memory", slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if clock != nil {
+		s.clock = clock
 	}
 	ts := httptest.NewServer(s.handler())
 	t.Cleanup(ts.Close)
