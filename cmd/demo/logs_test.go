@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -151,6 +155,38 @@ func TestLogKeys(t *testing.T) {
 	}
 }
 
+// TestStoreHangs: a store that does not answer (a paused Redis server, a
+// client that retries while the server is down) fails each call that
+// reaches it after storeTimeout, a 503 like any store failure, instead of
+// holding the request, and the page's polling, until the client gives up.
+func TestStoreHangs(t *testing.T) {
+	ts := newTestServer(t)
+	ts.store.hang.Store(true)
+	client := &http.Client{Timeout: time.Minute}
+	var wg sync.WaitGroup
+	for _, c := range storeCalls() {
+		wg.Go(func() {
+			req, _ := http.NewRequestWithContext(context.Background(), c.method, ts.URL+c.path, jsonBody(c.body))
+			for k, v := range c.hdr {
+				req.Header.Set(k, v)
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Errorf("%s, store hangs: %v", c.what, err)
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusServiceUnavailable {
+				t.Errorf("%s, store hangs: %s, want 503", c.what, resp.Status)
+			}
+		})
+	}
+	wg.Wait()
+	if n := len(ts.logLines(slog.LevelError, "store failed")); n != len(storeCalls()) {
+		t.Errorf("%d error lines, want %d:\n%s", n, len(storeCalls()), ts.logs.String())
+	}
+}
+
 // TestGoRedisLog: go-redis's lines (one for each call that cannot dial)
 // are paced as the demo's own, at warning level.
 func TestGoRedisLog(t *testing.T) {
@@ -168,4 +204,13 @@ func TestGoRedisLog(t *testing.T) {
 		!strings.HasSuffix(lines[0], "suppressed=0") || !strings.HasSuffix(lines[1], "suppressed=4") {
 		t.Errorf("go-redis lines logged:\n%s\nwant 2 warnings, the second with suppressed=4", logs.String())
 	}
+}
+
+// jsonBody is v in JSON, or no body for nil.
+func jsonBody(v any) io.Reader {
+	if v == nil {
+		return nil
+	}
+	b, _ := json.Marshal(v)
+	return bytes.NewReader(b)
 }

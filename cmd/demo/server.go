@@ -116,6 +116,7 @@ func (s *server) configure(cfg config) error {
 		Name:          a.Name,
 		Key:           httplimit.KeyFunc(demoKey),
 		Cost:          cost,
+		Timeout:       storeTimeout,
 		LegacyHeaders: true,
 		Denied:        http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeDecision(w, r, http.StatusTooManyRequests) }),
 		OnError:       s.onError,
@@ -139,6 +140,18 @@ func (s *server) configure(cfg config) error {
 
 // maxMS is the longest duration, in milliseconds, a parameter may give.
 const maxMS = math.MaxInt64 / int64(time.Millisecond)
+
+// storeTimeout bounds every call to the demo's store (the middleware's
+// Timeout, and a context deadline elsewhere): a store that hangs (a paused
+// Redis; rueidis retrying a read while Redis is down) shows on the page
+// as a failure within a second, and a busy machine's Redis still answers
+// in time.
+const storeTimeout = time.Second
+
+// storeContext is r's context, ended after storeTimeout.
+func storeContext(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), storeTimeout)
+}
 
 // onError is the middleware's OnError: it keeps err for the request's
 // JSON answer (see jsonErrors) and logs it with the request's X-Demo-Key,
@@ -282,7 +295,9 @@ func (s *server) handler() http.Handler {
 	})
 	s.route(mux, "GET /api/state", []string{"key"}, func(w http.ResponseWriter, r *http.Request, q url.Values) {
 		cur := s.cur.Load()
-		d, err := cur.limiter.Peek(r.Context(), q.Get("key"))
+		ctx, cancel := storeContext(r)
+		defer cancel()
+		d, err := cur.limiter.Peek(ctx, q.Get("key"))
 		if err != nil {
 			s.logError(r, err, keyAttr(q.Get("key")))
 			status := http.StatusServiceUnavailable
