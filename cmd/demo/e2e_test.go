@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	registry "github.com/ratekit/ratekit/algorithms"
@@ -31,20 +33,10 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// TestPageEndToEnd drives the page in headless Chromium as a person would:
-// a burst larger than the limit shows allowed then denied entries, in the
-// list and in the live chart; a new algorithm and parameter change the
-// behaviour; a failing store shows as an ERROR entry and a failed point,
-// never as allowed or denied; the concurrency panel acquires leases to
-// its limit, shows the denial with Retry-After, releases them and sees the
-// count drop, and fails closed too; the side-by-side view charts what the
-// server computed for every algorithm of the registry. It saves a screenshot,
-// taken before the store fails, to $RATEKIT_SCREENSHOT (docs/demo.png is
-// made this way) or a temp dir, and one of the failure beside it.
-func TestPageEndToEnd(t *testing.T) {
+// browser starts headless Chromium (chromium) for the test, and returns
+// the context of its tab; the browser ends with the test.
+func browser(t *testing.T) context.Context {
 	path := chromium(t)
-	ts := newTestServer(t)
-
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.Headless,
@@ -60,13 +52,29 @@ func TestPageEndToEnd(t *testing.T) {
 		chromedp.WindowSize(1280, 1100),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
+	t.Cleanup(cancelAlloc)
 	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
+	t.Cleanup(cancelBrowser)
 	// Generous: a saturated machine can take many seconds to start
 	// Chromium and render.
 	ctx, cancel := context.WithTimeout(bctx, 6*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestPageEndToEnd drives the page in headless Chromium as a person would:
+// a burst larger than the limit shows allowed then denied entries, in the
+// list and in the live chart; a new algorithm and parameter change the
+// behaviour; a failing store shows as an ERROR entry and a failed point,
+// never as allowed or denied; the concurrency panel acquires leases to
+// its limit, shows the denial with Retry-After, releases them and sees the
+// count drop, and fails closed too; the side-by-side view charts what the
+// server computed for every algorithm of the registry. It saves a screenshot,
+// taken before the store fails, to $RATEKIT_SCREENSHOT (docs/demo.png is
+// made this way) or a temp dir, and one of the failure beside it.
+func TestPageEndToEnd(t *testing.T) {
+	ts := newTestServer(t)
+	ctx := browser(t) // closed before ts: the page polls until then
 
 	count := func(sel string) int {
 		t.Helper()
@@ -447,4 +455,95 @@ func ptrString(p *int64) string {
 		return "unknown"
 	}
 	return fmt.Sprint(*p)
+}
+
+// shiftableClock is a script run before the page's own: Date.now, which
+// the live charts read, runs demoTest.shift(s) seconds ahead of the real
+// time (the charts' 1 s steps still come from real timers); demoTest.opened
+// is the second the page opened.
+const shiftableClock = `(() => {
+	const now = Date.now.bind(Date);
+	let shift = 0;
+	Date.now = () => now() + shift;
+	window.demoTest = { opened: Math.floor(Date.now() / 1000), shift: (s) => { shift += s * 1000; } };
+})();`
+
+// chartSpan is what a live chart shows and holds: its x scale, in Unix
+// seconds, and the first and last seconds of its data.
+type chartSpan struct {
+	Min, Max, First, Last, Opened float64
+}
+
+// TestLiveChartSpan: a live chart's span starts when the page opened (or
+// when the chart was cleared), grows with the seconds since, and once it
+// spans 60 s scrolls, showing the last 60: a new page's first seconds are
+// not squeezed at the right edge of a minute. Time is moved on by
+// shifting the page's Date.now.
+func TestLiveChartSpan(t *testing.T) {
+	ts := newTestServer(t)
+	ctx := browser(t)
+	addScript := func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: shiftableClock})
+		return chromedp.Void{}, err
+	}
+	if err := chromedp.Do(ctx, addScript, chromedp.Navigate(ts.URL), chromedp.WaitVisible(chromedp.CSS("#live-chart canvas"))); err != nil {
+		t.Fatal(err)
+	}
+	span := func(chart string) chartSpan {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[chartSpan](fmt.Sprintf(`(() => {
+			const u = demo.charts[%q], x = u.data[0];
+			return { Min: u.scales.x.min, Max: u.scales.x.max, First: x[0], Last: x[x.length - 1], Opened: demoTest.opened };
+		})()`, chart)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// check waits for chart to hold the second since (after the page
+	// opened), then checks that it shows the seconds it holds, the last 60
+	// of them at most.
+	check := func(what, chart string, since func(chartSpan) float64) {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		s := span(chart)
+		for ; s.Last < since(s); s = span(chart) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s, %s chart: timed out waiting for the second %.0f: it holds %.0f to %.0f", what, chart, since(s), s.First, s.Last)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if start := max(s.First, s.Last-59); s.Min != start-0.5 || s.Max != s.Last+0.5 {
+			t.Errorf("%s, %s chart: shows [%.1f, %.1f] (%.0f s), holding %.0f to %.0f; want [%.1f, %.1f]",
+				what, chart, s.Min, s.Max, s.Max-s.Min, s.First, s.Last, start-0.5, s.Last+0.5)
+		}
+	}
+	for _, chart := range []string{"live", "leases"} {
+		check("the page just opened", chart, func(s chartSpan) float64 { return s.Opened })
+		if s := span(chart); s.First < s.Opened {
+			t.Errorf("%s chart: holds %.0f, before the page opened at %.0f", chart, s.First, s.Opened)
+		}
+	}
+	shift := func(seconds int) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[any](fmt.Sprintf("demoTest.shift(%d)", seconds))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shift(30)
+	for _, chart := range []string{"live", "leases"} {
+		check("30 s later", chart, func(s chartSpan) float64 { return s.Opened + 30 })
+	}
+	shift(60)
+	for _, chart := range []string{"live", "leases"} {
+		check("90 s later", chart, func(s chartSpan) float64 { return s.Opened + 90 })
+	}
+	// Cleared, the live chart starts again from that second.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("clear"))); err != nil {
+		t.Fatal(err)
+	}
+	check("cleared", "live", func(s chartSpan) float64 { return s.Opened + 90 })
+	if s := span("live"); s.First < s.Opened+90 {
+		t.Errorf("live chart, cleared: holds %.0f, before the clear at %.0f or later", s.First, s.Opened+90)
+	}
 }

@@ -117,10 +117,12 @@ func (s *server) leaseRoutes(mux *http.ServeMux) {
 		var lease concurrency.Lease
 		var d core.Decision
 		if err == nil {
-			lease, d, err = l.limiter.AcquireN(r.Context(), key, n)
+			ctx, cancel := storeContext(r)
+			lease, d, err = l.limiter.AcquireN(ctx, key, n)
+			cancel()
 		}
 		if err != nil {
-			s.leaseError(w, r, key, err)
+			s.leaseError(w, r, r.Header.Get("X-Demo-Key"), err)
 			return
 		}
 		out := toLeaseJSON(d, l.limiter.TTL())
@@ -138,7 +140,9 @@ func (s *server) leaseRoutes(mux *http.ServeMux) {
 			writeBodyError(w, err)
 			return
 		}
-		released, err := s.leases.Load().limiter.Release(r.Context(), concurrency.Lease{Key: lj.Key, N: lj.N, ID: lj.ID})
+		ctx, cancel := storeContext(r)
+		defer cancel()
+		released, err := s.leases.Load().limiter.Release(ctx, concurrency.Lease{Key: lj.Key, N: lj.N, ID: lj.ID})
 		if err != nil {
 			s.leaseError(w, r, lj.Key, err)
 			return
@@ -151,7 +155,9 @@ func (s *server) leaseRoutes(mux *http.ServeMux) {
 	})
 	s.route(mux, "GET /api/leases/state", []string{"key"}, func(w http.ResponseWriter, r *http.Request, q url.Values) {
 		l := s.leases.Load()
-		d, err := l.limiter.Peek(r.Context(), q.Get("key"))
+		ctx, cancel := storeContext(r)
+		defer cancel()
+		d, err := l.limiter.Peek(ctx, q.Get("key"))
 		if err != nil {
 			s.leaseError(w, r, q.Get("key"), err)
 			return
@@ -180,8 +186,6 @@ func (s *server) leaseError(w http.ResponseWriter, r *http.Request, key string, 
 	case r.Context().Err() != nil:
 		level, msg = slog.LevelDebug, "demo: store call cut short, the client went away"
 	}
-	s.log.LogAttrs(r.Context(), level, msg,
-		slog.String("method", r.Method), slog.String("path", r.URL.Path),
-		slog.String("key", key), slog.Any("error", logged))
+	s.logLine(r, level, msg, keyAttr(key), slog.Any("error", logged))
 	writeError(w, status, err)
 }

@@ -11,7 +11,9 @@
 //	go run . -redis redis://localhost:6379 -client rueidis
 //
 // The demo fails closed: while the store fails, the rate-limited endpoint
-// answers 503 with {"error": ...}, and each failure is logged to stderr.
+// answers 503 with {"error": ...}, and the failures are logged to stderr
+// as ratekit logs its own: at most one line every 10 s for each kind, with
+// the key and a count of the lines left out ("suppressed").
 // It stops cleanly on SIGINT or SIGTERM.
 package main
 
@@ -61,6 +63,11 @@ func run(ctx context.Context, addr, redisURL, client string, out io.Writer, logg
 		return err
 	}
 	defer closeStore()
+	if redisURL != "" && client == "goredis" {
+		// go-redis logs each call that cannot dial, a few a second
+		// while Redis is down and the page is open.
+		redis.SetLogger(&goredisLog{log: logger, clock: core.ClockFunc(time.Now)})
+	}
 	s, err := newServer(runner, name, logger)
 	if err != nil {
 		return err
@@ -116,7 +123,12 @@ func openStore(redisURL, client string) (core.ScriptRunner, string, func(), erro
 		// runs twice, and a call ends at its context's deadline.
 		opt.MaxRetries, opt.ContextTimeoutEnabled = -1, true
 		c := redis.NewClient(opt)
-		return goredisstore.New(c), "go-redis at " + u.Host, func() { c.Close() }, nil
+		store, err := goredisStore(c)
+		if err != nil {
+			c.Close()
+			return nil, "", nil, err
+		}
+		return store, "go-redis at " + u.Host, func() { c.Close() }, nil
 	case "rueidis":
 		opt, err := rueidis.ParseURL(redisURL)
 		if err != nil {
@@ -127,7 +139,18 @@ func openStore(redisURL, client string) (core.ScriptRunner, string, func(), erro
 		if err != nil {
 			return nil, "", nil, err
 		}
-		return rueidisstore.New(c), "rueidis at " + u.Host, c.Close, nil
+		store, err := rueidisStore(c)
+		if err != nil {
+			c.Close()
+			return nil, "", nil, err
+		}
+		return store, "rueidis at " + u.Host, c.Close, nil
 	}
 	return nil, "", nil, fmt.Errorf("-client %q: want goredis or rueidis", client)
 }
+
+// goredisStore and rueidisStore are where the demo makes its Redis stores:
+// each store's New checks its client and returns the store or an error.
+func goredisStore(c *redis.Client) (core.ScriptRunner, error) { return goredisstore.New(c) }
+
+func rueidisStore(c rueidis.Client) (core.ScriptRunner, error) { return rueidisstore.New(c) }

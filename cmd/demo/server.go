@@ -48,11 +48,13 @@ type current struct {
 //
 // The demo fails closed: when the store fails, the limited endpoint
 // answers 503 with {"error": ...} instead of serving a request that no
-// limiter decided, and the error is logged.
+// limiter decided, and the error is logged (paced: logs.go).
 type server struct {
 	runner core.ScriptRunner
 	store  string // "memory", or the Redis client name and address
 	log    *slog.Logger
+	clock  core.Clock // paces the log
+	paced  pacers
 	mu     sync.Mutex
 	gen    int
 	cur    atomic.Pointer[current]
@@ -65,7 +67,7 @@ func newServer(runner core.ScriptRunner, store string, log *slog.Logger) (*serve
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &server{runner: runner, store: store, log: log}
+	s := &server{runner: runner, store: store, log: log, clock: core.ClockFunc(time.Now)}
 	a := algorithms[0]
 	if err := s.configure(config{Algorithm: a.Name, Params: a.defaults()}); err != nil {
 		return nil, err
@@ -108,14 +110,13 @@ func (s *server) configure(cfg config) error {
 	if err != nil {
 		return err
 	}
-	policy := httplimit.Policy{Name: a.Name, Limiter: lim}
-	if w, ok := p["window_ms"]; ok {
-		policy.Window = ms(w)
-	}
+	// RateLimit-Policy's w is the limiter's own (its Decision.Window).
 	mw, err := httplimit.New(httplimit.Config{
-		Policies:      []httplimit.Policy{policy},
+		Limiter:       lim,
+		Name:          a.Name,
 		Key:           httplimit.KeyFunc(demoKey),
 		Cost:          cost,
+		Timeout:       storeTimeout,
 		LegacyHeaders: true,
 		Denied:        http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeDecision(w, r, http.StatusTooManyRequests) }),
 		OnError:       s.onError,
@@ -126,7 +127,7 @@ func (s *server) configure(cfg config) error {
 	}
 	limited := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := httplimit.DecisionFromContext(r.Context()); !ok {
-			// Not reached with FailClosed and one policy; never answer
+			// Not reached with FailClosed; never answer
 			// 200 for a request no limiter decided.
 			writeError(w, http.StatusServiceUnavailable, errors.New("no decision: the rate limiter did not decide this request"))
 			return
@@ -140,18 +141,32 @@ func (s *server) configure(cfg config) error {
 // maxMS is the longest duration, in milliseconds, a parameter may give.
 const maxMS = math.MaxInt64 / int64(time.Millisecond)
 
+// storeTimeout bounds every call to the demo's store (the middleware's
+// Timeout, and a context deadline elsewhere): a store that hangs (a paused
+// Redis; rueidis retrying a read while Redis is down) shows on the page
+// as a failure within a second, and a busy machine's Redis still answers
+// in time.
+const storeTimeout = time.Second
+
+// storeContext is r's context, ended after storeTimeout.
+func storeContext(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), storeTimeout)
+}
+
 // onError is the middleware's OnError: it keeps err for the request's
-// JSON answer (see jsonErrors) and logs it, at slog.LevelError for a store
-// failure and slog.LevelDebug for a bad request.
+// JSON answer (see jsonErrors) and logs it with the request's X-Demo-Key,
+// at slog.LevelError for a store failure and slog.LevelDebug for a bad
+// request.
 func (s *server) onError(r *http.Request, err error) {
 	if slot, ok := r.Context().Value(errSlotKey{}).(*errSlot); ok {
 		slot.err = err
 	}
-	s.logError(r, err)
+	s.logError(r, err, keyAttr(r.Header.Get("X-Demo-Key")))
 }
 
-// logError logs an error met while answering r.
-func (s *server) logError(r *http.Request, err error) {
+// logError logs an error met while answering r (logLine), with key: the
+// key r is about, when there is one (keyAttr, requestKey).
+func (s *server) logError(r *http.Request, err error, key ...slog.Attr) {
 	level, msg := slog.LevelError, "demo: rate limiter store failed, answering 503 (fail closed)"
 	switch {
 	case isClientError(err):
@@ -159,20 +174,7 @@ func (s *server) logError(r *http.Request, err error) {
 	case r.Context().Err() != nil:
 		level, msg = slog.LevelDebug, "demo: store call cut short, the client went away"
 	}
-	s.log.LogAttrs(r.Context(), level, msg,
-		slog.String("method", r.Method), slog.String("path", r.URL.Path),
-		keyAttr(r), slog.Any("error", err))
-}
-
-// keyAttr is the request's X-Demo-Key for a log line: the key when it is
-// one demoKey takes, its length otherwise (a refused key can be a
-// megabyte long).
-func keyAttr(r *http.Request) slog.Attr {
-	k := r.Header.Get("X-Demo-Key")
-	if len(k) > httplimit.DefaultMaxLen {
-		return slog.Int("key_bytes", len(k))
-	}
-	return slog.String("key", k)
+	s.logLine(r, level, msg, append(key, slog.Any("error", err))...)
 }
 
 // isClientError reports whether err is the request's fault (400), not the
@@ -293,9 +295,11 @@ func (s *server) handler() http.Handler {
 	})
 	s.route(mux, "GET /api/state", []string{"key"}, func(w http.ResponseWriter, r *http.Request, q url.Values) {
 		cur := s.cur.Load()
-		d, err := cur.limiter.Peek(r.Context(), q.Get("key"))
+		ctx, cancel := storeContext(r)
+		defer cancel()
+		d, err := cur.limiter.Peek(ctx, q.Get("key"))
 		if err != nil {
-			s.logError(r, err)
+			s.logError(r, err, keyAttr(q.Get("key")))
 			status := http.StatusServiceUnavailable
 			if isClientError(err) {
 				status = http.StatusBadRequest
@@ -321,7 +325,7 @@ func (s *server) handler() http.Handler {
 		c, err := compare(r.Context(), p, algorithms)
 		if err != nil {
 			// Not a store of the user's: the simulation's own memory store.
-			s.log.LogAttrs(r.Context(), slog.LevelError, "demo: side-by-side simulation failed", slog.String("pattern", p.Name), slog.Any("error", err))
+			s.logLine(r, slog.LevelError, "demo: side-by-side simulation failed", slog.String("pattern", p.Name), slog.Any("error", err))
 			writeError(w, http.StatusInternalServerError, err)
 			return
 		}
@@ -347,7 +351,7 @@ func (s *server) route(mux *http.ServeMux, pattern string, params []string, h fu
 		q, err := query(r.URL.RawQuery, params)
 		if err != nil {
 			err = requestError{err}
-			s.logError(r, err)
+			s.logError(r, err, requestKey(r, params)...)
 			writeError(w, http.StatusBadRequest, err)
 			return
 		}

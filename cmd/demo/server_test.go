@@ -23,15 +23,22 @@ import (
 )
 
 // flakyStore is the memory store, or a dead store while down is set: every
-// call then fails as a Redis store whose server is gone does.
+// call then fails as a Redis store whose server is gone does; or a hung
+// one while hang is set: every call waits for its context to end, as a
+// paused Redis server makes a client do.
 type flakyStore struct {
 	inner core.ScriptRunner
 	down  atomic.Bool
+	hang  atomic.Bool
 }
 
 func (f *flakyStore) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
 	if f.down.Load() {
 		return nil, fmt.Errorf("%w: dial tcp 127.0.0.1:6379: connect: connection refused (demo test: store is down)", core.ErrStore)
+	}
+	if f.hang.Load() {
+		<-ctx.Done()
+		return nil, fmt.Errorf("%w: i/o timeout (demo test: store hangs): %w", core.ErrStore, ctx.Err())
 	}
 	return f.inner.RunScript(ctx, s, keys, args, reply)
 }
@@ -46,6 +53,12 @@ type testServer struct {
 // newTestServer returns the demo over a flakyStore around a memory store
 // made with opts (memory.WithClock: a fake clock for every limiter).
 func newTestServer(t *testing.T, opts ...memory.Option) *testServer {
+	return newTestServerLogAt(t, nil, opts...)
+}
+
+// newTestServerLogAt is newTestServer whose log is paced at clock's time
+// (nil: the real time).
+func newTestServerLogAt(t *testing.T, clock core.Clock, opts ...memory.Option) *testServer {
 	m, err := memory.New(opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +69,9 @@ func newTestServer(t *testing.T, opts ...memory.Option) *testServer {
 	s, err := newServer(store, "memory", slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if clock != nil {
+		s.clock = clock
 	}
 	ts := httptest.NewServer(s.handler())
 	t.Cleanup(ts.Close)

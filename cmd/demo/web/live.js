@@ -1,7 +1,8 @@
 // ratekit demo page: the live charts, fed by app.js and leases.js:
 // answers per second (allowed, denied, and failed: no decision) and a
 // level (the key's Remaining, or the cost in flight), since the page
-// opened or was cleared, up to the last 10 minutes.
+// opened or was cleared: the span shown starts there and grows to a
+// minute, then scrolls. A chart holds the last 10 minutes.
 "use strict";
 
 // liveChart returns a live chart drawn in the element of id elId and kept
@@ -9,13 +10,14 @@
 // and ceiling, when given, returns a level to draw as a dashed line (the
 // limit), or null.
 function liveChart(elId, name, labels, ceiling) {
-  const span = 60; // seconds shown at least
-  const keep = 600; // seconds shown at most
+  const span = 60; // seconds shown at most
+  const keep = 600; // seconds held: demo.charts[name].data, which the browser test sums
   const x = [], allowed = [], denied = [], failed = [], level = [];
   let lastLevel = null;
   let plot = null;
 
   function create() {
+    extend(); // the first second: the page opening
     const el = document.getElementById(elId);
     const top = (u, min, max) => {
       const [lo, hi] = zeroBased(u, min, max);
@@ -26,6 +28,8 @@ function liveChart(elId, name, labels, ceiling) {
       width: chartWidth(el),
       height: 240,
       scales: { x: { time: true, range: xRange }, y: { range: top } },
+      // Whole seconds on the axis, even while the span is a few seconds.
+      axes: [{ incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600] }, {}],
       // The level first, so that the bars are drawn over it.
       series: [
         {},
@@ -50,13 +54,14 @@ function liveChart(elId, name, labels, ceiling) {
     ctx.restore();
   }
 
-  // xRange is every second kept, and never less than span: a window
-  // that scrolls once it is full. (From x itself: uPlot widens a single
+  // xRange is the seconds since the first one held (the page opened or
+  // was cleared), at most the last span of them: a window that grows,
+  // then scrolls once it is full. (From x itself: uPlot widens a single
   // point to a day before it asks.)
   function xRange() {
     const last = x.length ? x[x.length - 1] : Math.floor(Date.now() / 1000);
     const first = x.length ? x[0] : last;
-    return [Math.min(first, last - span + 1) - 0.5, last + 0.5];
+    return [Math.max(first, last - span + 1) - 0.5, last + 0.5];
   }
 
   // extend adds the seconds up to now, with no decisions yet and the last
