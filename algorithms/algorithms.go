@@ -150,7 +150,7 @@ func Names() []string {
 // its state through runner under prefix (the package's default prefix when
 // empty), deciding at clock's time (nil: the store's). p must give every
 // parameter and nothing else. The limiter is what the package's New
-// returns (*ratekit.Limiter, or *gcra.Limiter). An error wraps
+// returns (*ratekit.Limiter). An error wraps
 // core.ErrInvalidConfig and names the parameter or the Config field.
 func (a Algorithm) New(runner core.ScriptRunner, p Params, clock core.Clock, prefix string) (core.Limiter, error) {
 	if a.build == nil {
