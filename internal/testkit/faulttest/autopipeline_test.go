@@ -27,11 +27,11 @@ func TestConformanceAutoPipeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ap.Close() })
-	s, err := goredisstore.New(ap)
+	store, err := goredisstore.New(ap)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conformance.Run(t, conformance.Harness{Runner: s})
+	conformance.Run(t, conformance.Harness{Runner: store})
 }
 
 func BenchmarkTokenBucketAutoPipeline(b *testing.B) {
@@ -43,9 +43,9 @@ func BenchmarkTokenBucketAutoPipeline(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer ap.Close()
-	s, err := goredisstore.New(ap)
+	store, err := goredisstore.New(ap)
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchutil.TokenBucket(b, s)
+	benchutil.TokenBucket(b, store)
 }
