@@ -28,7 +28,11 @@ var adapters = []adapter{
 	{"goredis", func(t *testing.T, addr string) core.ScriptRunner {
 		c := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true, PoolSize: 32})
 		t.Cleanup(func() { c.Close() })
-		return goredisstore.New(c)
+		s, err := goredisstore.New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
 	}},
 	{"rueidis", func(t *testing.T, addr string) core.ScriptRunner {
 		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true, ForceSingleClient: true})
@@ -36,14 +40,22 @@ var adapters = []adapter{
 			t.Fatal(err)
 		}
 		t.Cleanup(c.Close)
-		return rueidisstore.New(c)
+		s, err := rueidisstore.New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
 	}},
 	{"redigo", func(t *testing.T, addr string) core.ScriptRunner {
 		p := &redis.Pool{MaxIdle: 32, Dial: func() (redis.Conn, error) {
 			return redis.Dial("tcp", addr, redis.DialConnectTimeout(10*time.Second))
 		}}
 		t.Cleanup(func() { p.Close() })
-		return redigostore.New(p)
+		s, err := redigostore.New(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
 	}},
 	{"valkey", func(t *testing.T, addr string) core.ScriptRunner {
 		c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, DisableCache: true, ForceSingleClient: true})
@@ -51,7 +63,11 @@ var adapters = []adapter{
 			t.Fatal(err)
 		}
 		t.Cleanup(c.Close)
-		return valkeystore.New(c)
+		s, err := valkeystore.New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
 	}},
 }
 

@@ -18,7 +18,11 @@ import (
 
 // coalesce returns the coalescing form of a limiter of the registry.
 func coalesce(t *testing.T, l core.Limiter) core.Limiter {
-	return ratekit.Coalesce(baseLimiter(t, l))
+	c, err := ratekit.Coalesce(baseLimiter(t, l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // TestContentionCoalesced is TestContention through coalescing limiters

@@ -24,7 +24,25 @@ import (
 	rueidisstore "github.com/ratekit/ratekit/store/rueidis"
 )
 
-func newRueidis(c rueidis.Client) core.ScriptRunner { return rueidisstore.New(c) }
+// goredisStore and rueidisStore return the store of a client, failing t
+// when New refuses it.
+func goredisStore(t *testing.T, c goredis.Scripter) core.ScriptRunner {
+	t.Helper()
+	s, err := goredisstore.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func rueidisStore(t *testing.T, c rueidis.Client) core.ScriptRunner {
+	t.Helper()
+	s, err := rueidisstore.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
 
 // stats is what a traffic run saw.
 type stats struct {
@@ -220,18 +238,18 @@ func openClosable(t *testing.T, name, addr string) (core.ScriptRunner, func()) {
 	switch name {
 	case "goredis":
 		c := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true})
-		return goredisstore.New(c), func() { once.Do(func() { c.Close() }) }
+		return goredisStore(t, c), func() { once.Do(func() { c.Close() }) }
 	case "goredis-no-context-timeout":
 		// The README's client before ContextTimeoutEnabled: go-redis waits
 		// for its ReadTimeout, here longer than the whole hang.
 		c := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1, ReadTimeout: 20 * time.Second, WriteTimeout: 20 * time.Second})
-		return goredisstore.New(c), func() { once.Do(func() { c.Close() }) }
+		return goredisStore(t, c), func() { once.Do(func() { c.Close() }) }
 	case "rueidis":
 		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true, ForceSingleClient: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return newRueidis(c), func() { once.Do(c.Close) }
+		return rueidisStore(t, c), func() { once.Do(c.Close) }
 	}
 	t.Fatalf("no closable client %s", name)
 	return nil, nil
@@ -293,12 +311,12 @@ func TestPassword(t *testing.T) {
 
 	good := goredis.NewClient(&goredis.Options{Addr: srv.Addr, Password: "s3cret", MaxRetries: -1})
 	defer good.Close()
-	if d, err := newTB(t, goredisstore.New(good)).Allow(ctx, "k"); err != nil || !d.Allowed {
+	if d, err := newTB(t, goredisStore(t, good)).Allow(ctx, "k"); err != nil || !d.Allowed {
 		t.Fatalf("go-redis, right password: %+v, %v", d, err)
 	}
 	bad := goredis.NewClient(&goredis.Options{Addr: srv.Addr, Password: "wrong", MaxRetries: -1})
 	defer bad.Close()
-	_, err := newTB(t, goredisstore.New(bad)).Allow(ctx, "k")
+	_, err := newTB(t, goredisStore(t, bad)).Allow(ctx, "k")
 	if !errors.Is(err, core.ErrStore) || !strings.Contains(err.Error(), "WRONGPASS") {
 		t.Fatalf("go-redis, wrong password: %v", err)
 	}
@@ -309,7 +327,7 @@ func TestPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rc.Close()
-	if d, err := newTB(t, newRueidis(rc)).Allow(ctx, "k"); err != nil || !d.Allowed {
+	if d, err := newTB(t, rueidisStore(t, rc)).Allow(ctx, "k"); err != nil || !d.Allowed {
 		t.Fatalf("rueidis, right password: %+v, %v", d, err)
 	}
 	_, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, Password: "wrong", DisableCache: true, ForceSingleClient: true})

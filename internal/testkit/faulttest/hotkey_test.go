@@ -123,7 +123,11 @@ func TestHotKeyWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	lim, err := sc.limit(rueidisstore.New(client), os.Getenv("HOTKEY_PREFIX"))
+	store, err := rueidisstore.New(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim, err := sc.limit(store, os.Getenv("HOTKEY_PREFIX"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -507,7 +511,11 @@ func hkStoreCount(t *testing.T, addr, prefix string) int64 {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	lim, err := fixedwindow.New(rueidisstore.New(client), fixedwindow.Config{Limit: hkWindowLimit, Window: time.Hour, Prefix: prefix})
+	store, err := rueidisstore.New(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim, err := fixedwindow.New(store, fixedwindow.Config{Limit: hkWindowLimit, Window: time.Hour, Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestHTTPLimitOverRedis(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			mw, err := httplimit.New(httplimit.Config{Policies: []httplimit.Policy{{Name: "fw", Limiter: lim, Window: time.Minute}}})
+			mw, err := httplimit.New(httplimit.Config{Limiter: lim, Name: "fw"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms/fixedwindow"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
@@ -21,8 +22,12 @@ func TestTenantIsolation(t *testing.T) {
 	rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr, MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
 	ctx := context.Background()
-	tenant := func(prefix string) *fixedwindow.Limiter {
-		l, err := fixedwindow.New(goredisstore.New(rdb), fixedwindow.Config{Limit: 1, Window: time.Hour, Prefix: prefix})
+	store, err := goredisstore.New(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenant := func(prefix string) *ratekit.Limiter {
+		l, err := fixedwindow.New(store, fixedwindow.Config{Limit: 1, Window: time.Hour, Prefix: prefix})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/ratekit/ratekit/algorithms/fixedwindow"
 	"github.com/ratekit/ratekit/internal/testkit/luatest/seedtest"
-	goredisstore "github.com/ratekit/ratekit/store/goredis"
+	"github.com/ratekit/ratekit/store/scriptproto"
 )
 
 //go:embed testdata/seed_fixedwindow.lua
@@ -37,7 +37,7 @@ func TestSeedFixedWindow(t *testing.T) {
 		wus := window * 1e6
 		start := rapid.Int64Range(1.6e15, 2e15).Draw(t, "start")
 		m.SetTime(time.UnixMicro(start))
-		lim, err := fixedwindow.New(goredisstore.New(rdb, goredisstore.WithoutReadOnlyCommands()), fixedwindow.Config{Limit: limit, Window: time.Duration(window) * time.Second, Prefix: fmt.Sprintf("ours%d:", run)})
+		lim, err := fixedwindow.New(seedtest.Store(t, rdb, scriptproto.WithoutReadOnlyCommands()), fixedwindow.Config{Limit: limit, Window: time.Duration(window) * time.Second, Prefix: fmt.Sprintf("ours%d:", run)})
 		if err != nil {
 			t.Fatal(err)
 		}

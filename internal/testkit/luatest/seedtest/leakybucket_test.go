@@ -12,7 +12,6 @@ import (
 	"github.com/ratekit/ratekit/algorithms/leakybucket"
 	"github.com/ratekit/ratekit/fakeclock"
 	"github.com/ratekit/ratekit/internal/testkit/luatest/seedtest"
-	goredisstore "github.com/ratekit/ratekit/store/goredis"
 )
 
 //go:embed testdata/seed_leakybucket.lua
@@ -32,7 +31,7 @@ func TestSeedLeakyBucket(t *testing.T) {
 		rate := rapid.Int64Range(1, 5).Draw(t, "rate")
 		start := rapid.Int64Range(1e11, 1e12).Draw(t, "start")
 		clock := fakeclock.New(time.UnixMicro(start))
-		lim, err := leakybucket.New(goredisstore.New(rdb), leakybucket.Config{Capacity: capacity, LeakRate: rate, Per: time.Second, Prefix: fmt.Sprintf("ours%d:", run), Clock: clock})
+		lim, err := leakybucket.New(seedtest.Store(t, rdb), leakybucket.Config{Capacity: capacity, LeakRate: rate, Per: time.Second, Prefix: fmt.Sprintf("ours%d:", run), Clock: clock})
 		if err != nil {
 			t.Fatal(err)
 		}

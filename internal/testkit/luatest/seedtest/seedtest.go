@@ -25,6 +25,8 @@ import (
 
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
+	goredisstore "github.com/ratekit/ratekit/store/goredis"
+	"github.com/ratekit/ratekit/store/scriptproto"
 )
 
 // timeWrapper shadows redis with a table whose call answers TIME from the
@@ -151,6 +153,16 @@ func Client(t *testing.T) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// Store returns the go-redis store of c, with opts, for ratekit's
+// limiters beside the guide's scripts.
+func Store(t interface{ Fatalf(string, ...any) }, c redis.Scripter, opts ...scriptproto.Option) core.ScriptRunner {
+	s, err := goredisstore.New(c, opts...)
+	if err != nil {
+		t.Fatalf("goredisstore.New: %v", err)
+	}
+	return s
 }
 
 // Int runs a script and returns its reply's first integer.

@@ -13,7 +13,6 @@ import (
 	"github.com/ratekit/ratekit/algorithms/slidingcounter"
 	"github.com/ratekit/ratekit/fakeclock"
 	"github.com/ratekit/ratekit/internal/testkit/luatest/seedtest"
-	goredisstore "github.com/ratekit/ratekit/store/goredis"
 )
 
 //go:embed testdata/seed_slidingcounter.lua
@@ -34,7 +33,7 @@ func TestSeedSlidingCounter(t *testing.T) {
 		wus := window * 1e6
 		start := rapid.Int64Range(1e11, 1e12).Draw(t, "start")
 		clock := fakeclock.New(time.UnixMicro(start))
-		lim, err := slidingcounter.New(goredisstore.New(rdb), slidingcounter.Config{Limit: limit, Window: time.Duration(window) * time.Second, Prefix: fmt.Sprintf("ours%d:", run), Clock: clock})
+		lim, err := slidingcounter.New(seedtest.Store(t, rdb), slidingcounter.Config{Limit: limit, Window: time.Duration(window) * time.Second, Prefix: fmt.Sprintf("ours%d:", run), Clock: clock})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,8 +70,10 @@ func TestSeedSlidingCounter(t *testing.T) {
 func TestSeedSlidingCounterFloatTie(t *testing.T) {
 	rdb := seedtest.Client(t)
 	seed := redis.NewScript(seedtest.WithTime(seedSlidingCounter))
-	clock := fakeclock.New(time.Time{})
-	lim, err := slidingcounter.New(goredisstore.New(rdb), slidingcounter.Config{Limit: 5, Window: time.Second, Clock: clock})
+	// New reads the clock, and refuses the zero time: start at the first
+	// request's.
+	clock := fakeclock.New(time.UnixMicro(99_999_000_000))
+	lim, err := slidingcounter.New(seedtest.Store(t, rdb), slidingcounter.Config{Limit: 5, Window: time.Second, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}

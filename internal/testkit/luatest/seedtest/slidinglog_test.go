@@ -12,7 +12,6 @@ import (
 	"github.com/ratekit/ratekit/algorithms/slidinglog"
 	"github.com/ratekit/ratekit/fakeclock"
 	"github.com/ratekit/ratekit/internal/testkit/luatest/seedtest"
-	goredisstore "github.com/ratekit/ratekit/store/goredis"
 )
 
 //go:embed testdata/seed_slidinglog.lua
@@ -31,7 +30,7 @@ func TestSeedSlidingLog(t *testing.T) {
 		wus := window * 1e6
 		start := rapid.Int64Range(1e11, 1e12).Draw(t, "start")
 		clock := fakeclock.New(time.UnixMicro(start))
-		lim, err := slidinglog.New(goredisstore.New(rdb), slidinglog.Config{Limit: limit, Window: time.Duration(window) * time.Second, Prefix: fmt.Sprintf("ours%d:", run), Clock: clock})
+		lim, err := slidinglog.New(seedtest.Store(t, rdb), slidinglog.Config{Limit: limit, Window: time.Duration(window) * time.Second, Prefix: fmt.Sprintf("ours%d:", run), Clock: clock})
 		if err != nil {
 			t.Fatal(err)
 		}

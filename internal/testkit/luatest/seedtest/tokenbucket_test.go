@@ -14,8 +14,8 @@ import (
 
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/fakeclock"
+	"github.com/ratekit/ratekit/internal/testkit/luatest/seedtest"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
-	goredisstore "github.com/ratekit/ratekit/store/goredis"
 )
 
 // seedTokenBucket is the token bucket script of the Redis rate limiter guide,
@@ -51,7 +51,7 @@ func TestSeedTokenBucket(t *testing.T) {
 		clock := fakeclock.New(time.UnixMicro(start))
 		run := tokenBucketRun.Add(1)
 		seedKey := fmt.Sprintf("seed:%d", run)
-		lim, err := tokenbucket.New(goredisstore.New(rdb), tokenbucket.Config{
+		lim, err := tokenbucket.New(seedtest.Store(t, rdb), tokenbucket.Config{
 			Capacity: capacity, RefillRate: rate, RefillInterval: interval,
 			Prefix: fmt.Sprintf("ours:%d:", run), Clock: clock,
 		})

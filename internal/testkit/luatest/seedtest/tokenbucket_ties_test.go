@@ -9,10 +9,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/fakeclock"
 	"github.com/ratekit/ratekit/internal/testkit/luatest/seedtest"
-	goredisstore "github.com/ratekit/ratekit/store/goredis"
 )
 
 // The two differences from the guide's token bucket that appear only when
@@ -56,10 +56,10 @@ func (g guideTB) lastRefill() float64 {
 	return f
 }
 
-func newTieLimiter(t *testing.T, rdb *redis.Client, prefix string) (*tokenbucket.Limiter, *fakeclock.Clock) {
+func newTieLimiter(t *testing.T, rdb *redis.Client, prefix string) (*ratekit.Limiter, *fakeclock.Clock) {
 	t.Helper()
 	clock := fakeclock.New(time.UnixMicro(tieStart))
-	lim, err := tokenbucket.New(goredisstore.New(rdb), tokenbucket.Config{
+	lim, err := tokenbucket.New(seedtest.Store(t, rdb), tokenbucket.Config{
 		Capacity: 2, RefillRate: 1, RefillInterval: tieInterval * time.Microsecond,
 		Prefix: prefix, Clock: clock,
 	})
@@ -69,7 +69,7 @@ func newTieLimiter(t *testing.T, rdb *redis.Client, prefix string) (*tokenbucket
 	return lim, clock
 }
 
-func ours(t *testing.T, lim *tokenbucket.Limiter, clock *fakeclock.Clock, us int64) bool {
+func ours(t *testing.T, lim *ratekit.Limiter, clock *fakeclock.Clock, us int64) bool {
 	t.Helper()
 	clock.Set(time.UnixMicro(us))
 	d, err := lim.Allow(context.Background(), "k")

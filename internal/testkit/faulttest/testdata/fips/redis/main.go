@@ -37,7 +37,11 @@ func run(addr string) error {
 	}
 	rdb := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1})
 	defer rdb.Close()
-	if err := fipscheck.Run(goredisstore.New(rdb), "goredis:"); err != nil {
+	goredisStore, err := goredisstore.New(rdb)
+	if err != nil {
+		return err
+	}
+	if err := fipscheck.Run(goredisStore, "goredis:"); err != nil {
 		return fmt.Errorf("goredis: %w", err)
 	}
 	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
@@ -45,12 +49,20 @@ func run(addr string) error {
 		return err
 	}
 	defer rc.Close()
-	if err := fipscheck.Run(rueidisstore.New(rc), "rueidis:"); err != nil {
+	rueidisStore, err := rueidisstore.New(rc)
+	if err != nil {
+		return err
+	}
+	if err := fipscheck.Run(rueidisStore, "rueidis:"); err != nil {
 		return fmt.Errorf("rueidis: %w", err)
 	}
 	pool := &redis.Pool{Dial: func() (redis.Conn, error) { return redis.Dial("tcp", addr) }}
 	defer pool.Close()
-	if err := fipscheck.Run(redigostore.New(pool), "redigo:"); err != nil {
+	redigoStore, err := redigostore.New(pool)
+	if err != nil {
+		return err
+	}
+	if err := fipscheck.Run(redigoStore, "redigo:"); err != nil {
 		return fmt.Errorf("redigo: %w", err)
 	}
 	vc, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, DisableCache: true})
@@ -58,7 +70,11 @@ func run(addr string) error {
 		return err
 	}
 	defer vc.Close()
-	if err := fipscheck.Run(valkeystore.New(vc), "valkey:"); err != nil {
+	valkeyStore, err := valkeystore.New(vc)
+	if err != nil {
+		return err
+	}
+	if err := fipscheck.Run(valkeyStore, "valkey:"); err != nil {
 		return fmt.Errorf("valkey: %w", err)
 	}
 	return nil
