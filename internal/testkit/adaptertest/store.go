@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/fakeclock"
-	"github.com/ratekit/ratekit/internal/engine"
 	"github.com/ratekit/ratekit/internal/slot"
 )
 
@@ -129,6 +129,69 @@ func runStore(t *testing.T, runner core.ScriptRunner, size func(t *testing.T) st
 		}
 	})
 
+	// Keys are the caller's only while RunScript or RunScripts runs
+	// (core.ScriptRunner): limiters build them in memory they reuse, so
+	// a store copies any key it keeps. Here the memory a call's keys
+	// were built in is overwritten once the call returns, with another
+	// key of the same length: the state must stay at the key the call
+	// named.
+	t.Run("KeysAreTheCallersOnlyDuringTheCall", func(t *testing.T) {
+		id := time.Now().UnixNano()
+		name := func(i int) string { return fmt.Sprintf("adaptertest:{lent:%d:%d}", id, i) }
+		buf := make([]byte, 0, 64)
+		lend := func(i int) string {
+			buf = append(buf[:0], name(i)...)
+			return unsafe.String(unsafe.SliceData(buf), len(buf))
+		}
+		if _, err := runner.RunScript(ctx, incr, []string{lend(1)}, []int64{1}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := runner.RunScript(ctx, incr, []string{lend(2)}, []int64{2}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if batches {
+			res := br.RunScripts(ctx, []core.ScriptCall{{Script: incr, Keys: []string{lend(3)}, Args: []int64{3}}})
+			if len(res) != 1 || res[0].Err != nil {
+				t.Fatalf("RunScripts: %+v", res)
+			}
+			lend(4)
+		}
+		for i, want := range []int64{1, 2} {
+			if n := read(t, name(i+1)); n != want {
+				t.Errorf("%s = %d after a call that wrote %d there and memory reused for another key", name(i+1), n, want)
+			}
+		}
+		if batches {
+			if n := read(t, name(3)); n != 3 {
+				t.Errorf("%s = %d after a batch call that wrote 3 there and memory reused for another key", name(3), n)
+			}
+		}
+		if n := read(t, name(4)); n != 0 {
+			t.Errorf("%s = %d: no call named it", name(4), n)
+		}
+
+		// The same through a limiter, which lends every store keys built
+		// in memory it reuses: each user's decisions count on its own key.
+		lim, err := tokenbucket.New(runner, tokenbucket.Config{Capacity: 100, RefillRate: 1, RefillInterval: time.Hour,
+			Prefix: fmt.Sprintf("adaptertest:lent:%d:", id), Clock: fakeclock.New(time.Now())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cost := map[string]int64{"alice": 1, "bobby": 2, "carol": 0}
+		for i := 0; i < 4; i++ {
+			for _, user := range []string{"alice", "bobby"} {
+				if _, err := lim.AllowN(ctx, user, cost[user]); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for _, user := range []string{"alice", "bobby", "carol"} {
+			if d, err := lim.Peek(ctx, user); err != nil || d.Remaining != 100-4*cost[user] {
+				t.Errorf("Peek(%s): %+v, %v; want %d remaining", user, d, err, 100-4*cost[user])
+			}
+		}
+	})
+
 	t.Run("EndedContextChangesNothing", func(t *testing.T) {
 		key := []string{fmt.Sprintf("adaptertest:{ended:%d}", time.Now().UnixNano())}
 		cancelled, cancel := context.WithCancel(ctx)
@@ -190,10 +253,11 @@ func runStore(t *testing.T, runner core.ScriptRunner, size func(t *testing.T) st
 }
 
 // Unusable checks a store that cannot run scripts (built around a nil
-// client, a zero value, a nil pointer): it says so in Check with an error
-// wrapping core.ErrInvalidConfig whose text holds want, a limiter refuses
-// it when it is built, and its calls return errors wrapping core.ErrStore.
-// Nothing panics.
+// client, a zero value, a nil pointer), as the store contract
+// (core/store.go) says: its StoreName (core.StoreNamer) is "", a limiter
+// refuses it when it is built (core.ErrInvalidConfig), and its calls
+// return errors wrapping core.ErrStore and core.ErrInvalidConfig, whose
+// text holds want. Nothing panics.
 func Unusable(t *testing.T, runner core.ScriptRunner, want string) {
 	t.Helper()
 	defer func() {
@@ -201,12 +265,12 @@ func Unusable(t *testing.T, runner core.ScriptRunner, want string) {
 			t.Fatalf("%T: panic: %v", runner, p)
 		}
 	}()
-	c, ok := runner.(core.Checker)
+	n, ok := runner.(core.StoreNamer)
 	if !ok {
-		t.Fatalf("%T is not a core.Checker", runner)
+		t.Fatalf("%T is not a core.StoreNamer", runner)
 	}
-	if err := c.Check(); !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
-		t.Errorf("Check: %v; want ErrInvalidConfig saying %q", err, want)
+	if name := n.StoreName(); name != "" {
+		t.Errorf("StoreName() = %q, want \"\" for a store that cannot run scripts", name)
 	}
 	lim, err := tokenbucket.New(runner, tokenbucket.Config{Capacity: 1, RefillRate: 1, RefillInterval: time.Second})
 	if !errors.Is(err, core.ErrInvalidConfig) || lim != nil {
@@ -214,8 +278,16 @@ func Unusable(t *testing.T, runner core.ScriptRunner, want string) {
 	}
 	ctx := context.Background()
 	key := []string{"adaptertest:{unusable}"}
-	if got, err := runner.RunScript(ctx, incr, key, []int64{1}, nil); !errors.Is(err, core.ErrStore) || got != nil {
-		t.Errorf("RunScript: %v, %v; want ErrStore", got, err)
+	unusable := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, core.ErrStore) || !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want ErrStore and ErrInvalidConfig, saying %q", what, err, want)
+		}
+	}
+	got, err := runner.RunScript(ctx, incr, key, []int64{1}, nil)
+	unusable("RunScript", err)
+	if got != nil {
+		t.Errorf("RunScript replied %v", got)
 	}
 	if br, ok := runner.(core.BatchRunner); ok {
 		res := br.RunScripts(ctx, []core.ScriptCall{{Script: incr, Keys: key, Args: []int64{1}}, {Script: get, Keys: key}})
@@ -223,76 +295,8 @@ func Unusable(t *testing.T, runner core.ScriptRunner, want string) {
 			t.Fatalf("RunScripts: %d results for 2 calls", len(res))
 		}
 		for i, r := range res {
-			if !errors.Is(r.Err, core.ErrStore) {
-				t.Errorf("RunScripts call %d: %v; want ErrStore", i, r.Err)
-			}
+			unusable(fmt.Sprintf("RunScripts call %d", i), r.Err)
 		}
-	}
-}
-
-// keeper is a store wrapper that records the keys it is given, without
-// copying them: it does not copy keys, so limiters must not lend it keys
-// in memory they reuse.
-type keeper struct {
-	core.ScriptRunner
-	kept []string
-}
-
-func (k *keeper) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
-	k.kept = append(k.kept, keys...)
-	return k.ScriptRunner.RunScript(ctx, s, keys, args, reply)
-}
-
-// copierKeeper is a keeper around a core.KeyCopier: it has the store's
-// CopiesKeysOf, promoted, but not its promise.
-type copierKeeper struct {
-	core.KeyCopier
-	k keeper
-}
-
-func (c *copierKeeper) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
-	return c.k.RunScript(ctx, s, keys, args, reply)
-}
-
-// KeyLending checks whether limiters lend runner keys built in memory they
-// reuse (engine.LendsKeys), which they must do exactly when lends is true
-// (the store copies every key it keeps: core.KeyCopier), and that they
-// never lend them to a wrapper that embeds runner and keeps the keys it is
-// given: after decisions on "alice" then "bobby", every key the wrapper
-// kept still reads as what it was.
-func KeyLending(t *testing.T, runner core.ScriptRunner, lends bool) {
-	t.Helper()
-	if got := engine.LendsKeys(runner); got != lends {
-		t.Fatalf("engine.LendsKeys(%T) = %v, want %v", runner, got, lends)
-	}
-	w := &keeper{ScriptRunner: runner}
-	wrapped := core.ScriptRunner(w)
-	if kc, ok := runner.(core.KeyCopier); ok {
-		cw := &copierKeeper{KeyCopier: kc, k: keeper{ScriptRunner: runner}}
-		if cw.CopiesKeysOf() != runner {
-			t.Fatalf("%T.CopiesKeysOf() does not return the store itself", runner)
-		}
-		w, wrapped = &cw.k, cw
-	}
-	if engine.LendsKeys(wrapped) {
-		t.Fatalf("engine.LendsKeys(%T) = true: a wrapper inherited its store's promise", wrapped)
-	}
-	prefix := fmt.Sprintf("adaptertest:lend:%d:", time.Now().UnixNano())
-	lim, err := tokenbucket.New(wrapped, tokenbucket.Config{Capacity: 100, RefillRate: 1, RefillInterval: time.Hour, Prefix: prefix, Clock: fakeclock.New(time.Now())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []string
-	for i := 0; i < 4; i++ {
-		for _, user := range []string{"alice", "bobby"} {
-			if _, err := lim.Allow(context.Background(), user); err != nil {
-				t.Fatal(err)
-			}
-			want = append(want, prefix+"{"+user+"}")
-		}
-	}
-	if fmt.Sprint(w.kept) != fmt.Sprint(want) {
-		t.Fatalf("the keys a wrapper kept changed after the calls: %q, want %q", w.kept, want)
 	}
 }
 
