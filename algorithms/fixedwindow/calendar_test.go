@@ -62,6 +62,9 @@ func TestNewCalendarRefuses(t *testing.T) {
 		{Limit: 0, Period: fixedwindow.Day},
 		{Limit: -5, Period: fixedwindow.Month},
 		{Limit: 1, Period: fixedwindow.Week, Prefix: "{x}"},
+		// A nil *fakeclock.Clock reads the zero time: refused here, not
+		// met with a panic at the first call.
+		{Limit: 1, Period: fixedwindow.Day, Clock: (*fakeclock.Clock)(nil)},
 	} {
 		if _, err := fixedwindow.NewCalendar(s, cfg); !errors.Is(err, core.ErrInvalidConfig) {
 			t.Errorf("NewCalendar(%+v): %v, want ErrInvalidConfig", cfg, err)
@@ -98,6 +101,10 @@ func TestCalendarPeriods(t *testing.T) {
 		d, err := l.Allow(context.Background(), "k")
 		if err != nil || d.Allowed || !c.at.Add(d.RetryAfter).Equal(c.ends) {
 			t.Errorf("%v in %v at %v: %+v, %v; want denied until %v", c.period, c.loc, c.at, d, err, c.ends)
+		}
+		// Window is the period's nominal length, whatever this one's.
+		if want := map[fixedwindow.Period]time.Duration{fixedwindow.Day: 24 * time.Hour, fixedwindow.Week: 7 * 24 * time.Hour, fixedwindow.Month: 30 * 24 * time.Hour}[c.period]; d.Window != want {
+			t.Errorf("%v: Window %v, want %v", c.period, d.Window, want)
 		}
 		s.Close()
 	}

@@ -42,12 +42,12 @@ func TestDecisions(t *testing.T) {
 	env.BadClock(t, l)
 	env.PeekNeverWrites(t, l)
 	env.Walk(t, l, []limitertest.Step{
-		{Advance: 0, N: 3, Want: core.Decision{Allowed: true, Limit: 4, Remaining: 1, ResetAfter: 1500 * ms}},
+		{Advance: 0, N: 3, Want: core.Decision{Allowed: true, Limit: 4, Remaining: 1, ResetAfter: 1500 * ms, Window: 2 * time.Second}},
 		// Level 2.5: 2 more would overflow by 0.5, which drains in 250 ms.
-		{Advance: 250 * ms, N: 2, Want: core.Decision{Allowed: false, Limit: 4, Remaining: 1, RetryAfter: 250 * ms, ResetAfter: 1250 * ms}},
-		{Advance: 250 * ms, N: 2, Want: core.Decision{Allowed: true, Limit: 4, Remaining: 0, ResetAfter: 2000 * ms}},
-		{Advance: 0, N: 0, Want: core.Decision{Allowed: false, Limit: 4, Remaining: 0, RetryAfter: 500 * ms, ResetAfter: 2000 * ms}},
+		{Advance: 250 * ms, N: 2, Want: core.Decision{Allowed: false, Limit: 4, Remaining: 1, RetryAfter: 250 * ms, ResetAfter: 1250 * ms, Window: 2 * time.Second}},
+		{Advance: 250 * ms, N: 2, Want: core.Decision{Allowed: true, Limit: 4, Remaining: 0, ResetAfter: 2000 * ms, Window: 2 * time.Second}},
+		{Advance: 0, N: 0, Want: core.Decision{Allowed: false, Limit: 4, Remaining: 0, RetryAfter: 500 * ms, ResetAfter: 2000 * ms, Window: 2 * time.Second}},
 		// Empty again after 2 s.
-		{Advance: 2000 * ms, N: 0, Want: core.Decision{Allowed: true, Limit: 4, Remaining: 4}},
+		{Advance: 2000 * ms, N: 0, Want: core.Decision{Allowed: true, Limit: 4, Remaining: 4, Window: 2 * time.Second}},
 	})
 }
