@@ -251,9 +251,18 @@ func (e *Engine) Decide(ctx context.Context, key string, n int64, mode Mode) (co
 	if err != nil {
 		return core.Decision{}, err
 	}
-	f := frames.Get().(*frame)
-	defer f.put()
-	reply, err := e.one(ctx, f, key, n, mode, now)
+	var reply []int64
+	if e.local != nil {
+		// In process: the reply fits on the stack, and no pool is
+		// needed (one emptied by a GC, or by the race detector, would
+		// make the decision allocate).
+		var buf [4*MaxLimits + 2]int64
+		reply, err = e.inProcess(key, n, mode, now, buf[:0])
+	} else {
+		f := frames.Get().(*frame)
+		defer f.put()
+		reply, err = e.script(ctx, f, key, n, mode, now)
+	}
 	if err != nil {
 		return core.Decision{}, err
 	}
@@ -277,9 +286,15 @@ func (e *Engine) AllowAtMost(ctx context.Context, key string, n int64) (int64, c
 	if err != nil {
 		return 0, core.Decision{}, err
 	}
-	f := frames.Get().(*frame)
-	defer f.put()
-	reply, err := e.one(ctx, f, key, n, ModeAtMost, now)
+	var reply []int64
+	if e.local != nil {
+		var buf [4]int64
+		reply, err = e.inProcess(key, n, ModeAtMost, now, buf[:0])
+	} else {
+		f := frames.Get().(*frame)
+		defer f.put()
+		reply, err = e.script(ctx, f, key, n, ModeAtMost, now)
+	}
 	if err != nil {
 		return 0, core.Decision{}, err
 	}
@@ -295,12 +310,10 @@ func (e *Engine) AllowAtMost(ctx context.Context, key string, n int64) (int64, c
 	return granted, d, nil
 }
 
-// one decides one request, checked, at now, into f's reply buffer: in
-// process on a local store, through the composed script on any other.
-func (e *Engine) one(ctx context.Context, f *frame, key string, n int64, mode Mode, now int64) ([]int64, error) {
-	if e.local != nil {
-		return e.inProcess(key, n, mode, now, f.reply[:0])
-	}
+// script decides one request, checked, at now, through the composed
+// script, into f's reply buffer. (On a local store, Decide and
+// AllowAtMost decide in process instead.)
+func (e *Engine) script(ctx context.Context, f *frame, key string, n int64, mode Mode, now int64) ([]int64, error) {
 	f.keys, f.key = e.appendKeys(f.keys[:0], f.key[:0], key)
 	f.args = append(e.appendArgs(append(f.args[:0], now, int64(mode)), now), n)
 	s := e.rw
