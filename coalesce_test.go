@@ -136,7 +136,17 @@ func coalescing(t *testing.T, g *gate, capacity int64) *ratekit.Limiter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ratekit.Coalesce(l)
+	return coalesce(t, l)
+}
+
+// coalesce returns ratekit.Coalesce(l), or fails t.
+func coalesce(t *testing.T, l *ratekit.Limiter) *ratekit.Limiter {
+	t.Helper()
+	c, err := ratekit.Coalesce(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // A lone call goes alone, as the plain limiter sends it: one script call,
@@ -153,8 +163,13 @@ func TestCoalesceLoneCall(t *testing.T) {
 	if got := g.sent(); fmt.Sprint(got) != "[tokenbucket/1 tokenbucket/1 tokenbucket/1 tokenbucket/1]" {
 		t.Fatalf("sent %v", got)
 	}
-	if ratekit.Coalesce(lim) != lim || ratekit.Coalesce(nil) != nil {
-		t.Fatal("Coalesce of a coalescing limiter or of nil is not itself")
+	if c, err := ratekit.Coalesce(lim); c != lim || err != nil {
+		t.Fatalf("Coalesce of a coalescing limiter: %v, %v; want itself", c, err)
+	}
+	for name, l := range map[string]*ratekit.Limiter{"nil": nil, "zero": {}} {
+		if c, err := ratekit.Coalesce(l); c != nil || !errors.Is(err, core.ErrInvalidConfig) {
+			t.Errorf("Coalesce of a %s Limiter: %v, %v; want ErrInvalidConfig", name, c, err)
+		}
 	}
 }
 
@@ -210,7 +225,7 @@ func TestCoalesceQueueIsOneBatch(t *testing.T) {
 	}
 	// The first two alone; the five valid ones queued behind them in one
 	// batch (the invalid cost never queues).
-	if calls := g.sent(); fmt.Sprint(calls) != "[tokenbucket/1 tokenbucket/1 tokenbucket:batch/5]" {
+	if calls := g.sent(); fmt.Sprint(calls) != "[tokenbucket/1 tokenbucket/1 tokenbucket/5]" {
 		t.Fatalf("sent %v", calls)
 	}
 }
@@ -254,12 +269,12 @@ func TestCoalesceHotKeyOneCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, ch := range queueBehind(t, g, ratekit.Coalesce(l), 100) {
+	for i, ch := range queueBehind(t, g, coalesce(t, l), 100) {
 		if r := <-ch; r.err != nil || !r.d.Allowed {
 			t.Fatalf("call %d: %+v, %v", i, r.d, r.err)
 		}
 	}
-	if calls := g.sent(); fmt.Sprint(calls) != "[tokenbucket/1 tokenbucket/1 tokenbucket:batch/100]" {
+	if calls := g.sent(); fmt.Sprint(calls) != "[tokenbucket/1 tokenbucket/1 tokenbucket/100]" {
 		t.Fatalf("sent %v; want the two in flight alone, then the 100 queued on one key in one call", calls)
 	}
 }
@@ -300,7 +315,7 @@ func TestCoalesceCancelWhileQueued(t *testing.T) {
 			t.Fatalf("call %d: %+v, %v", i, r.d, r.err)
 		}
 	}
-	if calls := g.sent(); fmt.Sprint(calls) != "[tokenbucket/1 tokenbucket/1 tokenbucket:batch/2]" {
+	if calls := g.sent(); fmt.Sprint(calls) != "[tokenbucket/1 tokenbucket/1 tokenbucket/2]" {
 		t.Fatalf("sent %v", calls)
 	}
 	if d, err := lim.Peek(ctx, "hot"); err != nil || d.Remaining != 8 {
@@ -335,7 +350,7 @@ func TestCoalesceContention(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lim := ratekit.Coalesce(l)
+			lim := coalesce(t, l)
 			var allowed, left atomic.Int64
 			var wg sync.WaitGroup
 			for w := 0; w < goroutines; w++ {
