@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -464,5 +465,64 @@ func TestCoalesceStorePanics(t *testing.T) {
 		if r := answer(start(t, g, lim, ctx, "after", 1)); r.err != nil || !r.d.Allowed {
 			t.Fatalf("call %d once the store is mended: %+v", i, r)
 		}
+	}
+}
+
+// A coalescing policy gathers its calls as a limiter's: two alone, then
+// what queued behind them in one batch script call of every limit's key
+// (and the penalty key) per request, each decided as the same requests
+// one by one; OnShadowDeny is called, on each caller's goroutine, for the
+// queued requests a shadow limit would have denied.
+func TestCoalescePolicy(t *testing.T) {
+	g := newGate(t)
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var mu sync.Mutex
+	shadowed := 0
+	build := func(r core.ScriptRunner) *ratekit.Limiter {
+		t.Helper()
+		var ls []ratekit.Limit
+		for i, capacity := range []int64{100, 4, 2} {
+			l, err := tokenbucket.New(r, tokenbucket.Config{Capacity: capacity, RefillRate: 1, RefillInterval: time.Hour, Prefix: fmt.Sprintf("p%d:", i), Clock: clock})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ls = append(ls, ratekit.Limit{Name: fmt.Sprint("l", i), Limiter: l, Shadow: i == 2})
+		}
+		ls[1].Penalty = time.Minute
+		p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: ls, OnShadowDeny: func(context.Context, string, core.Decision) {
+			mu.Lock()
+			shadowed++
+			mu.Unlock()
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	lim := coalesce(t, build(g))
+	want := build(newStore(t, memory.WithClock(clock)))
+	var got []result
+	for _, ch := range queueBehind(t, g, lim, 6) {
+		got = append(got, <-ch)
+	}
+	name := "policy:tokenbucket+tokenbucket+tokenbucket"
+	if sent := g.sent(); fmt.Sprint(sent) != fmt.Sprintf("[%[1]s/4 %[1]s/4 %[1]s/24]", name) {
+		t.Fatalf("sent %v; want the two in flight alone (4 keys each), then the 6 queued in one call", sent)
+	}
+	ctx := context.Background()
+	for i, key := range append(slotTwins("hot", 2), "hot", "hot", "hot", "hot", "hot", "hot") {
+		r := got[i]
+		d, err := want.Allow(ctx, key)
+		if r.err != nil || err != nil || !reflect.DeepEqual(r.d, d) {
+			t.Fatalf("call %d on %q: %+v, %v; one by one %+v, %v", i, key, r.d, r.err, d, err)
+		}
+	}
+	// The reference counted its own: each queued call after the second
+	// on hot passes l2 no more (and the fifth is blocked by l1's
+	// penalty), so the shadow limit would have denied two allowed ones.
+	mu.Lock()
+	defer mu.Unlock()
+	if shadowed != 2*2 {
+		t.Fatalf("OnShadowDeny called %d times, want 2 for the coalescing policy and 2 for the reference", shadowed)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -185,4 +186,56 @@ func mustBucket(t *testing.T, r core.ScriptRunner, prefix string, capacity int64
 		t.Fatal(err)
 	}
 	return l
+}
+
+// OnShadowDeny is called after every request that a shadow limit would
+// have denied and no enforced one did, whichever way it was decided:
+// AllowN, AllowMany (in process and through batch scripts), a coalescing
+// policy (alone and in a batch); never for Peek or Refund.
+func TestOnShadowDenyOnEveryPath(t *testing.T) {
+	for _, via := range []string{"memory", "one node"} {
+		t.Run(via, func(t *testing.T) {
+			s := newStore(t, memory.WithSweepInterval(0))
+			var r core.ScriptRunner = s
+			if via == "one node" {
+				r = oneNode{s}
+			}
+			var mu sync.Mutex
+			var seen []string
+			p, err := ratekit.NewPolicy(ratekit.PolicyConfig{
+				Limits: []ratekit.Limit{
+					{Name: "loose", Limiter: mustBucket(t, r, "loose:", 100, nil)},
+					{Name: "strict", Limiter: mustBucket(t, r, "strict:", 1, nil), Shadow: true},
+				},
+				OnShadowDeny: func(_ context.Context, key string, d core.Decision) {
+					if !d.Allowed || d.Limits[1].Allowed {
+						t.Errorf("OnShadowDeny(%q) with %+v", key, d)
+					}
+					mu.Lock()
+					seen = append(seen, key)
+					mu.Unlock()
+				},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := ratekit.Coalesce(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			// Each key's first request passes strict; the others would not.
+			p.Allow(ctx, "allow")
+			p.Allow(ctx, "allow")
+			p.AllowMany(ctx, []core.Request{{Key: "many", N: 1}, {Key: "many", N: 1}, {Key: "many", N: 1}})
+			c.Allow(ctx, "coalesced")
+			c.Allow(ctx, "coalesced")
+			p.Peek(ctx, "allow")
+			p.Refund(ctx, "allow", 1)
+			want := []string{"allow", "many", "many", "coalesced"}
+			if fmt.Sprint(seen) != fmt.Sprint(want) {
+				t.Fatalf("OnShadowDeny called for %q, want %q", seen, want)
+			}
+		})
+	}
 }

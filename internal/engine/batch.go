@@ -74,6 +74,11 @@ func (e *Engine) AllowMany(ctx context.Context, reqs []core.Request) []core.Resu
 		return out
 	}
 	e.decideItems(ctx, now, items, valid, maxBatch, out)
+	if e.onShadow != nil {
+		for _, i := range valid {
+			e.shadowDeny(ctx, reqs[i].Key, out[i].Decision, out[i].Err)
+		}
+	}
 	return out
 }
 

@@ -267,10 +267,20 @@ func (e *Engine) Decide(ctx context.Context, key string, n int64, mode Mode) (co
 		return core.Decision{}, err
 	}
 	d, err := e.decode(key, reply)
-	if err == nil && e.onShadow != nil && mode == ModeAllow && d.Allowed && shadowDenied(d) {
-		e.onShadow(ctx, key, d)
+	if mode == ModeAllow {
+		e.shadowDeny(ctx, key, d, err)
 	}
 	return d, err
+}
+
+// shadowDeny calls the policy's OnShadowDeny, on the caller's goroutine
+// and with its ctx, when an AllowN decision d allowed a request that a
+// shadow limit would have denied: after every such request, however it
+// was decided (Decide, AllowMany, a coalesced batch).
+func (e *Engine) shadowDeny(ctx context.Context, key string, d core.Decision, err error) {
+	if err == nil && e.onShadow != nil && d.Allowed && shadowDenied(d) {
+		e.onShadow(ctx, key, d)
+	}
 }
 
 // AllowAtMost allows as many units of a request of cost n as fit now, at
