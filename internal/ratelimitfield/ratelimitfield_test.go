@@ -34,8 +34,8 @@ func TestFields(t *testing.T) {
 // string holds nothing else.
 func TestCheckName(t *testing.T) {
 	for name, want := range map[string]string{
-		"":                       "",
-		"api":                    "",
+		"":                      "",
+		"api":                   "",
 		`a"b\c ~`:               "",
 		strings.Repeat("n", 64): "",
 		strings.Repeat("n", 65): "longer than 64 bytes",
