@@ -266,3 +266,36 @@ func TestPolicyWithCalendarWindow(t *testing.T) {
 		t.Fatalf("after midnight: %+v, %v", d, err)
 	}
 }
+
+// valueStore is a store used by value whose type cannot be compared (it
+// holds a slice): no two of them can be told to be the same store.
+type valueStore struct {
+	s    *memory.Store
+	tags []string
+}
+
+func (v valueStore) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
+	return v.s.RunScript(ctx, s, keys, args, reply)
+}
+
+// A policy of one limit on a store that cannot be compared builds and
+// decides, and so do Tiers of one such policy: a limit is never compared
+// with itself. Two limits on it are refused: they cannot be shown to
+// share a store.
+func TestPolicyOnAStoreThatCannotBeCompared(t *testing.T) {
+	vs := valueStore{s: newStore(t), tags: []string{"x"}}
+	a, b := bucket(t, vs, "a:", 5), bucket(t, vs, "b:", 5)
+	p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "a", Limiter: a}}})
+	if err != nil {
+		t.Fatalf("a policy of one limit: %v", err)
+	}
+	if d, err := p.Allow(context.Background(), "k"); err != nil || !d.Allowed {
+		t.Fatalf("Allow: %+v, %v", d, err)
+	}
+	if _, err := ratekit.NewTiers(map[string]*ratekit.Limiter{"only": p}); err != nil {
+		t.Fatalf("Tiers of one such policy: %v", err)
+	}
+	if _, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "a", Limiter: a}, {Name: "b", Limiter: b}}}); !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), "another store") {
+		t.Fatalf("two limits on it: %v, want ErrInvalidConfig saying another store", err)
+	}
+}
