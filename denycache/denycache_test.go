@@ -180,6 +180,7 @@ func TestNewRefuses(t *testing.T) {
 		"a zero limiter":      second(denycache.New(&ratekit.Limiter{})),
 		"a zero cache":        second(denycache.New(&denycache.Limiter{})),
 		"a nil option":        second(denycache.New(tb, nil)),
+		"a nil clock":         second(denycache.New(tb, denycache.WithClock(nil))),
 		"a nil fakeclock":     second(denycache.New(tb, denycache.WithClock(nilClock))),
 		"a clock before 1970": second(denycache.New(tb, denycache.WithClock(fakeclock.New(time.Unix(-1, 0))))),
 	} {
