@@ -126,8 +126,7 @@ func TestLeaseDecidesLocally(t *testing.T) {
 	for i := int64(1); i <= 10; i++ {
 		d := allow(t, b, "k", 1)
 		// Remaining: the lease's unused units plus the 90 the store had left.
-		// (Window: TestDecisionsCarryTheirWindow.)
-		if want := (core.Decision{Allowed: true, Limit: 100, Remaining: 100 - i, ResetAfter: time.Hour, Window: d.Window}); !reflect.DeepEqual(d, want) {
+		if want := (core.Decision{Allowed: true, Limit: 100, Remaining: 100 - i, ResetAfter: time.Hour, Window: time.Hour}); !reflect.DeepEqual(d, want) {
 			t.Fatalf("request %d: %+v, want %+v", i, d, want)
 		}
 	}
@@ -586,5 +585,28 @@ func TestPolicySource(t *testing.T) {
 	}
 	if a, b := counted(t, fw, "k"), counted(t, tb, "k"); a != 12 || b != 12 {
 		t.Errorf("after Close the limits count %d and %d, want the 12 allowed", a, b)
+	}
+}
+
+// Every decision a Budget makes carries its source's Window, as the
+// source's own do (httplimit sends it as w): from a lease, with a new
+// lease, when denied at the limit while a lease is on its way, and from
+// a cached denial.
+func TestDecisionsCarryTheirWindow(t *testing.T) {
+	e := limitertest.New(t)
+	src := newGCRA(t, e, gcra.Config{Rate: 10, Period: time.Second, Burst: 20})
+	const window = 2 * time.Second // Burst / Rate per Period
+	b := newBudget(t, src, hotkey.Config{Lease: 8, TTL: time.Second, Clock: e.Clock})
+	var ds []core.Decision
+	for range 25 {
+		ds = append(ds, allow(t, b, "k", 1))
+	}
+	if ds[0].Allowed != true || ds[len(ds)-1].Allowed {
+		t.Fatalf("want the first allowed and the last denied: %+v, %+v", ds[0], ds[len(ds)-1])
+	}
+	for i, d := range ds {
+		if d.Window != window {
+			t.Errorf("decision %d: %+v, want Window %v", i, d, window)
+		}
 	}
 }
