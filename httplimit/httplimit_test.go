@@ -970,7 +970,9 @@ func TestClientMessagesAreShort(t *testing.T) {
 		}}, "/?n=x", 400},
 		{"a cost above the limit", httplimit.Config{Limiter: bucket(t, s, clock, 2), Cost: func(*http.Request) (int64, error) { return 9, nil }}, "/", 400},
 		{"a store that refuses", httplimit.Config{Limiter: failing{storeErr}, FailClosed: true}, "/", 503},
-		{"LimiterFor fails", httplimit.Config{LimiterFor: func(*http.Request) (core.Limiter, error) { return nil, errors.New("tier lookup: no plan for tenant 42") }}, "/", 500},
+		{"LimiterFor fails", httplimit.Config{LimiterFor: func(*http.Request) (core.Limiter, error) {
+			return nil, errors.New("tier lookup: no plan for tenant 42")
+		}}, "/", 500},
 		{"a Keyer misconfigured", httplimit.Config{Limiter: bucket(t, s, clock, 2), Key: httplimit.KeyFunc(func(r *http.Request) (string, error) {
 			return httplimit.ClientIP{IPv6Prefix: 200}.Key(r)
 		})}, "/", 500},
