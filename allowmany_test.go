@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/fakeclock"
 )
 
 // Each request of AllowMany gets the error AllowN would return for it,
@@ -16,7 +17,9 @@ import (
 // limiter's clock reads a time ratekit cannot compute with, or the
 // context has ended.
 func TestAllowManyErrorsAsAllowN(t *testing.T) {
-	farFuture := core.ClockFunc(func() time.Time { return time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC) })
+	// The clock moves out of range once the limiter is built: New
+	// refuses a clock out of range.
+	farFuture := fakeclock.New(time.Time{})
 	reqs := []core.Request{
 		{Key: "ok", N: 1},
 		{Key: "", N: 1},
@@ -36,10 +39,12 @@ func TestAllowManyErrorsAsAllowN(t *testing.T) {
 		{"both", farFuture, ended},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			farFuture.Set(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 			l, err := tokenbucket.New(newStore(t), tokenbucket.Config{Capacity: 10, RefillRate: 1, RefillInterval: time.Second, Clock: c.clock})
 			if err != nil {
 				t.Fatal(err)
 			}
+			farFuture.Set(time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC))
 			for i, r := range l.AllowMany(c.ctx, reqs) {
 				_, want := l.AllowN(c.ctx, reqs[i].Key, reqs[i].N)
 				if want == nil || r.Err == nil || r.Err.Error() != want.Error() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -136,7 +137,17 @@ func coalescing(t *testing.T, g *gate, capacity int64) *ratekit.Limiter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ratekit.Coalesce(l)
+	return coalesce(t, l)
+}
+
+// coalesce returns ratekit.Coalesce(l), or fails t.
+func coalesce(t *testing.T, l *ratekit.Limiter) *ratekit.Limiter {
+	t.Helper()
+	c, err := ratekit.Coalesce(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // A lone call goes alone, as the plain limiter sends it: one script call,
@@ -153,8 +164,13 @@ func TestCoalesceLoneCall(t *testing.T) {
 	if got := g.sent(); fmt.Sprint(got) != "[tokenbucket/1 tokenbucket/1 tokenbucket/1 tokenbucket/1]" {
 		t.Fatalf("sent %v", got)
 	}
-	if ratekit.Coalesce(lim) != lim || ratekit.Coalesce(nil) != nil {
-		t.Fatal("Coalesce of a coalescing limiter or of nil is not itself")
+	if c, err := ratekit.Coalesce(lim); c != lim || err != nil {
+		t.Fatalf("Coalesce of a coalescing limiter: %v, %v; want itself", c, err)
+	}
+	for name, l := range map[string]*ratekit.Limiter{"nil": nil, "zero": {}} {
+		if c, err := ratekit.Coalesce(l); c != nil || !errors.Is(err, core.ErrInvalidConfig) {
+			t.Errorf("Coalesce of a %s Limiter: %v, %v; want ErrInvalidConfig", name, c, err)
+		}
 	}
 }
 
@@ -210,7 +226,7 @@ func TestCoalesceQueueIsOneBatch(t *testing.T) {
 	}
 	// The first two alone; the five valid ones queued behind them in one
 	// batch (the invalid cost never queues).
-	if calls := g.sent(); fmt.Sprint(calls) != "[tokenbucket/1 tokenbucket/1 tokenbucket:batch/5]" {
+	if calls := g.sent(); fmt.Sprint(calls) != "[tokenbucket/1 tokenbucket/1 tokenbucket/5]" {
 		t.Fatalf("sent %v", calls)
 	}
 }
@@ -254,12 +270,12 @@ func TestCoalesceHotKeyOneCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, ch := range queueBehind(t, g, ratekit.Coalesce(l), 100) {
+	for i, ch := range queueBehind(t, g, coalesce(t, l), 100) {
 		if r := <-ch; r.err != nil || !r.d.Allowed {
 			t.Fatalf("call %d: %+v, %v", i, r.d, r.err)
 		}
 	}
-	if calls := g.sent(); fmt.Sprint(calls) != "[tokenbucket/1 tokenbucket/1 tokenbucket:batch/100]" {
+	if calls := g.sent(); fmt.Sprint(calls) != "[tokenbucket/1 tokenbucket/1 tokenbucket/100]" {
 		t.Fatalf("sent %v; want the two in flight alone, then the 100 queued on one key in one call", calls)
 	}
 }
@@ -300,7 +316,7 @@ func TestCoalesceCancelWhileQueued(t *testing.T) {
 			t.Fatalf("call %d: %+v, %v", i, r.d, r.err)
 		}
 	}
-	if calls := g.sent(); fmt.Sprint(calls) != "[tokenbucket/1 tokenbucket/1 tokenbucket:batch/2]" {
+	if calls := g.sent(); fmt.Sprint(calls) != "[tokenbucket/1 tokenbucket/1 tokenbucket/2]" {
 		t.Fatalf("sent %v", calls)
 	}
 	if d, err := lim.Peek(ctx, "hot"); err != nil || d.Remaining != 8 {
@@ -335,7 +351,7 @@ func TestCoalesceContention(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lim := ratekit.Coalesce(l)
+			lim := coalesce(t, l)
 			var allowed, left atomic.Int64
 			var wg sync.WaitGroup
 			for w := 0; w < goroutines; w++ {
@@ -449,5 +465,64 @@ func TestCoalesceStorePanics(t *testing.T) {
 		if r := answer(start(t, g, lim, ctx, "after", 1)); r.err != nil || !r.d.Allowed {
 			t.Fatalf("call %d once the store is mended: %+v", i, r)
 		}
+	}
+}
+
+// A coalescing policy gathers its calls as a limiter's: two alone, then
+// what queued behind them in one batch script call of every limit's key
+// (and the penalty key) per request, each decided as the same requests
+// one by one; OnShadowDeny is called, on each caller's goroutine, for the
+// queued requests a shadow limit would have denied.
+func TestCoalescePolicy(t *testing.T) {
+	g := newGate(t)
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var mu sync.Mutex
+	shadowed := 0
+	build := func(r core.ScriptRunner) *ratekit.Limiter {
+		t.Helper()
+		var ls []ratekit.Limit
+		for i, capacity := range []int64{100, 4, 2} {
+			l, err := tokenbucket.New(r, tokenbucket.Config{Capacity: capacity, RefillRate: 1, RefillInterval: time.Hour, Prefix: fmt.Sprintf("p%d:", i), Clock: clock})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ls = append(ls, ratekit.Limit{Name: fmt.Sprint("l", i), Limiter: l, Shadow: i == 2})
+		}
+		ls[1].Penalty = time.Minute
+		p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: ls, OnShadowDeny: func(context.Context, string, core.Decision) {
+			mu.Lock()
+			shadowed++
+			mu.Unlock()
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	lim := coalesce(t, build(g))
+	want := build(newStore(t, memory.WithClock(clock)))
+	var got []result
+	for _, ch := range queueBehind(t, g, lim, 6) {
+		got = append(got, <-ch)
+	}
+	name := "policy:tokenbucket+tokenbucket+tokenbucket"
+	if sent := g.sent(); fmt.Sprint(sent) != fmt.Sprintf("[%[1]s/4 %[1]s/4 %[1]s/24]", name) {
+		t.Fatalf("sent %v; want the two in flight alone (4 keys each), then the 6 queued in one call", sent)
+	}
+	ctx := context.Background()
+	for i, key := range append(slotTwins("hot", 2), "hot", "hot", "hot", "hot", "hot", "hot") {
+		r := got[i]
+		d, err := want.Allow(ctx, key)
+		if r.err != nil || err != nil || !reflect.DeepEqual(r.d, d) {
+			t.Fatalf("call %d on %q: %+v, %v; one by one %+v, %v", i, key, r.d, r.err, d, err)
+		}
+	}
+	// The reference counted its own: each queued call after the second
+	// on hot passes l2 no more (and the fifth is blocked by l1's
+	// penalty), so the shadow limit would have denied two allowed ones.
+	mu.Lock()
+	defer mu.Unlock()
+	if shadowed != 2*2 {
+		t.Fatalf("OnShadowDeny called %d times, want 2 for the coalescing policy and 2 for the reference", shadowed)
 	}
 }

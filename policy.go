@@ -108,7 +108,7 @@ func NewPolicy(cfg PolicyConfig) (*Limiter, error) {
 			first = e
 			ec.Store, ec.Clock = e.Store(), e.Clock()
 		}
-		if !sameStore(e.Store(), first.Store()) {
+		if e != first && !sameStore(e.Store(), first.Store()) {
 			return nil, bad("limit %q has another store than limit %q", l.Name, cfg.Limits[0].Name)
 		}
 		if (e.Clock() == nil) != (first.Clock() == nil) {

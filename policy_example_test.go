@@ -10,6 +10,7 @@ import (
 	"github.com/ratekit/ratekit/algorithms/gcra"
 	"github.com/ratekit/ratekit/algorithms/slidinglog"
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
+	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/fakeclock"
 	"github.com/ratekit/ratekit/store/memory"
 )
@@ -17,8 +18,9 @@ import (
 // A policy of two limits, decided in one script: a burst of 2 refilled
 // every second, and 3 per day. The daily limit denies the fourth request
 // (a second later, with the burst refilled), and the burst counts nothing
-// for it.
-func ExamplePolicy() {
+// for it. The decision's own fields are the binding limit's; Limits holds
+// each limit's.
+func ExampleNewPolicy() {
 	clock := fakeclock.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	store, _ := memory.New(memory.WithClock(clock))
 	defer store.Close()
@@ -40,7 +42,13 @@ func ExamplePolicy() {
 		if err != nil {
 			panic(err)
 		}
-		fmt.Println(d.Allowed, d.Remaining, d.Denied, d.RetryAfter)
+		var denied []string
+		for _, l := range d.Limits {
+			if !l.Allowed {
+				denied = append(denied, l.Name)
+			}
+		}
+		fmt.Println(d.Allowed, d.Remaining, denied, d.RetryAfter)
 	}
 	d, _ := burst.Peek(ctx, "user:42")
 	fmt.Println("burst tokens left:", d.Remaining)
@@ -58,7 +66,7 @@ func ExamplePolicy() {
 func ExampleTiers() {
 	store, _ := memory.New()
 	defer store.Close()
-	tier := func(limit int64) *ratekit.Policy {
+	tier := func(limit int64) *ratekit.Limiter {
 		perMinute, err := slidinglog.New(store, slidinglog.Config{Limit: limit, Window: time.Minute, Prefix: "ex:tiers:"})
 		if err != nil {
 			panic(err)
@@ -69,7 +77,7 @@ func ExampleTiers() {
 		}
 		return p
 	}
-	tiers, err := ratekit.NewTiers(map[string]*ratekit.Policy{"free": tier(2), "paid": tier(5)})
+	tiers, err := ratekit.NewTiers(map[string]*ratekit.Limiter{"free": tier(2), "paid": tier(5)})
 	if err != nil {
 		panic(err)
 	}
@@ -105,8 +113,14 @@ func ExampleLimit_shadow() {
 			{Name: "current", Limiter: current},
 			{Name: "stricter", Limiter: stricter, Shadow: true},
 		},
-		OnShadowDeny: func(ctx context.Context, key string, d ratekit.PolicyDecision) {
-			fmt.Println("  would have denied", key, "by", d.ShadowDenied)
+		OnShadowDeny: func(ctx context.Context, key string, d core.Decision) {
+			var by []string
+			for _, l := range d.Limits {
+				if l.Shadow && !l.Allowed {
+					by = append(by, l.Name)
+				}
+			}
+			fmt.Println("  would have denied", key, "by", by)
 		},
 	})
 	ctx := context.Background()
@@ -123,7 +137,7 @@ func ExampleLimit_shadow() {
 
 // Count by outcome: every login attempt is decided, and a successful one
 // is refunded, so only failures count toward the limit of 3.
-func ExamplePolicy_Refund() {
+func ExampleLimiter_Refund() {
 	store, _ := memory.New()
 	defer store.Close()
 	failures, _ := fixedwindow.New(store, fixedwindow.Config{Limit: 3, Window: 15 * time.Minute, Prefix: "ex:logins:"})
@@ -160,7 +174,7 @@ func ExampleLimit_penalty() {
 	defer store.Close()
 	rate, _ := gcra.New(store, gcra.Config{Rate: 1, Period: time.Second, Burst: 2, Clock: clock})
 	policy, _ := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: []ratekit.Limit{
-		{Name: "rate", Limiter: rate.Limiter, Penalty: time.Minute},
+		{Name: "rate", Limiter: rate, Penalty: time.Minute},
 	}})
 	ctx := context.Background()
 	for i := 0; i < 3; i++ {

@@ -13,7 +13,8 @@ import (
 )
 
 // lendingRunner answers every script with an allowing reply and copies the
-// keys it is lent (core.KeyCopier), as a Redis store does.
+// keys it keeps, as the store contract asks (keys are the caller's only
+// during the call).
 type lendingRunner struct {
 	keys [][]string
 	copy bool
@@ -36,9 +37,7 @@ func (r *lendingRunner) RunScript(_ context.Context, _ *core.Script, keys []stri
 	return append(reply, 0, 0), nil
 }
 
-func (r *lendingRunner) CopiesKeysOf() core.ScriptRunner { return r }
-
-func lendingPolicy(t *testing.T, r *lendingRunner) *ratekit.Policy {
+func lendingPolicy(t *testing.T, r *lendingRunner) *ratekit.Limiter {
 	t.Helper()
 	tb, err := tokenbucket.New(r, tokenbucket.Config{Capacity: 10, RefillRate: 1, RefillInterval: time.Second, Prefix: "tb:"})
 	if err != nil {
@@ -55,8 +54,8 @@ func lendingPolicy(t *testing.T, r *lendingRunner) *ratekit.Policy {
 	return p
 }
 
-// A policy decision builds its keys and arguments in reused buffers when
-// the store copies what it keeps: its only allocation is the decision's
+// A policy decision builds its keys and arguments in reused buffers, which
+// the store copies what it keeps of: its only allocation is the decision's
 // Limits.
 func TestPolicyLendsKeys(t *testing.T) {
 	r := &lendingRunner{copy: true}

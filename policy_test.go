@@ -34,6 +34,16 @@ func bucket(t *testing.T, s core.ScriptRunner, prefix string, capacity int64) *r
 	return l
 }
 
+// policyOf returns a policy of one limit, l, named "only".
+func policyOf(t *testing.T, l *ratekit.Limiter) *ratekit.Limiter {
+	t.Helper()
+	p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "only", Limiter: l}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // Every bad policy is an error wrapping core.ErrInvalidConfig, naming
 // what is wrong; none panics.
 func TestNewPolicyRefuses(t *testing.T) {
@@ -62,6 +72,7 @@ func TestNewPolicyRefuses(t *testing.T) {
 		{"same name", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: a}, {Name: "x", Limiter: b}}}, "two limits"},
 		{"nil limiter", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x"}}}, "no Limiter"},
 		{"zero limiter", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: &ratekit.Limiter{}}}}, "no Limiter"},
+		{"a policy as a limit", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: policyOf(t, a)}}}, "is a policy"},
 		{"same prefix", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: a}, {Name: "y", Limiter: a}}}, "prefix"},
 		{"two stores", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: a}, {Name: "y", Limiter: bucket(t, other, "y:", 1)}}}, "another store"},
 		{"none and clock", ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: a}, {Name: "y", Limiter: clocked}}}, `limit "y" has a Clock and limit "x" has none`},
@@ -162,7 +173,7 @@ func TestPolicyPenaltyKey(t *testing.T) {
 // Tiers of another shape are refused, naming the difference.
 func TestNewTiersRefuses(t *testing.T) {
 	s := newStore(t)
-	pol := func(limits ...ratekit.Limit) *ratekit.Policy {
+	pol := func(limits ...ratekit.Limit) *ratekit.Limiter {
 		p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: limits})
 		if err != nil {
 			t.Fatal(err)
@@ -173,17 +184,19 @@ func TestNewTiersRefuses(t *testing.T) {
 	fw, _ := fixedwindow.New(s, fixedwindow.Config{Limit: 5, Window: time.Second, Prefix: "a:"})
 	for _, c := range []struct {
 		name string
-		b    *ratekit.Policy
+		b    *ratekit.Limiter
 		want string
 	}{
-		{"nil", nil, "nil Policy"},
+		{"nil", nil, "not a policy"},
+		{"a zero Limiter", &ratekit.Limiter{}, "not a policy"},
+		{"one algorithm's limiter", bucket(t, s, "a:", 5), "not a policy"},
 		{"more limits", pol(ratekit.Limit{Name: "x", Limiter: bucket(t, s, "a:", 5)}, ratekit.Limit{Name: "y", Limiter: bucket(t, s, "b:", 5)}), "limits"},
 		{"another name", pol(ratekit.Limit{Name: "z", Limiter: bucket(t, s, "a:", 5)}), "is \"z\""},
 		{"another algorithm", pol(ratekit.Limit{Name: "x", Limiter: fw}), "fixedwindow"},
 		{"another prefix", pol(ratekit.Limit{Name: "x", Limiter: bucket(t, s, "q:", 5)}), "prefix"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			tiers, err := ratekit.NewTiers(map[string]*ratekit.Policy{"a": a, "b": c.b})
+			tiers, err := ratekit.NewTiers(map[string]*ratekit.Limiter{"a": a, "b": c.b})
 			if !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("NewTiers: %v, %v; want an ErrInvalidConfig saying %q", tiers, err, c.want)
 			}
@@ -194,7 +207,7 @@ func TestNewTiersRefuses(t *testing.T) {
 	}
 	// Tiers with penalties block under one prefix, whichever tier comes
 	// first and whether or not it has penalties.
-	penalized := func(prefix string) *ratekit.Policy {
+	penalized := func(prefix string) *ratekit.Limiter {
 		p, err := ratekit.NewPolicy(ratekit.PolicyConfig{PenaltyPrefix: prefix,
 			Limits: []ratekit.Limit{{Name: "x", Limiter: bucket(t, s, "a:", 5), Penalty: time.Minute}}})
 		if err != nil {
@@ -202,13 +215,13 @@ func TestNewTiersRefuses(t *testing.T) {
 		}
 		return p
 	}
-	if _, err := ratekit.NewTiers(map[string]*ratekit.Policy{"a": a, "b": penalized("p1:"), "c": penalized("p2:")}); !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), "penalty prefix") {
+	if _, err := ratekit.NewTiers(map[string]*ratekit.Limiter{"a": a, "b": penalized("p1:"), "c": penalized("p2:")}); !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), "penalty prefix") {
 		t.Errorf("two penalty prefixes after a tier without penalties: %v", err)
 	}
-	if _, err := ratekit.NewTiers(map[string]*ratekit.Policy{"a": a, "b": penalized("p1:"), "c": penalized("p1:")}); err != nil {
+	if _, err := ratekit.NewTiers(map[string]*ratekit.Limiter{"a": a, "b": penalized("p1:"), "c": penalized("p1:")}); err != nil {
 		t.Errorf("one penalty prefix: %v", err)
 	}
-	tiers, err := ratekit.NewTiers(map[string]*ratekit.Policy{"a": a, "b": pol(ratekit.Limit{Name: "x", Limiter: bucket(t, s, "a:", 50)})})
+	tiers, err := ratekit.NewTiers(map[string]*ratekit.Limiter{"a": a, "b": pol(ratekit.Limit{Name: "x", Limiter: bucket(t, s, "a:", 50)})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,12 +257,45 @@ func TestPolicyWithCalendarWindow(t *testing.T) {
 		if err != nil || d.Allowed != want {
 			t.Fatalf("request %d: %+v, %v; want allowed %v", i, d, err, want)
 		}
-		if !want && (len(d.Denied) != 1 || d.Denied[0] != "day" || d.RetryAfter != time.Minute) {
-			t.Fatalf("request %d: denied by %v, RetryAfter %v; want the day's limit, until midnight (1m)", i, d.Denied, d.RetryAfter)
+		if !want && (d.Limits[0].Allowed != true || d.Limits[1].Allowed != false || d.RetryAfter != time.Minute) {
+			t.Fatalf("request %d: limits %+v, RetryAfter %v; want denied by the day's limit, until midnight (1m)", i, d.Limits, d.RetryAfter)
 		}
 	}
 	clock.Advance(time.Minute) // midnight: a new day
 	if d, err := p.Allow(ctx, "k"); err != nil || !d.Allowed {
 		t.Fatalf("after midnight: %+v, %v", d, err)
+	}
+}
+
+// valueStore is a store used by value whose type cannot be compared (it
+// holds a slice): no two of them can be told to be the same store.
+type valueStore struct {
+	s    *memory.Store
+	tags []string
+}
+
+func (v valueStore) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
+	return v.s.RunScript(ctx, s, keys, args, reply)
+}
+
+// A policy of one limit on a store that cannot be compared builds and
+// decides, and so do Tiers of one such policy: a limit is never compared
+// with itself. Two limits on it are refused: they cannot be shown to
+// share a store.
+func TestPolicyOnAStoreThatCannotBeCompared(t *testing.T) {
+	vs := valueStore{s: newStore(t), tags: []string{"x"}}
+	a, b := bucket(t, vs, "a:", 5), bucket(t, vs, "b:", 5)
+	p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "a", Limiter: a}}})
+	if err != nil {
+		t.Fatalf("a policy of one limit: %v", err)
+	}
+	if d, err := p.Allow(context.Background(), "k"); err != nil || !d.Allowed {
+		t.Fatalf("Allow: %+v, %v", d, err)
+	}
+	if _, err := ratekit.NewTiers(map[string]*ratekit.Limiter{"only": p}); err != nil {
+		t.Fatalf("Tiers of one such policy: %v", err)
+	}
+	if _, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "a", Limiter: a}, {Name: "b", Limiter: b}}}); !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), "another store") {
+		t.Fatalf("two limits on it: %v, want ErrInvalidConfig saying another store", err)
 	}
 }

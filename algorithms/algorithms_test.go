@@ -17,6 +17,7 @@ import (
 	"github.com/ratekit/ratekit/algorithms"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/fakeclock"
+	"github.com/ratekit/ratekit/internal/engine"
 	"github.com/ratekit/ratekit/store/memory"
 )
 
@@ -84,12 +85,6 @@ func newStore(t *testing.T) (*memory.Store, *fakeclock.Clock) {
 	return s, clock
 }
 
-// caller is what every ratekit limiter offers: the script call a decision
-// sends.
-type caller interface {
-	Call(key string, n int64) (core.ScriptCall, error)
-}
-
 // TestEntries builds every algorithm through the registry and checks that
 // each parameter reaches the Config field it names.
 func TestEntries(t *testing.T) {
@@ -121,8 +116,8 @@ func TestEntries(t *testing.T) {
 			if err != nil {
 				t.Fatalf("defaults %v: %v", a.Defaults(), err)
 			}
-			if d, err := l.Allow(ctx, "k"); err != nil || !d.Allowed || d.Limit != a.Limit().Default {
-				t.Fatalf("Allow with the defaults: %+v, %v; want allowed with Limit %d", d, err, a.Limit().Default)
+			if d, err := l.Allow(ctx, "k"); err != nil || !d.Allowed || d.Limit != a.Limit().Default || d.Window <= 0 {
+				t.Fatalf("Allow with the defaults: %+v, %v; want allowed with Limit %d, and a Window", d, err, a.Limit().Default)
 			}
 
 			// Distinct values, one per parameter, reach the script: each
@@ -143,7 +138,7 @@ func TestEntries(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v: %v", p, err)
 			}
-			c, err := l.(caller).Call("k", 1)
+			c, err := engine.Of(l).Call("k", 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -158,11 +153,13 @@ func TestEntries(t *testing.T) {
 			}
 			// Scheduled parameters (a calendar window's start) are 0 in a
 			// limiter without a schedule; every configured value here is not.
-			got := slices.DeleteFunc(slices.Clone(c.Args[3:]), func(v int64) bool { return v == 0 })
+			// ARGV = now, mode, the parameters, n.
+			params := c.Args[2 : len(c.Args)-1]
+			got := slices.DeleteFunc(slices.Clone(params), func(v int64) bool { return v == 0 })
 			slices.Sort(got)
 			slices.Sort(want)
 			if !slices.Equal(got, want) {
-				t.Errorf("script parameters %v, want %v in some order", c.Args[3:], want)
+				t.Errorf("script parameters %v, want %v in some order", params, want)
 			}
 			if d, err := l.Peek(ctx, "k"); err != nil || d.Limit != p[a.Limit().Name] {
 				t.Errorf("Peek: %+v, %v; want Limit %d", d, err, p[a.Limit().Name])
@@ -172,7 +169,7 @@ func TestEntries(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c, err := l.(caller).Call("k", 1); err != nil || c.Args[0] != -1 {
+			if c, err := engine.Of(l).Call("k", 1); err != nil || c.Args[0] != -1 {
 				t.Errorf("no clock: call %v, %v; want time -1", c.Args, err)
 			}
 
@@ -200,6 +197,18 @@ func TestEntries(t *testing.T) {
 			}
 			if _, err := a.New(nil, a.Defaults(), clock, ""); !errors.Is(err, core.ErrInvalidConfig) {
 				t.Errorf("nil runner: %v", err)
+			}
+			// A clock that reads a time ratekit cannot compute with is
+			// refused when the limiter is built, not met with a panic at
+			// its first call: a nil *fakeclock.Clock reads the zero time.
+			for name, c := range map[string]core.Clock{
+				"a nil *fakeclock.Clock": (*fakeclock.Clock)(nil),
+				"a nil core.ClockFunc":   core.ClockFunc(nil),
+				"a clock in 1969":        fakeclock.New(time.Unix(-1, 0)),
+			} {
+				if l, err := a.New(store, a.Defaults(), c, ""); !errors.Is(err, core.ErrInvalidConfig) || l != nil {
+					t.Errorf("%s as Clock: %v, %v; want ErrInvalidConfig", name, l, err)
+				}
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms/fixedwindow"
 	"github.com/ratekit/ratekit/algorithms/gcra"
 	"github.com/ratekit/ratekit/algorithms/leakybucket"
@@ -31,13 +32,14 @@ func drawFixedWindow(t *rapid.T, periods []time.Duration) variant {
 		looseBound: rolling(2*cfg.Limit, micros(cfg.Window)),
 		wait:       cfg.Window,
 		desc:       fmt.Sprintf("fixedwindow limit=%d window=%v", cfg.Limit, cfg.Window),
-		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (core.Limiter, error) {
+		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (*ratekit.Limiter, error) {
 			c := cfg
 			c.Prefix, c.Clock = prefix+"fw:", clock
 			return fixedwindow.New(r, c)
 		},
 		maxCost: cfg.Limit,
 		period:  cfg.Window,
+		window:  cfg.Window,
 		// A window opens at the first allowed request at or after the end
 		// of the previous one and holds at most limit.
 		bound: func(h []event) error {
@@ -69,13 +71,14 @@ func drawSlidingLog(t *rapid.T, periods []time.Duration) variant {
 		tag:  "sl:",
 		wait: cfg.Window,
 		desc: fmt.Sprintf("slidinglog limit=%d window=%v", cfg.Limit, cfg.Window),
-		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (core.Limiter, error) {
+		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (*ratekit.Limiter, error) {
 			c := cfg
 			c.Prefix, c.Clock = prefix+"sl:", clock
 			return slidinglog.New(r, c)
 		},
 		maxCost: cfg.Limit,
 		period:  cfg.Window,
+		window:  cfg.Window,
 		// Any interval (t-window, t] holds at most limit.
 		bound: func(h []event) error {
 			last := h[len(h)-1].at
@@ -105,13 +108,14 @@ func drawSlidingCounter(t *rapid.T, periods []time.Duration) variant {
 		looseBound: rolling(2*cfg.Limit, micros(cfg.Window)),
 		wait:       2 * cfg.Window,
 		desc:       fmt.Sprintf("slidingcounter limit=%d window=%v", cfg.Limit, cfg.Window),
-		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (core.Limiter, error) {
+		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (*ratekit.Limiter, error) {
 			c := cfg
 			c.Prefix, c.Clock = prefix+"sc:", clock
 			return slidingcounter.New(r, c)
 		},
 		maxCost: cfg.Limit,
 		period:  cfg.Window,
+		window:  cfg.Window,
 		// At most limit per aligned window; and in the rolling interval
 		// (t-window, t], fewer than limit + 1 + prev*e/window, where prev
 		// is the previous aligned window's count and e = t mod window.
@@ -166,17 +170,20 @@ func drawLeakyBucket(t *rapid.T, periods []time.Duration) variant {
 		LeakRate: rapid.Int64Range(1, 10).Draw(t, "rate"),
 		Per:      rapid.SampledFrom(periods).Draw(t, "per"),
 	}
+	// A full bucket drains in wait: that is its Window too.
+	wait := time.Duration(params.CeilDiv(cfg.Capacity*micros(cfg.Per), cfg.LeakRate)) * time.Microsecond
 	return variant{
 		tag:  "lb:",
-		wait: time.Duration(params.CeilDiv(cfg.Capacity*micros(cfg.Per), cfg.LeakRate)) * time.Microsecond,
+		wait: wait,
 		desc: fmt.Sprintf("leakybucket capacity=%d rate=%d per=%v", cfg.Capacity, cfg.LeakRate, cfg.Per),
-		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (core.Limiter, error) {
+		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (*ratekit.Limiter, error) {
 			c := cfg
 			c.Prefix, c.Clock = prefix+"lb:", clock
 			return leakybucket.New(r, c)
 		},
 		maxCost: cfg.Capacity,
 		period:  cfg.Per,
+		window:  wait,
 		bound:   rateBound(cfg.Capacity, cfg.LeakRate, micros(cfg.Per)),
 	}
 }
@@ -190,17 +197,21 @@ func drawGCRA(t *rapid.T, periods []time.Duration) variant {
 		Period: rapid.SampledFrom(periods).Draw(t, "period"),
 		Burst:  rapid.Int64Range(1, 20).Draw(t, "burst"),
 	}
+	// A burst comes back in wait: that is its Window too.
+	wait := time.Duration(params.CeilDiv(cfg.Burst*micros(cfg.Period), cfg.Rate)) * time.Microsecond
 	return variant{
 		tag:  "gcra:",
-		wait: time.Duration(params.CeilDiv(cfg.Burst*micros(cfg.Period), cfg.Rate)) * time.Microsecond,
+		wait: wait,
 		desc: fmt.Sprintf("gcra rate=%d period=%v burst=%d", cfg.Rate, cfg.Period, cfg.Burst),
-		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (core.Limiter, error) {
+		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (*ratekit.Limiter, error) {
 			c := cfg
 			c.Prefix, c.Clock = prefix+"gcra:", clock
 			return gcra.New(r, c)
 		},
 		maxCost: cfg.Burst,
 		period:  cfg.Period,
+		window:  wait,
+		atMost:  true,
 		bound:   rateBound(cfg.Burst, cfg.Rate, micros(cfg.Period)),
 	}
 }

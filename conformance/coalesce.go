@@ -9,7 +9,6 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/ratekit/ratekit"
-	"github.com/ratekit/ratekit/algorithms/gcra"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/engine"
 	"github.com/ratekit/ratekit/internal/keyspace"
@@ -22,16 +21,13 @@ import (
 // are made to queue behind a call held in flight, so that they go to the
 // store as batches exactly as under load.
 
-// coalesced returns the coalescing form of a limiter of the registry.
-func coalesced(t *rapid.T, l core.Limiter) core.Limiter {
-	switch l := l.(type) {
-	case *ratekit.Limiter:
-		return ratekit.Coalesce(l)
-	case *gcra.Limiter:
-		return ratekit.Coalesce(l.Limiter)
+// coalesced returns the coalescing form of l.
+func coalesced(t *rapid.T, l *ratekit.Limiter) *ratekit.Limiter {
+	c, err := ratekit.Coalesce(l)
+	if err != nil {
+		t.Fatalf("ratekit.Coalesce: %v", err)
 	}
-	t.Fatalf("conformance: %T cannot coalesce", l)
-	return nil
+	return c
 }
 
 // gate is the store under test, which can hold every call until it is
@@ -169,7 +165,7 @@ type decided struct {
 // g (one of the first two of its group, sent at once), queued behind
 // such calls, or answered (a bad request); then g opens. It returns each call's answer,
 // and the number of keys of each call the store was sent.
-func burst(t *rapid.T, g *gate, l core.Limiter, reqs []core.Request) ([]decided, []int) {
+func burst(t *rapid.T, g *gate, l *ratekit.Limiter, reqs []core.Request) ([]decided, []int) {
 	g.close()
 	outs := make([]chan decided, len(reqs))
 	for i, r := range reqs {
@@ -208,7 +204,7 @@ func burst(t *rapid.T, g *gate, l core.Limiter, reqs []core.Request) ([]decided,
 // It also checks that they went as batches: per group (every key on a
 // store that is one node, a slot on any other) the first two alone, then
 // what queued behind them in one call (one per key, unless one node).
-func burstAction(g *gate, prefix string, cur func() (want, gotC core.Limiter, v variant), keyGen *rapid.Generator[string], cost func(*rapid.T, string) int64, sync func(), check func(t *rapid.T, what, key string, d core.Decision, allowedN int64)) func(*rapid.T) {
+func burstAction(g *gate, prefix string, cur func() (want, gotC *ratekit.Limiter, v variant), keyGen *rapid.Generator[string], cost func(*rapid.T, string) int64, sync func(), check func(t *rapid.T, what, key string, d core.Decision, allowedN int64)) func(*rapid.T) {
 	return func(t *rapid.T) {
 		want, gotC, v := cur()
 		costs := map[string]int64{}

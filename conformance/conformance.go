@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -11,9 +12,11 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/ratekit/ratekit"
 	registry "github.com/ratekit/ratekit/algorithms"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/fakeclock"
+	"github.com/ratekit/ratekit/internal/keyspace"
 	"github.com/ratekit/ratekit/store/memory"
 )
 
@@ -40,8 +43,8 @@ type Harness struct {
 // machine (whose batches use the batch script wherever the store lets
 // requests share one, and which also decides through a coalescing
 // limiter, bursts of concurrent calls included), then the refusal of corrupt state; then a state machine
-// of policies (ratekit.Policy) of random limits, tiers, shadow limits,
-// penalties and refunds; calendar windows (fixedwindow.NewCalendar) across
+// of policies (ratekit.NewPolicy) of random limits, tiers, shadow limits,
+// penalties, refunds and batches; calendar windows (fixedwindow.NewCalendar) across
 // clock changes; and last the concurrency limiter's state machine
 // (see concurrency.go) and its refusal of corrupt state.
 func Run(t *testing.T, h Harness) {
@@ -80,9 +83,16 @@ type variant struct {
 	// tag is appended to the suite's prefix for the algorithm's keys.
 	tag string
 	// build returns the limiter over runner, with clock (nil: store time).
-	build func(runner core.ScriptRunner, prefix string, clock core.Clock) (core.Limiter, error)
+	build func(runner core.ScriptRunner, prefix string, clock core.Clock) (*ratekit.Limiter, error)
 	// maxCost is the largest cost that may ever pass.
 	maxCost int64
+	// window is every decision's Window: the time in which the
+	// configuration gives back its whole Limit.
+	window time.Duration
+	// atMost says that the algorithm grants part of a request
+	// (ratekit.Limiter.AllowAtMost); the others refuse it with
+	// errors.ErrUnsupported.
+	atMost bool
 	// period is the algorithm's natural time scale (refill interval, window).
 	period time.Duration
 	// wait is the longest RetryAfter or ResetAfter the configuration
@@ -95,35 +105,6 @@ type variant struct {
 	// RunServerClock): every gap between the newest request and an older
 	// one may be longer than it was. nil means bound.
 	looseBound func(history []event) error
-}
-
-// atMost is the partial grant some limiters offer (gcra.Limiter).
-type atMost interface {
-	AllowAtMost(ctx context.Context, key string, n int64) (int64, core.Decision, error)
-}
-
-// refunder is what every ratekit limiter offers for refunds.
-type refunder interface {
-	Refund(ctx context.Context, key string, n int64) (core.Decision, error)
-}
-
-// refunderOf returns l's Refund, or fails t.
-func refunderOf(t *rapid.T, l core.Limiter) refunder {
-	r, ok := l.(refunder)
-	if !ok {
-		t.Fatalf("%T has no Refund", l)
-	}
-	return r
-}
-
-// batcher is what every ratekit limiter offers for batches.
-type batcher interface {
-	AllowMany(ctx context.Context, reqs []core.Request) []core.Result
-}
-
-// caller returns the script call a decision sends (ratekit.Limiter.Call).
-type caller interface {
-	Call(key string, n int64) (core.ScriptCall, error)
 }
 
 // draws holds each algorithm's draw, by its name in algorithms.All. The
@@ -227,7 +208,7 @@ func runMachine(t *rapid.T, h Harness, a algorithm) {
 	// gotC decides through a coalescing limiter (coalesce.go), on the
 	// same keys as got.
 	gt := newGate(h.Runner)
-	var want, got, gotC core.Limiter
+	var want, got, gotC *ratekit.Limiter
 	build := func(v variant) {
 		var err error
 		if want, err = v.build(ref, prefix, limClock); err != nil {
@@ -282,13 +263,16 @@ func runMachine(t *rapid.T, h Harness, a algorithm) {
 	}
 	now := func() int64 { return clock.Now().UnixMicro() }
 	// checkDecision holds every decision to what its configuration
-	// allows: Remaining within [0, Limit], and waits no longer than the
-	// configuration's longest plus the time the clock is behind the key.
+	// allows: Remaining within [0, Limit], waits no longer than the
+	// configuration's longest plus the time the clock is behind the key,
+	// and the configuration's Window.
 	checkDecision := func(t *rapid.T, what, key string, d core.Decision) {
 		behind := time.Duration(max(high[key]-now(), 0)) * time.Microsecond
 		switch {
 		case d.Remaining < 0 || d.Remaining > d.Limit:
 			t.Fatalf("%s: %s: Remaining %d outside [0, Limit %d]", v.desc, what, d.Remaining, d.Limit)
+		case d.Window != v.window || d.Limits != nil || d.Blocked:
+			t.Fatalf("%s: %s: Window %v (the configuration's is %v), Limits %v, Blocked %v: not a single limit's decision", v.desc, what, d.Window, v.window, d.Limits, d.Blocked)
 		case d.RetryAfter > v.wait+behind || d.ResetAfter > v.wait+behind:
 			t.Fatalf("%s: %s: RetryAfter %v / ResetAfter %v longer than the configuration allows (%v, the clock %v behind the key)", v.desc, what, d.RetryAfter, d.ResetAfter, v.wait, behind)
 		case d.Allowed && d.RetryAfter != 0, !d.Allowed && d.RetryAfter <= 0:
@@ -374,14 +358,14 @@ func runMachine(t *rapid.T, h Harness, a algorithm) {
 			key, n := keyGen.Draw(t, "key"), cost(t, "n")
 			sync()
 			what := fmt.Sprintf("Refund(%q, %d) at %d", key, n, now())
-			dw, ew := refunderOf(t, want).Refund(ctx, key, n)
-			dg, eg := refunderOf(t, got).Refund(ctx, key, n)
+			dw, ew := want.Refund(ctx, key, n)
+			dg, eg := got.Refund(ctx, key, n)
 			compare(t, what, dw, ew, dg, eg)
 			if ew == nil {
 				checkDecision(t, what, key, dw)
 				// A refund returns what Peek reports after it.
 				for name, l := range map[string]core.Limiter{"reference": want, "store": got} {
-					if after, err := l.Peek(ctx, key); err != nil || after != dw {
+					if after, err := l.Peek(ctx, key); err != nil || !reflect.DeepEqual(after, dw) {
 						t.Fatalf("%s: %s on the %s returned %+v, then Peek %+v (%v)", v.desc, what, name, dw, after, err)
 					}
 				}
@@ -409,15 +393,15 @@ func runMachine(t *rapid.T, h Harness, a algorithm) {
 				return
 			}
 			what := fmt.Sprintf("Refund(%q, %d) right after AllowN at %d", key, n, now())
-			dw, ew := refunderOf(t, want).Refund(ctx, key, n)
-			dg, eg := refunderOf(t, got).Refund(ctx, key, n)
+			dw, ew := want.Refund(ctx, key, n)
+			dg, eg := got.Refund(ctx, key, n)
 			compare(t, what, dw, ew, dg, eg)
 			if ew != nil {
 				t.Fatalf("%s: %v", what, ew)
 			}
-			for name, l := range map[string]core.Limiter{"reference": want, "store": got} {
+			for name, l := range map[string]*ratekit.Limiter{"reference": want, "store": got} {
 				after, err := l.Peek(ctx, key)
-				if err != nil || after != before {
+				if err != nil || !reflect.DeepEqual(after, before) {
 					t.Fatalf("%s: %s: Peek %+v (%v) after the refund, %+v before the request", v.desc, what+" on the "+name, after, err, before)
 				}
 			}
@@ -447,7 +431,7 @@ func runMachine(t *rapid.T, h Harness, a algorithm) {
 			clear(history)
 		},
 	}
-	actions["burst"] = burstAction(gt, prefix, func() (core.Limiter, core.Limiter, variant) { return want, gotC, v }, keyGen, cost, sync,
+	actions["burst"] = burstAction(gt, prefix, func() (*ratekit.Limiter, *ratekit.Limiter, variant) { return want, gotC, v }, keyGen, cost, sync,
 		func(t *rapid.T, what, key string, d core.Decision, n int64) {
 			checkDecision(t, what, key, d)
 			if d.Allowed {
@@ -472,78 +456,82 @@ func runMachine(t *rapid.T, h Harness, a algorithm) {
 			clock.Advance(-time.Duration(max(d, 0)) * time.Microsecond)
 		}
 	}
-	if _, ok := want.(atMost); ok {
-		actions["atmost"] = func(t *rapid.T) {
-			pw, pg := want.(atMost), got.(atMost)
-			key, n := keyGen.Draw(t, "key"), rapid.Int64Range(-1, 2*v.maxCost+2).Draw(t, "n")
-			sync()
-			gw, dw, ew := pw.AllowAtMost(ctx, key, n)
-			gg, dg, eg := pg.AllowAtMost(ctx, key, n)
-			what := fmt.Sprintf("AllowAtMost(%q, %d) at %d", key, n, now())
-			compare(t, what, dw, ew, dg, eg)
-			if gw != gg {
-				t.Fatalf("%s: reference granted %d, store %d", what, gw, gg)
+	// AllowAtMost grants part of a request where the algorithm can (GCRA);
+	// the others refuse it, sending nothing, with errors.ErrUnsupported.
+	actions["atmost"] = func(t *rapid.T) {
+		key, n := keyGen.Draw(t, "key"), rapid.Int64Range(-1, 2*v.maxCost+2).Draw(t, "n")
+		sync()
+		gw, dw, ew := want.AllowAtMost(ctx, key, n)
+		gg, dg, eg := got.AllowAtMost(ctx, key, n)
+		what := fmt.Sprintf("AllowAtMost(%q, %d) at %d", key, n, now())
+		if !v.atMost {
+			for name, err := range map[string]error{"reference": ew, "store": eg} {
+				if !errors.Is(err, errors.ErrUnsupported) {
+					t.Fatalf("%s: %s: %v, want an error wrapping errors.ErrUnsupported", what, name, err)
+				}
 			}
-			if ew == nil && (gw < 0 || gw > n || (gw > 0) != dw.Allowed) {
-				t.Fatalf("%s: granted %d with %+v", what, gw, dw)
-			}
+			return
+		}
+		compare(t, what, dw, ew, dg, eg)
+		if gw != gg {
+			t.Fatalf("%s: reference granted %d, store %d", what, gw, gg)
+		}
+		if ew == nil && (gw < 0 || gw > n || (gw > 0) != dw.Allowed) {
+			t.Fatalf("%s: granted %d with %+v", what, gw, dw)
+		}
+		if ew == nil {
+			checkDecision(t, what, key, dw)
+		}
+		if gw > 0 {
+			allowed(key, gw)
+		}
+	}
+	// A store sends nothing for a call whose context has ended: it
+	// returns an error wrapping core.ErrStore and the context's, and the
+	// script, which would have written a key, wrote nothing.
+	actions["ended"] = func(t *rapid.T) {
+		key := keyspace.Key(prefix+"ended:", keyGen.Draw(t, "key"), "")
+		ended, cancel := context.WithCancel(ctx)
+		cancel()
+		want := context.Canceled
+		if rapid.Bool().Draw(t, "past deadline") {
+			ended, cancel = context.WithDeadline(ctx, time.Unix(1, 0))
+			defer cancel()
+			want = context.DeadlineExceeded
+		}
+		sync()
+		_, err := h.Runner.RunScript(ended, endedScript, []string{key}, []int64{1}, nil)
+		if !errors.Is(err, core.ErrStore) || !errors.Is(err, want) {
+			t.Fatalf("RunScript with an ended context: %v, want an error wrapping core.ErrStore and %v", err, want)
+		}
+		if r, err := h.Runner.RunScript(ctx, existsScript, []string{key}, nil, nil); err != nil || len(r) != 1 || r[0] != 0 {
+			t.Fatalf("RunScript with an ended context wrote %s (it exists: %v, %v)", key, r, err)
+		}
+	}
+	// A batch on the store under test decides like the same requests one
+	// by one, in order, on the reference.
+	actions["batch"] = func(t *rapid.T) {
+		// Now and then more requests than one batch script call makes
+		// (64) on the suite's few keys: a key's requests then span calls,
+		// which must apply in order.
+		size := rapid.OneOf(rapid.IntRange(1, 8), rapid.IntRange(1, 8), rapid.IntRange(1, 8), rapid.IntRange(60, 140)).Draw(t, "size")
+		reqs := make([]core.Request, size)
+		for i := range reqs {
+			reqs[i] = core.Request{Key: keyGen.Draw(t, "key"), N: cost(t, "n")}
+		}
+		sync()
+		res := got.AllowMany(ctx, reqs)
+		if len(res) != len(reqs) {
+			t.Fatalf("AllowMany of %d requests returned %d results", len(reqs), len(res))
+		}
+		for i, r := range reqs {
+			what := fmt.Sprintf("AllowMany item %d: AllowN(%q, %d) at %d", i, r.Key, r.N, now())
+			dw, ew := want.AllowN(ctx, r.Key, r.N)
+			compare(t, what, dw, ew, res[i].Decision, res[i].Err)
 			if ew == nil {
-				checkDecision(t, what, key, dw)
-			}
-			if gw > 0 {
-				allowed(key, gw)
-			}
-		}
-		if _, ok := got.(atMost); !ok {
-			t.Fatalf("%T has AllowAtMost, %T does not", want, got)
-		}
-	}
-	if _, ok := got.(caller); ok {
-		// A store sends nothing for a call whose context has ended: it
-		// returns an error wrapping core.ErrStore and the context's, and
-		// the key is as it was (the steps after it compare with the
-		// reference, which never saw the call).
-		actions["ended"] = func(t *rapid.T) {
-			key, n := keyGen.Draw(t, "key"), rapid.Int64Range(1, v.maxCost).Draw(t, "n")
-			call, err := got.(caller).Call(key, n)
-			if err != nil {
-				t.Fatalf("Call(%q, %d): %v", key, n, err)
-			}
-			ended, cancel := context.WithCancel(ctx)
-			cancel()
-			sync()
-			_, err = h.Runner.RunScript(ended, call.Script, call.Keys, call.Args, nil)
-			if !errors.Is(err, core.ErrStore) || !errors.Is(err, context.Canceled) {
-				t.Fatalf("RunScript with an ended context: %v, want an error wrapping core.ErrStore and context.Canceled", err)
-			}
-		}
-	}
-	if _, ok := got.(batcher); ok {
-		// A batch on the store under test decides like the same requests
-		// one by one, in order, on the reference.
-		actions["batch"] = func(t *rapid.T) {
-			// Now and then more requests than one batch script call
-			// makes (64) on the suite's few keys: a key's requests then
-			// span calls, which must apply in order.
-			size := rapid.OneOf(rapid.IntRange(1, 8), rapid.IntRange(1, 8), rapid.IntRange(1, 8), rapid.IntRange(60, 140)).Draw(t, "size")
-			reqs := make([]core.Request, size)
-			for i := range reqs {
-				reqs[i] = core.Request{Key: keyGen.Draw(t, "key"), N: cost(t, "n")}
-			}
-			sync()
-			res := got.(batcher).AllowMany(ctx, reqs)
-			if len(res) != len(reqs) {
-				t.Fatalf("AllowMany of %d requests returned %d results", len(reqs), len(res))
-			}
-			for i, r := range reqs {
-				what := fmt.Sprintf("AllowMany item %d: AllowN(%q, %d) at %d", i, r.Key, r.N, now())
-				dw, ew := want.AllowN(ctx, r.Key, r.N)
-				compare(t, what, dw, ew, res[i].Decision, res[i].Err)
-				if ew == nil {
-					checkDecision(t, what, r.Key, dw)
-					if dw.Allowed {
-						allowed(r.Key, r.N)
-					}
+				checkDecision(t, what, r.Key, dw)
+				if dw.Allowed {
+					allowed(r.Key, r.N)
 				}
 			}
 		}
@@ -559,10 +547,28 @@ func compare(t *rapid.T, what string, want core.Decision, wantErr error, got cor
 		}
 		return
 	}
-	if want != got {
+	if !reflect.DeepEqual(want, got) {
 		t.Fatalf("%s:\n  reference %+v\n  store     %+v", what, want, got)
 	}
 }
+
+// endedScript writes ARGV[1] at KEYS[1], for an hour; existsScript
+// replies 1 when KEYS[1] exists, 0 when not. They are the suite's own, so
+// that a call with an ended context is a store's alone to refuse.
+var (
+	endedScript = core.NewScript("rkconf-ended", `redis.call('SET', KEYS[1], ARGV[1], 'PX', 3600000) return {1}`,
+		func(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
+			tx.Put(keys[0], 1, time.Hour)[0] = args[0]
+			return append(reply, 1), nil
+		}, false)
+	existsScript = core.NewScript("rkconf-exists", `return {redis.call('EXISTS', KEYS[1])}`,
+		func(tx core.Tx, keys []string, _ []int64, reply []int64) ([]int64, error) {
+			if _, ok := tx.Get(keys[0]); ok {
+				return append(reply, 1), nil
+			}
+			return append(reply, 0), nil
+		}, false)
+)
 
 // kind returns the sentinel an error wraps, nil for nil or unknown errors.
 func kind(err error) error {

@@ -13,15 +13,19 @@ import (
 	"github.com/ratekit/ratekit/store/memory"
 )
 
+// The broken stores hold the memory store in a named field, not embedded:
+// embedded, its Lock (core.LocalStore) would be theirs, and limiters
+// would decide in process, around their RunScript.
+
 // offByOne answers like the memory store, except that every 7th reply
 // reports one more remaining.
 type offByOne struct {
-	*memory.Store
+	store *memory.Store
 	calls atomic.Int64
 }
 
 func (o *offByOne) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
-	r, err := o.Store.RunScript(ctx, s, keys, args, reply)
+	r, err := o.store.RunScript(ctx, s, keys, args, reply)
 	if err == nil && len(r) > 1 && o.calls.Add(1)%7 == 0 {
 		r[1]++
 	}
@@ -31,23 +35,23 @@ func (o *offByOne) RunScript(ctx context.Context, s *core.Script, keys []string,
 // forgetful loses a key's state now and then, as a store whose TTLs were
 // too short would.
 type forgetful struct {
-	*memory.Store
+	store *memory.Store
 	calls atomic.Int64
 }
 
 func (f *forgetful) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
 	if f.calls.Add(1)%5 == 0 {
-		f.Store.RunScript(ctx, resetScript, keys, nil, nil)
+		f.store.RunScript(ctx, resetScript, keys, nil, nil)
 	}
-	return f.Store.RunScript(ctx, s, keys, args, reply)
+	return f.store.RunScript(ctx, s, keys, args, reply)
 }
 
 // ignoresCtx runs every script, even when the caller's context has
 // ended.
-type ignoresCtx struct{ *memory.Store }
+type ignoresCtx struct{ store *memory.Store }
 
 func (i ignoresCtx) RunScript(_ context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
-	return i.Store.RunScript(context.Background(), s, keys, args, reply)
+	return i.store.RunScript(context.Background(), s, keys, args, reply)
 }
 
 var resetScript = core.NewScript("del", "", func(tx core.Tx, keys []string, _ []int64, _ []int64) ([]int64, error) {
@@ -69,10 +73,10 @@ func TestBrokenStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var r core.ScriptRunner = &offByOne{Store: s}
+	var r core.ScriptRunner = &offByOne{store: s}
 	switch mode {
 	case "forgetful":
-		r = &forgetful{Store: s}
+		r = &forgetful{store: s}
 	case "ignoresctx":
 		r = ignoresCtx{s}
 	}

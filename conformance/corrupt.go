@@ -101,7 +101,7 @@ var logPoisons = []poison{
 
 // checkCorrupt puts each poison at a key of the algorithm on the store
 // under test and on the reference, and checks that both refuse it in
-// AllowN, Peek and AllowMany with an error wrapping core.ErrCorruptState
+// AllowN, Peek, Refund and AllowMany with an error wrapping core.ErrCorruptState
 // that names the algorithm.
 func checkCorrupt(t *rapid.T, h Harness, a algorithm) {
 	v := a.draw(t, nil)
@@ -133,10 +133,8 @@ func checkCorrupt(t *rapid.T, h Harness, a algorithm) {
 			}
 			_, errAllow := lim.AllowN(ctx, key, 1)
 			_, errPeek := lim.Peek(ctx, key)
-			errs := []error{errAllow, errPeek}
-			if b, ok := lim.(batcher); ok {
-				errs = append(errs, b.AllowMany(ctx, []core.Request{{Key: key, N: 1}})[0].Err)
-			}
+			_, errRefund := lim.Refund(ctx, key, 1)
+			errs := []error{errAllow, errPeek, errRefund, lim.AllowMany(ctx, []core.Request{{Key: key, N: 1}})[0].Err}
 			for i, err := range errs {
 				if !errors.Is(err, core.ErrCorruptState) || !strings.Contains(err.Error(), a.name) {
 					t.Fatalf("%s, %s: state with %s: call %d answered %v, want core.ErrCorruptState naming %s", v.desc, s.name, p.desc, i, err, a.name)

@@ -6,6 +6,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/params"
@@ -29,17 +30,20 @@ func drawTokenBucket(t *rapid.T, periods []time.Duration) variant {
 	}
 	cfg.RefillRate = rapid.Int64Range(1, cfg.Capacity+2).Draw(t, "rate")
 	capacity, rate, interval := cfg.Capacity, cfg.RefillRate, int64(cfg.RefillInterval/time.Microsecond)
+	// An empty bucket refills in wait: that is its Window too.
+	wait := time.Duration(params.CeilDiv(capacity, rate)*interval) * time.Microsecond
 	return variant{
 		tag:  "tb:",
-		wait: time.Duration(params.CeilDiv(capacity, rate)*interval) * time.Microsecond,
+		wait: wait,
 		desc: fmt.Sprintf("tokenbucket capacity=%d rate=%d interval=%v", cfg.Capacity, cfg.RefillRate, cfg.RefillInterval),
-		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (core.Limiter, error) {
+		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (*ratekit.Limiter, error) {
 			c := cfg
 			c.Prefix, c.Clock = prefix+"tb:", clock
 			return tokenbucket.New(r, c)
 		},
 		maxCost: cfg.Capacity,
 		period:  cfg.RefillInterval,
+		window:  wait,
 		// Refills come at least a whole interval apart (a full bucket
 		// restarts its phase at its next request), so over any closed
 		// interval [a, b] at most capacity + rate*ceil((b-a)/interval) pass.

@@ -62,8 +62,14 @@ type denial struct {
 type Option func(*Limiter)
 
 // WithClock sets the clock the cache measures RetryAfter with (the
-// system's by default).
-func WithClock(c core.Clock) Option { return func(l *Limiter) { l.clock = c } }
+// system's by default). New refuses a nil c.
+func WithClock(c core.Clock) Option {
+	return func(l *Limiter) {
+		if l.clock = c; c == nil {
+			l.clock = core.ClockFunc(nil) // it reads the zero time, which New refuses
+		}
+	}
+}
 
 // WithMaxKeys bounds the keys remembered (DefaultMaxKeys by default).
 // At the bound, a new key's denial takes the place of one that has ended,
@@ -77,8 +83,8 @@ const DefaultMaxKeys = 65536
 
 // New returns a deny cache in front of next, or an error wrapping
 // core.ErrInvalidConfig: for a next that cannot decide (nil, or not built
-// by its New), a nil option, or a clock that reads a time outside what
-// ratekit computes with.
+// by its New), a nil option, or a clock that is nil or reads a time
+// outside what ratekit computes with.
 func New(next core.Limiter, opts ...Option) (*Limiter, error) {
 	if next == nil || next.MaxCost() < 1 {
 		return nil, fmt.Errorf("%w: denycache.New: the next limiter is nil or cannot decide (not built by its New)", core.ErrInvalidConfig)

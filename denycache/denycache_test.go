@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratekit/ratekit"
+	"github.com/ratekit/ratekit/algorithms/fixedwindow"
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/denycache"
@@ -26,13 +27,23 @@ func (c *counting) AllowN(ctx context.Context, key string, n int64) (core.Decisi
 	return c.Limiter.AllowN(ctx, key, n)
 }
 
+// newCache returns denycache.New(next, opts...), or fails t.
+func newCache(t *testing.T, next core.Limiter, opts ...denycache.Option) *denycache.Limiter {
+	t.Helper()
+	l, err := denycache.New(next, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 func TestDenialsAreServedLocallyUntilRetryAfter(t *testing.T) {
 	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s, _ := memory.New(memory.WithClock(clock))
 	defer s.Close()
 	tb, _ := tokenbucket.New(s, tokenbucket.Config{Capacity: 3, RefillRate: 1, RefillInterval: 10 * time.Second, Clock: clock})
 	next := &counting{Limiter: tb}
-	l := denycache.New(next, denycache.WithClock(clock.Now))
+	l := newCache(t, next, denycache.WithClock(clock))
 	ctx := context.Background()
 
 	if d, _ := l.AllowN(ctx, "k", 3); !d.Allowed {
@@ -85,7 +96,7 @@ func TestResetElsewhereIsInvisible(t *testing.T) {
 	s, _ := memory.New(memory.WithClock(clock))
 	defer s.Close()
 	tb, _ := tokenbucket.New(s, tokenbucket.Config{Capacity: 1, RefillRate: 1, RefillInterval: time.Minute, Clock: clock})
-	l := denycache.New(tb, denycache.WithClock(clock.Now))
+	l := newCache(t, tb, denycache.WithClock(clock))
 	ctx := context.Background()
 	l.Allow(ctx, "k")
 	l.Allow(ctx, "k")  // denied, cached
@@ -105,7 +116,7 @@ func TestMaxKeys(t *testing.T) {
 		defer s.Close()
 		tb, _ := tokenbucket.New(s, tokenbucket.Config{Capacity: 1, RefillRate: 1, RefillInterval: time.Hour})
 		next := &counting{Limiter: tb}
-		l := denycache.New(next, denycache.WithMaxKeys(limit))
+		l := newCache(t, next, denycache.WithMaxKeys(limit))
 		ctx := context.Background()
 		for i := range 1000 {
 			k := strconv.Itoa(i)
@@ -135,7 +146,7 @@ func TestCachedDenialKeepsTheLimitersErrors(t *testing.T) {
 	s, _ := memory.New()
 	defer s.Close()
 	tb, _ := tokenbucket.New(s, tokenbucket.Config{Capacity: 2, RefillRate: 1, RefillInterval: time.Minute})
-	l := denycache.New(tb)
+	l := newCache(t, tb)
 	ctx := context.Background()
 	l.AllowN(ctx, "k", 2)
 	if d, err := l.AllowN(ctx, "k", 2); err != nil || d.Allowed {
@@ -154,26 +165,48 @@ func TestCachedDenialKeepsTheLimitersErrors(t *testing.T) {
 	}
 }
 
-func TestNilLimiter(t *testing.T) {
+// New refuses, with an error wrapping core.ErrInvalidConfig, a next
+// limiter that cannot decide, a nil option and a clock it cannot use; a
+// zero Limiter, and a nil one, fail every call the same way.
+func TestNewRefuses(t *testing.T) {
+	s, _ := memory.New()
+	defer s.Close()
+	tb, _ := tokenbucket.New(s, tokenbucket.Config{Capacity: 1, RefillRate: 1, RefillInterval: time.Hour})
 	var nilBucket *ratekit.Limiter
-	ctx := context.Background()
-	for name, l := range map[string]*denycache.Limiter{
-		"nil":          denycache.New(nil),
-		"a typed nil":  denycache.New(nilBucket),
-		"a nil option": denycache.New(&counting{}, nil),
-		"a nil clock":  denycache.New(&counting{}, denycache.WithClock(nil)),
+	var nilClock *fakeclock.Clock
+	for name, err := range map[string]error{
+		"nil":                 second(denycache.New(nil)),
+		"a typed nil":         second(denycache.New(nilBucket)),
+		"a zero limiter":      second(denycache.New(&ratekit.Limiter{})),
+		"a zero cache":        second(denycache.New(&denycache.Limiter{})),
+		"a nil option":        second(denycache.New(tb, nil)),
+		"a nil clock":         second(denycache.New(tb, denycache.WithClock(nil))),
+		"a nil fakeclock":     second(denycache.New(tb, denycache.WithClock(nilClock))),
+		"a clock before 1970": second(denycache.New(tb, denycache.WithClock(fakeclock.New(time.Unix(-1, 0))))),
 	} {
+		if !errors.Is(err, core.ErrInvalidConfig) {
+			t.Errorf("%s: %v, want ErrInvalidConfig", name, err)
+		}
+	}
+	ctx := context.Background()
+	var nilCache *denycache.Limiter
+	for name, l := range map[string]*denycache.Limiter{"zero": {}, "nil": nilCache} {
 		if _, err := l.Allow(ctx, "k"); !errors.Is(err, core.ErrInvalidConfig) {
 			t.Errorf("%s: Allow: %v", name, err)
 		}
 		if _, err := l.Peek(ctx, "k"); !errors.Is(err, core.ErrInvalidConfig) {
 			t.Errorf("%s: Peek: %v", name, err)
 		}
+		if _, err := l.Refund(ctx, "k", 1); !errors.Is(err, core.ErrInvalidConfig) {
+			t.Errorf("%s: Refund: %v", name, err)
+		}
 		if err := l.Reset(ctx, "k"); !errors.Is(err, core.ErrInvalidConfig) {
 			t.Errorf("%s: Reset: %v", name, err)
 		}
 	}
 }
+
+func second[T any](_ T, err error) error { return err }
 
 // A full cache makes room for a new key's denial by dropping one that
 // has ended: it does not stop caching once MaxKeys keys were denied.
@@ -182,7 +215,7 @@ func TestFullCacheDropsEndedDenials(t *testing.T) {
 	s, _ := memory.New(memory.WithClock(clock))
 	defer s.Close()
 	tb, _ := tokenbucket.New(s, tokenbucket.Config{Capacity: 1, RefillRate: 1, RefillInterval: time.Minute, Clock: clock})
-	l := denycache.New(tb, denycache.WithMaxKeys(1), denycache.WithClock(clock.Now))
+	l := newCache(t, tb, denycache.WithMaxKeys(1), denycache.WithClock(clock))
 	ctx := context.Background()
 	deny := func(key string) {
 		for range 3 {
@@ -208,4 +241,41 @@ func TestFullCacheDropsEndedDenials(t *testing.T) {
 		}
 	}
 	t.Fatalf("%d hits: no denial was cached after the one cached had ended", l.Hits())
+}
+
+// A deny cache wraps a policy as any limiter: a policy's denial is cached
+// and answered here, Limits included, until it ends; Refund forgets it
+// and refunds every limit; MaxCost is the policy's.
+func TestWrapsAPolicy(t *testing.T) {
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s, _ := memory.New(memory.WithClock(clock))
+	defer s.Close()
+	tb, _ := tokenbucket.New(s, tokenbucket.Config{Capacity: 5, RefillRate: 1, RefillInterval: time.Second, Prefix: "tb:", Clock: clock})
+	fw, _ := fixedwindow.New(s, fixedwindow.Config{Limit: 2, Window: time.Minute, Prefix: "fw:", Clock: clock})
+	p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "second", Limiter: tb}, {Name: "minute", Limiter: fw}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := &counting{Limiter: p}
+	l := newCache(t, next, denycache.WithClock(clock))
+	if l.MaxCost() != 2 {
+		t.Fatalf("MaxCost %d, want the policy's 2", l.MaxCost())
+	}
+	ctx := context.Background()
+	l.AllowN(ctx, "k", 2)
+	d, err := l.Allow(ctx, "k") // denied by the minute
+	if err != nil || d.Allowed || d.RetryAfter != time.Minute || len(d.Limits) != 2 || d.Limits[1].Allowed {
+		t.Fatalf("denial: %+v, %v", d, err)
+	}
+	clock.Advance(10 * time.Second)
+	d, err = l.Allow(ctx, "k")
+	if err != nil || d.Allowed || d.RetryAfter != 50*time.Second || len(d.Limits) != 2 || l.Hits() != 1 || next.calls.Load() != 2 {
+		t.Fatalf("cached: %+v, %v, %d hits, %d calls; want the denial from here", d, err, l.Hits(), next.calls.Load())
+	}
+	if d, err := l.Refund(ctx, "k", 2); err != nil || len(d.Limits) != 2 || d.Limits[0].Remaining != 5 || d.Limits[1].Remaining != 2 {
+		t.Fatalf("Refund: %+v, %v; want every limit refunded", d, err)
+	}
+	if d, err := l.Allow(ctx, "k"); err != nil || !d.Allowed || next.calls.Load() != 3 {
+		t.Fatalf("after the refund: %+v, %v, %d calls; want the store's decision", d, err, next.calls.Load())
+	}
 }

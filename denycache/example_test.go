@@ -15,7 +15,10 @@ func ExampleNew() {
 	store, _ := memory.New() // in production: a Redis store
 	defer store.Close()
 	limiter, _ := gcra.New(store, gcra.Config{Rate: 1, Period: time.Minute, Burst: 1})
-	cached := denycache.New(limiter)
+	cached, err := denycache.New(limiter)
+	if err != nil {
+		panic(err)
+	}
 	ctx := context.Background()
 	for i := 0; i < 3; i++ {
 		d, _ := cached.Allow(ctx, "abuser") // the 3rd never reaches the store
@@ -34,7 +37,10 @@ func ExampleWithMaxKeys() {
 	store, _ := memory.New(memory.WithClock(clock))
 	defer store.Close()
 	limiter, _ := gcra.New(store, gcra.Config{Rate: 1, Period: time.Minute, Burst: 1, Clock: clock})
-	cached := denycache.New(limiter, denycache.WithMaxKeys(1), denycache.WithClock(clock.Now))
+	cached, err := denycache.New(limiter, denycache.WithMaxKeys(1), denycache.WithClock(clock))
+	if err != nil {
+		panic(err)
+	}
 	ctx := context.Background()
 	for _, key := range []string{"a", "b"} {
 		for range 3 {

@@ -20,7 +20,7 @@ func TestHits(t *testing.T) {
 	defer s.Close()
 	tb, _ := tokenbucket.New(s, tokenbucket.Config{Capacity: 1, RefillRate: 1, RefillInterval: 10 * time.Second, Clock: clock})
 	next := &counting{Limiter: tb}
-	l := denycache.New(next, denycache.WithClock(clock.Now))
+	l := newCache(t, next, denycache.WithClock(clock))
 	ctx := context.Background()
 	for i, want := range []struct {
 		allowed     bool

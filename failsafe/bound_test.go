@@ -101,7 +101,7 @@ func allowWithin(t *testing.T, l core.Limiter, ctx context.Context) (core.Decisi
 }
 
 // TestTimeoutWithoutClientHelp: a store that ignores its context cannot
-// hold a caller past Timeout. The caller gets the policy's decision and
+// hold a caller past Timeout. The caller gets the mode's decision and
 // OnError a timeout; the abandoned call's late answer is dropped; and once
 // the store answers, no goroutine is left behind.
 func TestTimeoutWithoutClientHelp(t *testing.T) {
@@ -111,9 +111,9 @@ func TestTimeoutWithoutClientHelp(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	var log errorLog
 	l, err := failsafe.New(failsafe.Config{
-		Store: store, Policy: failsafe.FailClosed,
+		Limiter: store, Mode: failsafe.FailClosed,
 		Timeout: 50 * time.Millisecond, RetryInterval: time.Second,
-		OnError: log.add, Now: clock,
+		OnError: log.add, Clock: core.ClockFunc(clock),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ func TestTimeoutWithoutClientHelp(t *testing.T) {
 
 	d, err, took := allowWithin(t, l, context.Background())
 	if err != nil || d.Allowed || d.RetryAfter != time.Second {
-		t.Fatalf("after the timeout: %+v, %v; want the policy's denial", d, err)
+		t.Fatalf("after the timeout: %+v, %v; want the mode's denial", d, err)
 	}
 	// 50 ms, with all the room a saturated machine could need.
 	if took > 2*time.Second {
@@ -177,7 +177,7 @@ func TestTimeoutWithoutClientHelp(t *testing.T) {
 func TestCallerContextWithoutClientHelp(t *testing.T) {
 	store := newDeaf(t, bucket(t, 5))
 	var log errorLog
-	l, err := failsafe.New(failsafe.Config{Store: store, Policy: failsafe.FailOpen, OnError: log.add})
+	l, err := failsafe.New(failsafe.Config{Limiter: store, Mode: failsafe.FailOpen, OnError: log.add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestCallerContextWithoutClientHelp(t *testing.T) {
 func TestResetWithoutClientHelp(t *testing.T) {
 	store := newDeaf(t, bucket(t, 5))
 	var log errorLog
-	l, err := failsafe.New(failsafe.Config{Store: store, Policy: failsafe.FailOpen, Timeout: 50 * time.Millisecond, OnError: log.add})
+	l, err := failsafe.New(failsafe.Config{Limiter: store, Mode: failsafe.FailOpen, Timeout: 50 * time.Millisecond, OnError: log.add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,9 +233,9 @@ func TestMaxInFlightWhileDown(t *testing.T) {
 	later := func() { mu.Lock(); now = now.Add(time.Second); mu.Unlock() }
 	var log errorLog
 	l, err := failsafe.New(failsafe.Config{
-		Store: store, Policy: failsafe.FailOpen, MaxInFlight: 2,
+		Limiter: store, Mode: failsafe.FailOpen, MaxInFlight: 2,
 		Timeout: 50 * time.Millisecond, RetryInterval: time.Second,
-		OnError: log.add, Now: clock,
+		OnError: log.add, Clock: core.ClockFunc(clock),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -281,13 +281,13 @@ func TestMaxInFlightWhileDown(t *testing.T) {
 }
 
 // TestMaxInFlightWhileUp: while the store is up, at most MaxInFlight
-// callers wait on it; the next one is not sent, gets the policy at once,
+// callers wait on it; the next one is not sent, gets the mode's decision at once,
 // and takes the store down.
 func TestMaxInFlightWhileUp(t *testing.T) {
 	store := newDeaf(t, bucket(t, 5))
 	var log errorLog
 	l, err := failsafe.New(failsafe.Config{
-		Store: store, Policy: failsafe.FailClosed, MaxInFlight: 3,
+		Limiter: store, Mode: failsafe.FailClosed, MaxInFlight: 3,
 		RetryInterval: time.Hour, OnError: log.add,
 	})
 	if err != nil {
@@ -305,7 +305,7 @@ func TestMaxInFlightWhileUp(t *testing.T) {
 	}
 	d, err, _ := allowWithin(t, l, context.Background())
 	if err != nil || d.Allowed || !l.Down() || store.calls.Load() != 3 {
-		t.Fatalf("fourth call: %+v, %v, down %v, store calls %d; want the policy's denial without a store call", d, err, l.Down(), store.calls.Load())
+		t.Fatalf("fourth call: %+v, %v, down %v, store calls %d; want the mode's denial without a store call", d, err, l.Down(), store.calls.Load())
 	}
 	if errs := log.get(); len(errs) != 1 || !errors.Is(errs[0], failsafe.ErrBusy) {
 		t.Fatalf("OnError got %v; want one ErrBusy", errs)
@@ -331,7 +331,7 @@ func (panicky) AllowN(context.Context, string, int64) (core.Decision, error) { p
 // panics in the caller's, with the same value, as it would without one.
 func TestPanicReachesCaller(t *testing.T) {
 	for _, timeout := range []time.Duration{0, time.Minute} {
-		l, err := failsafe.New(failsafe.Config{Store: panicky{bucket(t, 1)}, Timeout: timeout})
+		l, err := failsafe.New(failsafe.Config{Limiter: panicky{bucket(t, 1)}, Timeout: timeout})
 		if err != nil {
 			t.Fatal(err)
 		}

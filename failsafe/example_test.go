@@ -39,7 +39,7 @@ func ExampleNew() {
 	}
 
 	lim, err := failsafe.New(failsafe.Config{
-		Store: remote, Policy: failsafe.FailLocal, Local: local,
+		Limiter: remote, Mode: failsafe.FailLocal, Local: local,
 		Timeout: 50 * time.Millisecond, RetryInterval: time.Second,
 		OnError: func(key string, err error) { fmt.Println("store failed for", key) },
 	})

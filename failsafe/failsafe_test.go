@@ -11,9 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratekit/ratekit"
+	"github.com/ratekit/ratekit/algorithms/fixedwindow"
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/failsafe"
+	"github.com/ratekit/ratekit/fakeclock"
 	"github.com/ratekit/ratekit/store/memory"
 )
 
@@ -45,25 +48,25 @@ func bucket(t *testing.T, capacity int64) core.Limiter {
 	return l
 }
 
-func TestPolicies(t *testing.T) {
+func TestModes(t *testing.T) {
 	ctx := context.Background()
 	for _, tt := range []struct {
-		policy  failsafe.Policy
+		mode    failsafe.Mode
 		allowed []bool // four calls while the store is down
 	}{
 		{failsafe.FailOpen, []bool{true, true, true, true}},
 		{failsafe.FailClosed, []bool{false, false, false, false}},
 		{failsafe.FailLocal, []bool{true, true, false, false}}, // a local bucket of 2
 	} {
-		t.Run(tt.policy.String(), func(t *testing.T) {
+		t.Run(tt.mode.String(), func(t *testing.T) {
 			now := time.Unix(1000, 0)
 			store := &flaky{Limiter: bucket(t, 5)}
 			var errs []error
 			l, err := failsafe.New(failsafe.Config{
-				Store: store, Policy: tt.policy, Local: bucket(t, 2),
+				Limiter: store, Mode: tt.mode, Local: bucket(t, 2),
 				RetryInterval: time.Second,
 				OnError:       func(_ string, err error) { errs = append(errs, err) },
-				Now:           func() time.Time { return now },
+				Clock:         core.ClockFunc(func() time.Time { return now }),
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -88,7 +91,7 @@ func TestPolicies(t *testing.T) {
 			if d, err := l.Allow(ctx, "k"); err != nil || !d.Allowed || d.Remaining != 3 {
 				t.Fatalf("store back: %+v, %v", d, err)
 			}
-			// Bad calls are the caller's: returned, not covered by the policy.
+			// Bad calls are the caller's: returned, not covered by the mode.
 			if _, err := l.AllowN(ctx, "k", 0); !errors.Is(err, core.ErrInvalidCost) {
 				t.Fatalf("bad cost: %v", err)
 			}
@@ -107,7 +110,7 @@ func (s slow) AllowN(ctx context.Context, key string, n int64) (core.Decision, e
 }
 
 func TestTimeout(t *testing.T) {
-	l, err := failsafe.New(failsafe.Config{Store: slow{bucket(t, 1)}, Policy: failsafe.FailClosed, Timeout: 20 * time.Millisecond})
+	l, err := failsafe.New(failsafe.Config{Limiter: slow{bucket(t, 1)}, Mode: failsafe.FailClosed, Timeout: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +120,7 @@ func TestTimeout(t *testing.T) {
 		t.Fatalf("%+v, %v after %v", d, err, time.Since(start))
 	}
 	// The caller's own context ending is the caller's error.
-	l2, _ := failsafe.New(failsafe.Config{Store: slow{bucket(t, 1)}, Policy: failsafe.FailOpen})
+	l2, _ := failsafe.New(failsafe.Config{Limiter: slow{bucket(t, 1)}, Mode: failsafe.FailOpen})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
 	if _, err := l2.Allow(ctx, "k"); !errors.Is(err, context.DeadlineExceeded) {
@@ -125,22 +128,34 @@ func TestTimeout(t *testing.T) {
 	}
 }
 
-// ptrLimiter is a limiter type whose nil pointer satisfies core.Limiter.
+// ptrLimiter is a limiter type whose nil pointer satisfies core.Limiter
+// and, as the interface asks of a limiter that cannot decide, has a
+// MaxCost of 0.
 type ptrLimiter struct{ core.Limiter }
+
+func (p *ptrLimiter) MaxCost() int64 {
+	if p == nil || p.Limiter == nil {
+		return 0
+	}
+	return p.Limiter.MaxCost()
+}
 
 func TestConfigErrors(t *testing.T) {
 	b := bucket(t, 1)
 	var nilStore *ptrLimiter
 	for name, cfg := range map[string]failsafe.Config{
 		"no store":                 {},
-		"nil pointer store":        {Store: nilStore},
-		"local without one":        {Store: b, Policy: failsafe.FailLocal},
-		"nil pointer local":        {Store: b, Policy: failsafe.FailLocal, Local: nilStore},
-		"nil pointer unused local": {Store: b, Policy: failsafe.FailOpen, Local: nilStore},
-		"unknown policy":           {Store: b, Policy: 7},
-		"negative timeout":         {Store: b, Timeout: -1},
-		"negative retry gap":       {Store: b, RetryInterval: -1},
-		"negative calls in flight": {Store: b, MaxInFlight: -1},
+		"nil pointer store":        {Limiter: nilStore},
+		"local without one":        {Limiter: b, Mode: failsafe.FailLocal},
+		"nil pointer local":        {Limiter: b, Mode: failsafe.FailLocal, Local: nilStore},
+		"nil pointer unused local": {Limiter: b, Mode: failsafe.FailOpen, Local: nilStore},
+		"a nil *ratekit.Limiter":   {Limiter: (*ratekit.Limiter)(nil)},
+		"a wrapper of nothing":     {Limiter: &ptrLimiter{}},
+		"a nil *fakeclock.Clock":   {Limiter: b, Clock: (*fakeclock.Clock)(nil)},
+		"unknown mode":             {Limiter: b, Mode: 7},
+		"negative timeout":         {Limiter: b, Timeout: -1},
+		"negative retry gap":       {Limiter: b, RetryInterval: -1},
+		"negative calls in flight": {Limiter: b, MaxInFlight: -1},
 	} {
 		if _, err := failsafe.New(cfg); !errors.Is(err, core.ErrInvalidConfig) {
 			t.Errorf("%s: %v", name, err)
@@ -171,7 +186,7 @@ func (g *gated) AllowN(ctx context.Context, key string, n int64) (core.Decision,
 }
 
 // TestOneProbe: once RetryInterval has passed, one call probes the store
-// while every other call goes on with the policy, and the limiter stays
+// while every other call goes on with the mode, and the limiter stays
 // Down until the probe gets an answer.
 func TestOneProbe(t *testing.T) {
 	ctx := context.Background()
@@ -180,8 +195,8 @@ func TestOneProbe(t *testing.T) {
 	store := &gated{Limiter: bucket(t, 5)}
 	store.down.Store(true)
 	l, err := failsafe.New(failsafe.Config{
-		Store: store, Policy: failsafe.FailClosed, RetryInterval: time.Second,
-		Now: func() time.Time { return time.Unix(0, now.Load()) },
+		Limiter: store, Mode: failsafe.FailClosed, RetryInterval: time.Second,
+		Clock: core.ClockFunc(func() time.Time { return time.Unix(0, now.Load()) }),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +215,7 @@ func TestOneProbe(t *testing.T) {
 	<-store.entered // the probe is in the store
 	for i := 0; i < 10; i++ {
 		if d, err := l.Allow(ctx, "k"); err != nil || d.Allowed {
-			t.Fatalf("call %d during the probe: %+v, %v; want the policy's denial", i, d, err)
+			t.Fatalf("call %d during the probe: %+v, %v; want the mode's denial", i, d, err)
 		}
 	}
 	if !l.Down() || store.calls.Load() != 2 {
@@ -227,8 +242,8 @@ func TestFailedProbe(t *testing.T) {
 	store := &flaky{Limiter: bucket(t, 5)}
 	store.down.Store(true)
 	l, err := failsafe.New(failsafe.Config{
-		Store: store, Policy: failsafe.FailOpen, RetryInterval: time.Second,
-		Now: func() time.Time { return now },
+		Limiter: store, Mode: failsafe.FailOpen, RetryInterval: time.Second,
+		Clock: core.ClockFunc(func() time.Time { return now }),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -254,23 +269,23 @@ func TestFailedProbe(t *testing.T) {
 // Unwrap lets failsafe find the store's limiter's MaxCost.
 func (f *flaky) Unwrap() core.Limiter { return f.Limiter }
 
-// While the policy decides, the caller's own mistakes are still errors,
-// as the store's limiter would return them: the policy never allows (or
+// While the mode decides, the caller's own mistakes are still errors,
+// as the store's limiter would return them: the mode never allows (or
 // denies) an empty key, a cost the limiter refuses, or a call whose
 // context has ended.
 func TestCallerErrorsWhileDown(t *testing.T) {
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
 	ctx := context.Background()
-	for _, policy := range []failsafe.Policy{failsafe.FailOpen, failsafe.FailClosed, failsafe.FailLocal} {
+	for _, mode := range []failsafe.Mode{failsafe.FailOpen, failsafe.FailClosed, failsafe.FailLocal} {
 		store := &flaky{Limiter: bucket(t, 5)}
-		l, err := failsafe.New(failsafe.Config{Store: store, Policy: policy, Local: bucket(t, 5), Logger: slog.New(slog.DiscardHandler)})
+		l, err := failsafe.New(failsafe.Config{Limiter: store, Mode: mode, Local: bucket(t, 5), Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		store.down.Store(true)
 		if _, err := l.Allow(ctx, "k"); err != nil || !l.Down() {
-			t.Fatalf("%v: the store failing: %v, down %v", policy, err, l.Down())
+			t.Fatalf("%v: the store failing: %v, down %v", mode, err, l.Down())
 		}
 		for _, c := range []struct {
 			ctx  context.Context
@@ -285,14 +300,14 @@ func TestCallerErrorsWhileDown(t *testing.T) {
 			{ended, "k", 1, context.Canceled},
 		} {
 			if d, err := l.AllowN(c.ctx, c.key, c.n); !errors.Is(err, c.want) || d.Allowed {
-				t.Errorf("%v: AllowN(%q, %d) while down: %+v, %v; want %v", policy, c.key, c.n, d, err, c.want)
+				t.Errorf("%v: AllowN(%q, %d) while down: %+v, %v; want %v", mode, c.key, c.n, d, err, c.want)
 			}
 		}
 		if _, err := l.Peek(ctx, ""); !errors.Is(err, core.ErrInvalidKey) {
-			t.Errorf("%v: Peek of an empty key while down: %v", policy, err)
+			t.Errorf("%v: Peek of an empty key while down: %v", mode, err)
 		}
-		if d, err := l.AllowN(ctx, "j", 5); err != nil || d.Allowed != (policy != failsafe.FailClosed) {
-			t.Errorf("%v: AllowN(5) while down: %+v, %v", policy, d, err)
+		if d, err := l.AllowN(ctx, "j", 5); err != nil || d.Allowed != (mode != failsafe.FailClosed) {
+			t.Errorf("%v: AllowN(5) while down: %+v, %v", mode, d, err)
 		}
 	}
 }
@@ -321,7 +336,7 @@ func TestCorruptStateIsNotAnOutage(t *testing.T) {
 	var logged bytes.Buffer
 	var reported []error
 	l, err := failsafe.New(failsafe.Config{
-		Store: tb, Policy: failsafe.FailOpen,
+		Limiter: tb, Mode: failsafe.FailOpen,
 		OnError: func(_ string, err error) { reported = append(reported, err) },
 		Logger:  slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
@@ -340,11 +355,104 @@ func TestCorruptStateIsNotAnOutage(t *testing.T) {
 }
 
 func TestRetryIntervalBound(t *testing.T) {
-	_, err := failsafe.New(failsafe.Config{Store: bucket(t, 1), RetryInterval: failsafe.MaxRetryInterval + 1})
+	_, err := failsafe.New(failsafe.Config{Limiter: bucket(t, 1), RetryInterval: failsafe.MaxRetryInterval + 1})
 	if !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), "RetryInterval") {
 		t.Errorf("RetryInterval above the bound: %v", err)
 	}
-	if _, err := failsafe.New(failsafe.Config{Store: bucket(t, 1), RetryInterval: failsafe.MaxRetryInterval}); err != nil {
+	if _, err := failsafe.New(failsafe.Config{Limiter: bucket(t, 1), RetryInterval: failsafe.MaxRetryInterval}); err != nil {
 		t.Errorf("RetryInterval at the bound: %v", err)
+	}
+}
+
+// switchable is a store that fails every call while down, as an
+// unreachable Redis does.
+type switchable struct {
+	s    *memory.Store
+	down atomic.Bool
+}
+
+func (w *switchable) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
+	if w.down.Load() {
+		return nil, fmt.Errorf("%w: connection refused", core.ErrStore)
+	}
+	return w.s.RunScript(ctx, s, keys, args, reply)
+}
+
+// failsafe wraps a policy as any limiter: its decisions, with each
+// limit's, while the store answers; the mode's while it fails (under
+// FailLocal, a local policy's, with its limits; Refund too).
+func TestWrapsAPolicy(t *testing.T) {
+	policy := func(r core.ScriptRunner) *ratekit.Limiter {
+		t.Helper()
+		tb, err := tokenbucket.New(r, tokenbucket.Config{Capacity: 3, RefillRate: 1, RefillInterval: time.Hour, Prefix: "tb:"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fw, err := fixedwindow.New(r, fixedwindow.Config{Limit: 5, Window: time.Hour, Prefix: "fw:"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "burst", Limiter: tb}, {Name: "hour", Limiter: fw}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	newMem := func() *memory.Store {
+		s, err := memory.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	ctx := context.Background()
+	for _, mode := range []failsafe.Mode{failsafe.FailOpen, failsafe.FailClosed, failsafe.FailLocal} {
+		t.Run(mode.String(), func(t *testing.T) {
+			store := &switchable{s: newMem()}
+			now := time.Unix(1000, 0)
+			l, err := failsafe.New(failsafe.Config{
+				Limiter: policy(store), Mode: mode, Local: policy(newMem()),
+				RetryInterval: time.Second, Logger: slog.New(slog.DiscardHandler),
+				Clock: core.ClockFunc(func() time.Time { return now }),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.MaxCost() != 3 {
+				t.Fatalf("MaxCost %d, want the policy's 3", l.MaxCost())
+			}
+			d, err := l.AllowN(ctx, "k", 2)
+			if err != nil || !d.Allowed || d.Remaining != 1 || len(d.Limits) != 2 {
+				t.Fatalf("store up: %+v, %v; want the policy's decision", d, err)
+			}
+			store.down.Store(true)
+			d, err = l.AllowN(ctx, "k", 2)
+			switch mode {
+			case failsafe.FailOpen:
+				if err != nil || !d.Allowed || d.Limits != nil {
+					t.Fatalf("down, fail open: %+v, %v", d, err)
+				}
+			case failsafe.FailClosed:
+				if err != nil || d.Allowed || d.RetryAfter != time.Second {
+					t.Fatalf("down, fail closed: %+v, %v", d, err)
+				}
+			case failsafe.FailLocal:
+				if err != nil || !d.Allowed || d.Remaining != 1 || len(d.Limits) != 2 {
+					t.Fatalf("down, local: %+v, %v; want the local policy's decision", d, err)
+				}
+				if d, err := l.Refund(ctx, "k", 2); err != nil || d.Remaining != 3 || len(d.Limits) != 2 {
+					t.Fatalf("down, local Refund: %+v, %v", d, err)
+				}
+			}
+			if _, err := l.AllowN(ctx, "k", 4); !errors.Is(err, core.ErrInvalidCost) {
+				t.Fatalf("down: a cost above the policy's MaxCost: %v", err)
+			}
+			store.down.Store(false)
+			now = now.Add(time.Second)
+			if d, err := l.Peek(ctx, "k"); err != nil || d.Remaining != 1 || len(d.Limits) != 2 {
+				t.Fatalf("store back: %+v, %v; want the store's state", d, err)
+			}
+		})
 	}
 }

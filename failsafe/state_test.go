@@ -69,8 +69,8 @@ func TestState(t *testing.T) {
 	now.Store(time.Unix(1000, 0).UnixNano())
 	store := &gated{Limiter: bucket(t, 5)}
 	l, err := failsafe.New(failsafe.Config{
-		Store: store, Policy: failsafe.FailOpen, RetryInterval: time.Second,
-		Now:    func() time.Time { return time.Unix(0, now.Load()) },
+		Limiter: store, Mode: failsafe.FailOpen, RetryInterval: time.Second,
+		Clock:  core.ClockFunc(func() time.Time { return time.Unix(0, now.Load()) }),
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
@@ -133,8 +133,8 @@ func TestLogger(t *testing.T) {
 	log := &records{}
 	var errs atomic.Int64
 	l, err := failsafe.New(failsafe.Config{
-		Store: store, Policy: failsafe.FailClosed, RetryInterval: time.Second,
-		Now:     func() time.Time { return now },
+		Limiter: store, Mode: failsafe.FailClosed, RetryInterval: time.Second,
+		Clock:   core.ClockFunc(func() time.Time { return now }),
 		Logger:  slog.New(log),
 		OnError: func(string, error) { errs.Add(1) },
 	})
@@ -157,7 +157,7 @@ func TestLogger(t *testing.T) {
 	l.Allow(ctx, "k")
 
 	wantLines := []string{
-		"ERROR failsafe: the store failed, the policy decides until it answers again",
+		"ERROR failsafe: the store failed, the mode decides until it answers again",
 		"INFO failsafe: the store answers again, decisions come from it",
 	}
 	if got := log.lines(slog.LevelInfo); fmt.Sprint(got) != fmt.Sprint(wantLines) {
@@ -172,8 +172,8 @@ func TestLogger(t *testing.T) {
 	if got := log.attr(slog.LevelInfo, "down_for").Duration(); got != 5*time.Second {
 		t.Fatalf("down_for = %v, want 5s", got)
 	}
-	if got := log.attr(slog.LevelError, "policy").String(); got != "fail closed" {
-		t.Fatalf("policy = %q, want %q", got, "fail closed")
+	if got := log.attr(slog.LevelError, "mode").String(); got != "fail closed" {
+		t.Fatalf("mode = %q, want %q", got, "fail closed")
 	}
 }
 
@@ -181,7 +181,7 @@ func TestLogger(t *testing.T) {
 // walk a chain of wrappers.
 func TestUnwrap(t *testing.T) {
 	store := bucket(t, 1)
-	l, err := failsafe.New(failsafe.Config{Store: store})
+	l, err := failsafe.New(failsafe.Config{Limiter: store})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func (p *panicking) AllowN(context.Context, string, int64) (core.Decision, error
 func TestProbePanics(t *testing.T) {
 	now := time.Unix(1000, 0)
 	store := &panicking{Limiter: bucket(t, 1)}
-	l, err := failsafe.New(failsafe.Config{Store: store, RetryInterval: time.Second, Now: func() time.Time { return now }, Logger: slog.New(slog.DiscardHandler)})
+	l, err := failsafe.New(failsafe.Config{Limiter: store, RetryInterval: time.Second, Clock: core.ClockFunc(func() time.Time { return now }), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,16 +5,20 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms/fixedwindow"
 	"github.com/ratekit/ratekit/algorithms/gcra"
+	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/failsafe"
+	"github.com/ratekit/ratekit/fakeclock"
 	"github.com/ratekit/ratekit/hotkey"
 	"github.com/ratekit/ratekit/internal/testkit/limitertest"
 )
@@ -44,18 +48,21 @@ func (c *counting) Refund(ctx context.Context, key string, n int64) (core.Decisi
 	if c.fail.Load() {
 		return core.Decision{}, errors.Join(core.ErrStore, errDown)
 	}
-	return c.Limiter.(interface {
-		Refund(context.Context, string, int64) (core.Decision, error)
-	}).Refund(ctx, key, n)
+	return c.Limiter.Refund(ctx, key, n)
 }
 
 // countingAtMost adds GCRA's AllowAtMost.
 type countingAtMost struct {
 	*counting
-	g *gcra.Limiter
+	g *ratekit.Limiter
 }
 
 func (c *countingAtMost) AllowAtMost(ctx context.Context, key string, n int64) (int64, core.Decision, error) {
+	if key == "" {
+		// hotkey.New's probe of whether the source grants part of a
+		// request: GCRA refuses the key before any store call.
+		return c.g.AllowAtMost(ctx, key, n)
+	}
 	c.calls.Add(1)
 	if c.fail.Load() {
 		return 0, core.Decision{}, errors.Join(core.ErrStore, errDown)
@@ -119,7 +126,7 @@ func TestLeaseDecidesLocally(t *testing.T) {
 	for i := int64(1); i <= 10; i++ {
 		d := allow(t, b, "k", 1)
 		// Remaining: the lease's unused units plus the 90 the store had left.
-		if want := (core.Decision{Allowed: true, Limit: 100, Remaining: 100 - i, ResetAfter: time.Hour}); d != want {
+		if want := (core.Decision{Allowed: true, Limit: 100, Remaining: 100 - i, ResetAfter: time.Hour, Window: time.Hour}); !reflect.DeepEqual(d, want) {
 			t.Fatalf("request %d: %+v, want %+v", i, d, want)
 		}
 	}
@@ -250,7 +257,9 @@ func TestBadConfig(t *testing.T) {
 		{"negative min", "MinLease", src, hotkey.Config{Lease: 4, MinLease: -1, TTL: time.Second}},
 		{"no TTL", "TTL", src, hotkey.Config{Lease: 4}},
 		{"a TTL the clock overflows with", "TTL", src, hotkey.Config{Lease: 4, TTL: math.MaxInt64}},
-		{"a typed nil source", "source", (*gcra.Limiter)(nil), hotkey.Config{Lease: 1, TTL: time.Second}},
+		{"a typed nil source", "source", (*ratekit.Limiter)(nil), hotkey.Config{Lease: 1, TTL: time.Second}},
+		{"a zero source", "source", &ratekit.Limiter{}, hotkey.Config{Lease: 1, TTL: time.Second}},
+		{"a nil *fakeclock.Clock", "Clock", src, hotkey.Config{Lease: 1, TTL: time.Second, Clock: (*fakeclock.Clock)(nil)}},
 		{"negative MaxKeys", "MaxKeys", src, hotkey.Config{Lease: 4, TTL: time.Second, MaxKeys: -1}},
 	} {
 		limitertest.BadConfig(t, tt.name, tt.field, func() error {
@@ -566,5 +575,69 @@ func TestFailsafeSource(t *testing.T) {
 	}
 	if st := b.Stats(); st.Leases != 0 {
 		t.Errorf("fail closed: Stats() = %+v, want no lease", st)
+	}
+}
+
+// A Budget leases from a policy as from any limiter: with AllowN (a
+// policy grants no part of a request), every limit counting each lease;
+// Close refunds what is left to every limit.
+func TestPolicySource(t *testing.T) {
+	e := limitertest.New(t)
+	fw, err := fixedwindow.New(e.Store, fixedwindow.Config{Limit: 100, Window: time.Hour, Prefix: "fw:", Clock: e.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := tokenbucket.New(e.Store, tokenbucket.Config{Capacity: 50, RefillRate: 1, RefillInterval: time.Hour, Prefix: "tb:", Clock: e.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "hour", Limiter: fw}, {Name: "bucket", Limiter: tb}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &counting{Limiter: p}
+	b := newBudget(t, src, hotkey.Config{Lease: 10, TTL: time.Minute, Clock: e.Clock})
+	if b.MaxCost() != 50 {
+		t.Fatalf("MaxCost %d, want the policy's 50", b.MaxCost())
+	}
+	for i := range 12 {
+		if d := allow(t, b, "k", 1); !d.Allowed {
+			t.Fatalf("request %d denied: %+v", i, d)
+		}
+	}
+	if got := src.calls.Load(); got != 2 {
+		t.Errorf("12 requests made %d calls to the policy, want 2 leases", got)
+	}
+	if a, b := counted(t, fw, "k"), counted(t, tb, "k"); a != 20 || b != 20 {
+		t.Errorf("the limits counted %d and %d, want both leases' 20", a, b)
+	}
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := counted(t, fw, "k"), counted(t, tb, "k"); a != 12 || b != 12 {
+		t.Errorf("after Close the limits count %d and %d, want the 12 allowed", a, b)
+	}
+}
+
+// Every decision a Budget makes carries its source's Window, as the
+// source's own do (httplimit sends it as w): from a lease, with a new
+// lease, when denied at the limit while a lease is on its way, and from
+// a cached denial.
+func TestDecisionsCarryTheirWindow(t *testing.T) {
+	e := limitertest.New(t)
+	src := newGCRA(t, e, gcra.Config{Rate: 10, Period: time.Second, Burst: 20})
+	const window = 2 * time.Second // Burst / Rate per Period
+	b := newBudget(t, src, hotkey.Config{Lease: 8, TTL: time.Second, Clock: e.Clock})
+	var ds []core.Decision
+	for range 25 {
+		ds = append(ds, allow(t, b, "k", 1))
+	}
+	if ds[0].Allowed != true || ds[len(ds)-1].Allowed {
+		t.Fatalf("want the first allowed and the last denied: %+v, %+v", ds[0], ds[len(ds)-1])
+	}
+	for i, d := range ds {
+		if d.Window != window {
+			t.Errorf("decision %d: %+v, want Window %v", i, d, window)
+		}
 	}
 }

@@ -38,6 +38,7 @@ type lease struct {
 	limit     int64        // the store's decision: Limit
 	remaining int64        // the store's decision: Remaining
 	resetAt   int64        // sent + the store's ResetAfter
+	window    int64        // the store's decision: Window (ns)
 }
 
 // denial is the store's denial of a request of cost at least cost, which
@@ -56,6 +57,7 @@ type dryness struct {
 	limit   int64
 	rtt     int64 // how long the lease call took
 	resetAt int64
+	window  int64 // the store's decision: Window (ns)
 }
 
 // denial answers a request that found the lease spent while the next one
@@ -66,6 +68,7 @@ func (dr *dryness) denial(now int64) core.Decision {
 		Limit:      dr.limit,
 		RetryAfter: time.Duration(max(dr.rtt, int64(time.Microsecond))),
 		ResetAfter: time.Duration(max(dr.resetAt-now, 0)),
+		Window:     time.Duration(dr.window),
 	}
 }
 
@@ -106,6 +109,7 @@ func (l *lease) allowed(now, left int64) core.Decision {
 		Limit:      l.limit,
 		Remaining:  min(left+l.remaining, l.limit),
 		ResetAfter: time.Duration(max(l.resetAt-now, 0)),
+		Window:     time.Duration(l.window),
 	}
 }
 
@@ -214,12 +218,12 @@ func (b *Budget) renew(ctx context.Context, key string, s *slot, n int64) (core.
 		b.granted.Add(granted)
 		b.lost.Add(granted)
 		s.renewals.Add(1)
-		return (&dryness{limit: d.Limit, rtt: arrived - now, resetAt: now + int64(d.ResetAfter)}).denial(arrived), nil
+		return (&dryness{limit: d.Limit, rtt: arrived - now, resetAt: now + int64(d.ResetAfter), window: int64(d.Window)}).denial(arrived), nil
 	}
 	// A decision without a Limit (failsafe's fail-open answer) says
 	// nothing about what is left.
 	if granted < want || d.Limit > 0 && d.Remaining < s.size {
-		s.dry.Store(&dryness{limit: d.Limit, rtt: arrived - now, resetAt: now + int64(d.ResetAfter)})
+		s.dry.Store(&dryness{limit: d.Limit, rtt: arrived - now, resetAt: now + int64(d.ResetAfter), window: int64(d.Window)})
 	} else {
 		s.dry.Store(nil)
 	}
@@ -234,6 +238,7 @@ func (b *Budget) renew(ctx context.Context, key string, s *slot, n int64) (core.
 			Limit:      d.Limit,
 			Remaining:  min(granted-n+d.Remaining, d.Limit),
 			ResetAfter: d.ResetAfter,
+			Window:     d.Window,
 		}, nil
 	}
 
@@ -286,6 +291,7 @@ func (b *Budget) install(s *slot, sent, granted, want, n int64, d core.Decision)
 		limit:     d.Limit,
 		remaining: d.Remaining,
 		resetAt:   sent + int64(d.ResetAfter),
+		window:    int64(d.Window),
 	}
 	l.avail.Store(granted)
 	if granted >= n {

@@ -337,6 +337,7 @@ func (failingLeases) AcquireN(context.Context, string, int64) (concurrency.Lease
 }
 func (failingLeases) Release(context.Context, concurrency.Lease) (bool, error) { return false, errDown }
 func (failingLeases) Extend(context.Context, concurrency.Lease) (bool, error)  { return false, errDown }
+func (failingLeases) Limit() int64                                             { return 1 }
 
 func TestConcurrencyStoreErrors(t *testing.T) {
 	var reported atomic.Int64
@@ -382,7 +383,7 @@ func TestConcurrencyConfigErrors(t *testing.T) {
 	}{
 		{"no limiter", "Limiter is nil", httplimit.ConcurrencyConfig{}},
 		// A typed nil passed and panicked at the first request.
-		{"typed-nil limiter", "ConcurrencyConfig.Limiter is a nil *concurrency.Limiter", httplimit.ConcurrencyConfig{Limiter: (*concurrency.Limiter)(nil)}},
+		{"typed-nil limiter", "ConcurrencyConfig.Limiter is nil or cannot decide", httplimit.ConcurrencyConfig{Limiter: (*concurrency.Limiter)(nil)}},
 		{"status 418", "Status", httplimit.ConcurrencyConfig{Limiter: lim, Status: http.StatusTeapot}},
 		{"status 200", "Status", httplimit.ConcurrencyConfig{Limiter: lim, Status: http.StatusOK}},
 		{"negative ExtendEvery", "ExtendEvery", httplimit.ConcurrencyConfig{Limiter: lim, ExtendEvery: -time.Second}},

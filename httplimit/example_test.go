@@ -22,13 +22,12 @@ func ExampleNew() {
 	store, _ := memory.New()
 	defer store.Close()
 	// 10 a minute, 2 at once: q (the Decision's Limit) is the burst of 2,
-	// which comes back in full in 12 s, so the Window is 12 s and
-	// RateLimit-Policy says "2 per 12 s", which is 10 a minute. A Window
-	// of a minute would advertise 2 a minute.
+	// which comes back in full in 12 s, the limiter's Window, so
+	// RateLimit-Policy says "2 per 12 s", which is 10 a minute.
 	limiter, _ := gcra.New(store, gcra.Config{Rate: 10, Period: time.Minute, Burst: 2})
 
 	limit, err := httplimit.New(httplimit.Config{
-		Policies: []httplimit.Policy{{Name: "api", Limiter: limiter, Window: 12 * time.Second}},
+		Name: "api", Limiter: limiter,
 		// Behind load balancers at 10.0.0.0/8 that append to X-Forwarded-For.
 		Key: httplimit.ClientIP{
 			TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
@@ -65,8 +64,8 @@ func ExampleHeader() {
 	defer store.Close()
 	limiter, _ := gcra.New(store, gcra.Config{Rate: 1, Period: time.Hour, Burst: 1})
 	limit, _ := httplimit.New(httplimit.Config{
-		Policies: []httplimit.Policy{{Name: "per-key", Limiter: limiter}},
-		Key:      httplimit.Header("X-API-Key"),
+		Name: "per-key", Limiter: limiter,
+		Key: httplimit.Header("X-API-Key"),
 	})
 	handler := limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	for _, key := range []string{"k1", "k1", "k2", ""} {
@@ -90,7 +89,7 @@ func ExampleDecisionFromContext() {
 	store, _ := memory.New()
 	defer store.Close()
 	limiter, _ := gcra.New(store, gcra.Config{Rate: 5, Period: time.Minute, Burst: 5})
-	limit, _ := httplimit.New(httplimit.Config{Policies: []httplimit.Policy{{Name: "api", Limiter: limiter}}})
+	limit, _ := httplimit.New(httplimit.Config{Name: "api", Limiter: limiter})
 	handler := limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d, ok := httplimit.DecisionFromContext(r.Context())
 		fmt.Fprintf(w, "%v: %d of %d left", ok, d.Remaining, d.Limit)
@@ -159,7 +158,7 @@ func ExampleNew_invalidClientIP() {
 	defer store.Close()
 	limiter, _ := gcra.New(store, gcra.Config{Rate: 10, Period: time.Minute, Burst: 2})
 	_, err := httplimit.New(httplimit.Config{
-		Policies: []httplimit.Policy{{Name: "api", Limiter: limiter}},
+		Name: "api", Limiter: limiter,
 		// Trusted to set which header?
 		Key: httplimit.ClientIP{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}},
 	})
@@ -177,8 +176,8 @@ func ExampleKeyFunc() {
 	defer store.Close()
 	limiter, _ := gcra.New(store, gcra.Config{Rate: 1, Period: time.Hour, Burst: 2})
 	limit, _ := httplimit.New(httplimit.Config{
-		Policies: []httplimit.Policy{{Name: "everyone", Limiter: limiter}},
-		Key:      httplimit.KeyFunc(func(*http.Request) (string, error) { return "all", nil }),
+		Name: "everyone", Limiter: limiter,
+		Key: httplimit.KeyFunc(func(*http.Request) (string, error) { return "all", nil }),
 	})
 	handler := limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	for _, remote := range []string{"192.0.2.1:1", "192.0.2.2:1", "192.0.2.3:1"} {
@@ -194,10 +193,11 @@ func ExampleKeyFunc() {
 	// 192.0.2.3:1 429
 }
 
+// deadStore stands for a Redis store whose server cannot be reached.
 type deadStore struct{}
 
-func (deadStore) AllowN(context.Context, string, int64) (core.Decision, error) {
-	return core.Decision{}, fmt.Errorf("%w: dial tcp 127.0.0.1:6379: connection refused", core.ErrStore)
+func (deadStore) RunScript(context.Context, *core.Script, []string, []int64, []int64) ([]int64, error) {
+	return nil, fmt.Errorf("%w: dial tcp 127.0.0.1:6379: connection refused", core.ErrStore)
 }
 
 // Without OnError, store failures go to the Logger (slog.Default() when
@@ -212,16 +212,17 @@ func ExampleConfig_logger() {
 			return a
 		},
 	}))
+	limiter, _ := gcra.New(deadStore{}, gcra.Config{Rate: 5, Period: time.Minute, Burst: 5})
 	limit, _ := httplimit.New(httplimit.Config{
-		Policies: []httplimit.Policy{{Name: "api", Limiter: deadStore{}}},
-		Logger:   logger,
+		Name: "api", Limiter: limiter,
+		Logger: logger,
 	})
 	handler := limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	rec := httptest.NewRecorder()
 	handler.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
 	fmt.Println(rec.Code)
 	// Output:
-	// level=ERROR msg="httplimit: limiter failed, request served without this policy (fail open)" error="httplimit: policy \"api\": ratekit: store failed: dial tcp 127.0.0.1:6379: connection refused" suppressed=0
+	// level=ERROR msg="httplimit: limiter failed, request served without it (fail open)" error="httplimit: ratekit: store failed: dial tcp 127.0.0.1:6379: connection refused" key=ip4:192.0.2.1 suppressed=0
 	// 200
 }
 

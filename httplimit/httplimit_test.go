@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms/fixedwindow"
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
@@ -38,7 +39,7 @@ func memStore(t *testing.T) (*memory.Store, *fakeclock.Clock) {
 	return s, clock
 }
 
-func bucket(t *testing.T, r core.ScriptRunner, clock core.Clock, capacity int64) *tokenbucket.Limiter {
+func bucket(t *testing.T, r core.ScriptRunner, clock core.Clock, capacity int64) *ratekit.Limiter {
 	l, err := tokenbucket.New(r, tokenbucket.Config{Capacity: capacity, RefillRate: 1, RefillInterval: 10 * time.Second, Clock: clock, Prefix: fmt.Sprintf("http:%d:", time.Now().UnixNano())})
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +70,7 @@ func get(t *testing.T, h http.Handler, remote string, hdr map[string]string) *ht
 func TestHeadersOverHTTP(t *testing.T) {
 	s, clock := memStore(t)
 	h := mw(t, httplimit.Config{
-		Policies:      []httplimit.Policy{{Name: "api", Limiter: bucket(t, s, clock, 3), Window: 30 * time.Second}},
+		Name: "api", Limiter: bucket(t, s, clock, 3), Window: 30 * time.Second,
 		LegacyHeaders: true,
 	})(ok)
 	srv := httptest.NewServer(h)
@@ -117,7 +118,7 @@ func TestHeadersOverHTTP(t *testing.T) {
 
 func TestRetryAfterRoundsUpAndIsNeverZero(t *testing.T) {
 	s, clock := memStore(t)
-	h := mw(t, httplimit.Config{Policies: []httplimit.Policy{{Limiter: bucket(t, s, clock, 1)}}})(ok)
+	h := mw(t, httplimit.Config{Limiter: bucket(t, s, clock, 1)})(ok)
 	get(t, h, "10.0.0.1:1", nil)
 	clock.Advance(9*time.Second + 999*time.Millisecond) // 1 ms left
 	resp := get(t, h, "10.0.0.1:1", nil)
@@ -128,14 +129,15 @@ func TestRetryAfterRoundsUpAndIsNeverZero(t *testing.T) {
 	if got := get(t, h, "10.0.0.1:1", nil).Header.Get("Retry-After"); got != "9" {
 		t.Fatalf("Retry-After %q, want 9", got)
 	}
-	if got := get(t, h, "10.0.0.1:1", nil).Header.Get("RateLimit-Policy"); got != `"default";q=1` {
+	// w is the limiter's Window: a bucket of 1 refilled every 10 s.
+	if got := get(t, h, "10.0.0.1:1", nil).Header.Get("RateLimit-Policy"); got != `"default";q=1;w=10` {
 		t.Fatalf("RateLimit-Policy %q", got)
 	}
 }
 
 func TestDeniedBodies(t *testing.T) {
 	s, clock := memStore(t)
-	h := mw(t, httplimit.Config{Policies: []httplimit.Policy{{Limiter: bucket(t, s, clock, 1)}}})(ok)
+	h := mw(t, httplimit.Config{Limiter: bucket(t, s, clock, 1)})(ok)
 	get(t, h, "10.0.0.1:1", nil)
 	text := get(t, h, "10.0.0.1:1", nil)
 	body, _ := io.ReadAll(text.Body)
@@ -151,7 +153,7 @@ func TestDeniedBodies(t *testing.T) {
 		t.Fatalf("JSON body: %+v, %v", v, err)
 	}
 	custom := mw(t, httplimit.Config{
-		Policies: []httplimit.Policy{{Limiter: bucket(t, s, clock, 1)}},
+		Limiter: bucket(t, s, clock, 1),
 		Denied: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			d, _ := httplimit.DecisionFromContext(r.Context())
 			w.WriteHeader(http.StatusTeapot)
@@ -166,31 +168,37 @@ func TestDeniedBodies(t *testing.T) {
 	}
 }
 
-func TestMultiplePoliciesAndCost(t *testing.T) {
+// fields returns every value of a response's header named name, as one
+// list: what stacked middlewares added, outer first.
+func fields(h http.Header, name string) string { return strings.Join(h.Values(name), ", ") }
+
+// Limiters of different keys are stacked middlewares: each adds its item
+// to the fields, each with its w (the limiter's Window), and a request
+// must pass all of them.
+func TestStackedMiddlewaresAndCost(t *testing.T) {
 	s, clock := memStore(t)
 	perIP := bucket(t, s, clock, 10)
 	global, _ := fixedwindow.New(s, fixedwindow.Config{Limit: 4, Window: time.Minute, Clock: clock})
-	h := mw(t, httplimit.Config{
-		Policies: []httplimit.Policy{{Name: "ip", Limiter: perIP}, {Name: "global", Limiter: global, Window: time.Minute, Key: httplimit.KeyFunc(func(*http.Request) (string, error) { return "all", nil })}},
-		Cost: func(r *http.Request) (int64, error) {
-			if r.URL.Query().Get("heavy") != "" {
-				return 3, nil
-			}
-			return 1, nil
-		},
-	})(ok)
+	cost := func(r *http.Request) (int64, error) {
+		if r.URL.Query().Get("heavy") != "" {
+			return 3, nil
+		}
+		return 1, nil
+	}
+	h := mw(t, httplimit.Config{Name: "ip", Limiter: perIP, Cost: cost})(
+		mw(t, httplimit.Config{Name: "global", Limiter: global, Cost: cost, Key: httplimit.KeyFunc(func(*http.Request) (string, error) { return "all", nil })})(ok))
 	resp := get(t, h, "10.0.0.1:1", nil)
-	if got := resp.Header.Get("RateLimit-Policy"); got != `"ip";q=10, "global";q=4;w=60` {
+	if got := fields(resp.Header, "RateLimit-Policy"); got != `"ip";q=10;w=100, "global";q=4;w=60` {
 		t.Fatalf("RateLimit-Policy %q", got)
 	}
-	if got := resp.Header.Get("RateLimit"); got != `"ip";r=9;t=10, "global";r=3;t=60` {
+	if got := fields(resp.Header, "RateLimit"); got != `"ip";r=9;t=10, "global";r=3;t=60` {
 		t.Fatalf("RateLimit %q", got)
 	}
 	req := httptest.NewRequest("GET", "/?heavy=1", nil)
 	req.RemoteAddr = "10.0.0.2:1"
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	if got := rec.Header().Get("RateLimit"); rec.Code != 200 || got != `"ip";r=7;t=30, "global";r=0;t=60` {
+	if got := fields(rec.Header(), "RateLimit"); rec.Code != 200 || got != `"ip";r=7;t=30, "global";r=0;t=60` {
 		t.Fatalf("heavy request: %d %q", rec.Code, got)
 	}
 	if resp := get(t, h, "10.0.0.3:1", nil); resp.StatusCode != 429 {
@@ -202,8 +210,8 @@ func TestMultiplePoliciesAndCost(t *testing.T) {
 func TestPerRoute(t *testing.T) {
 	s, clock := memStore(t)
 	mux := http.NewServeMux()
-	mux.Handle("/login", mw(t, httplimit.Config{Policies: []httplimit.Policy{{Name: "login", Limiter: bucket(t, s, clock, 1)}}})(ok))
-	mux.Handle("/api", mw(t, httplimit.Config{Policies: []httplimit.Policy{{Name: "api", Limiter: bucket(t, s, clock, 5)}}})(ok))
+	mux.Handle("/login", mw(t, httplimit.Config{Name: "login", Limiter: bucket(t, s, clock, 1)})(ok))
+	mux.Handle("/api", mw(t, httplimit.Config{Name: "api", Limiter: bucket(t, s, clock, 5)})(ok))
 	do := func(path string) int {
 		req := httptest.NewRequest("GET", path, nil)
 		req.RemoteAddr = "10.0.0.1:1"
@@ -216,30 +224,40 @@ func TestPerRoute(t *testing.T) {
 	}
 }
 
+// failing is a limiter whose every call fails with err.
 type failing struct{ err error }
 
+func (f failing) Allow(context.Context, string) (core.Decision, error) {
+	return core.Decision{}, f.err
+}
 func (f failing) AllowN(context.Context, string, int64) (core.Decision, error) {
 	return core.Decision{}, f.err
 }
+func (f failing) Peek(context.Context, string) (core.Decision, error) { return core.Decision{}, f.err }
+func (f failing) Refund(context.Context, string, int64) (core.Decision, error) {
+	return core.Decision{}, f.err
+}
+func (f failing) Reset(context.Context, string) error { return f.err }
+func (f failing) MaxCost() int64                      { return math.MaxInt64 }
 
 func TestStoreErrors(t *testing.T) {
 	storeErr := fmt.Errorf("%w: connection refused", core.ErrStore)
 	var reported []error
 	open := mw(t, httplimit.Config{
-		Policies: []httplimit.Policy{{Limiter: failing{storeErr}}},
-		OnError:  func(_ *http.Request, err error) { reported = append(reported, err) },
+		Limiter: failing{storeErr},
+		OnError: func(_ *http.Request, err error) { reported = append(reported, err) },
 	})(ok)
 	resp := get(t, open, "10.0.0.1:1", nil)
 	if resp.StatusCode != 200 || len(reported) != 1 || !errors.Is(reported[0], core.ErrStore) {
 		t.Fatalf("fail open: %s, reported %v", resp.Status, reported)
 	}
-	closed := mw(t, httplimit.Config{Policies: []httplimit.Policy{{Limiter: failing{storeErr}}}, FailClosed: true, Logger: slog.New(&recorder{})})(ok)
+	closed := mw(t, httplimit.Config{Limiter: failing{storeErr}, FailClosed: true, Logger: slog.New(&recorder{})})(ok)
 	if resp := get(t, closed, "10.0.0.1:1", nil); resp.StatusCode != 503 {
 		t.Fatalf("fail closed: %s", resp.Status)
 	}
 	// A cost the limiter can never allow is the client's fault: 400.
 	s, clock := memStore(t)
-	big := mw(t, httplimit.Config{Policies: []httplimit.Policy{{Limiter: bucket(t, s, clock, 2)}}, Cost: func(*http.Request) (int64, error) { return 5, nil }})(ok)
+	big := mw(t, httplimit.Config{Limiter: bucket(t, s, clock, 2), Cost: func(*http.Request) (int64, error) { return 5, nil }})(ok)
 	if resp := get(t, big, "10.0.0.1:1", nil); resp.StatusCode != 400 {
 		t.Fatalf("cost above capacity: %s", resp.Status)
 	}
@@ -254,23 +272,25 @@ func TestConfigErrors(t *testing.T) {
 		cfg  httplimit.Config
 		want string // in the error: the field at fault
 	}{
-		{"no policies", httplimit.Config{}, "Policies"},
-		{"nil limiter", httplimit.Config{Policies: []httplimit.Policy{{Name: "a"}}}, "Policies[0].Limiter is nil"},
+		{"no limiter", httplimit.Config{}, "exactly one of Limiter and LimiterFor"},
+		{"no limiter, a name", httplimit.Config{Name: "a"}, "exactly one of Limiter and LimiterFor"},
+		{"both", httplimit.Config{Limiter: l, LimiterFor: func(*http.Request) (core.Limiter, error) { return l, nil }}, "exactly one of Limiter and LimiterFor"},
 		// A typed nil passed New and panicked at the first request.
-		{"typed-nil limiter", httplimit.Config{Policies: []httplimit.Policy{{Limiter: l}, {Name: "b", Limiter: (*tokenbucket.Limiter)(nil)}}}, "Policies[1].Limiter is a nil *ratekit.Limiter"},
-		{"bad name", httplimit.Config{Policies: []httplimit.Policy{{Name: "a\nb", Limiter: l}}}, "Policies[0].Name"},
-		{"duplicate name", httplimit.Config{Policies: []httplimit.Policy{{Name: "a", Limiter: l}, {Name: "a", Limiter: l}}}, "Policies[1].Name"},
-		{"negative window", httplimit.Config{Policies: []httplimit.Policy{{Limiter: l, Window: -time.Second}}}, "Policies[0].Window"},
-		{"IPv6Prefix 129", httplimit.Config{Policies: []httplimit.Policy{{Limiter: l}}, Key: httplimit.ClientIP{IPv6Prefix: 129}}, "Key: ClientIP.IPv6Prefix"},
-		{"IPv6Prefix -1", httplimit.Config{Policies: []httplimit.Policy{{Limiter: l}}, Key: &httplimit.ClientIP{IPv6Prefix: -1}}, "Key: ClientIP.IPv6Prefix"},
-		{"bad IPv6Prefix in a policy", httplimit.Config{Policies: []httplimit.Policy{{Limiter: l}, {Name: "b", Limiter: l, Key: httplimit.ClientIP{IPv6Prefix: 200}}}}, "Policies[1].Key: ClientIP.IPv6Prefix"},
-		{"proxies without a header", httplimit.Config{Policies: []httplimit.Policy{{Limiter: l}}, Key: httplimit.ClientIP{TrustedProxies: ten}}, "Key: ClientIP.Header"},
-		{"a header without proxies", httplimit.Config{Policies: []httplimit.Policy{{Limiter: l}}, Key: httplimit.ClientIP{Header: httplimit.XForwardedFor}}, "Key: ClientIP.Header"},
-		{"an unknown header", httplimit.Config{Policies: []httplimit.Policy{{Limiter: l}}, Key: httplimit.ClientIP{TrustedProxies: ten, Header: "X-Client-IP"}}, "Key: ClientIP.Header"},
-		{"a zero prefix", httplimit.Config{Policies: []httplimit.Policy{{Limiter: l}}, Key: httplimit.ClientIP{TrustedProxies: []netip.Prefix{ten[0], {}}, Header: httplimit.XForwardedFor}}, "Key: ClientIP.TrustedProxies[1]"},
-		{"an IPv4-mapped prefix", httplimit.Config{Policies: []httplimit.Policy{{Limiter: l}}, Key: httplimit.ClientIP{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("::ffff:10.0.0.0/104")}, Header: httplimit.XForwardedFor}}, "Key: ClientIP.TrustedProxies[0]"},
-		{"a nil *ClientIP", httplimit.Config{Policies: []httplimit.Policy{{Limiter: l}}, Key: (*httplimit.ClientIP)(nil)}, "Key: a nil *ClientIP"},
-		{"a nil KeyFunc", httplimit.Config{Policies: []httplimit.Policy{{Limiter: l, Key: httplimit.KeyFunc(nil)}}}, "Policies[0].Key: a nil KeyFunc"},
+		{"typed-nil limiter", httplimit.Config{Limiter: (*ratekit.Limiter)(nil)}, "Limiter cannot decide"},
+		{"zero limiter", httplimit.Config{Limiter: &ratekit.Limiter{}}, "Limiter cannot decide"},
+		{"bad name", httplimit.Config{Name: "a\nb", Limiter: l}, "Name"},
+		{"long name", httplimit.Config{Name: strings.Repeat("n", 65), Limiter: l}, "Name"},
+		{"negative window", httplimit.Config{Limiter: l, Window: -time.Second}, "Window"},
+		{"negative timeout", httplimit.Config{Limiter: l, Timeout: -time.Second}, "Timeout"},
+		{"IPv6Prefix 129", httplimit.Config{Limiter: l, Key: httplimit.ClientIP{IPv6Prefix: 129}}, "Key: ClientIP.IPv6Prefix"},
+		{"IPv6Prefix -1", httplimit.Config{Limiter: l, Key: &httplimit.ClientIP{IPv6Prefix: -1}}, "Key: ClientIP.IPv6Prefix"},
+		{"proxies without a header", httplimit.Config{Limiter: l, Key: httplimit.ClientIP{TrustedProxies: ten}}, "Key: ClientIP.Header"},
+		{"a header without proxies", httplimit.Config{Limiter: l, Key: httplimit.ClientIP{Header: httplimit.XForwardedFor}}, "Key: ClientIP.Header"},
+		{"an unknown header", httplimit.Config{Limiter: l, Key: httplimit.ClientIP{TrustedProxies: ten, Header: "X-Client-IP"}}, "Key: ClientIP.Header"},
+		{"a zero prefix", httplimit.Config{Limiter: l, Key: httplimit.ClientIP{TrustedProxies: []netip.Prefix{ten[0], {}}, Header: httplimit.XForwardedFor}}, "Key: ClientIP.TrustedProxies[1]"},
+		{"an IPv4-mapped prefix", httplimit.Config{Limiter: l, Key: httplimit.ClientIP{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("::ffff:10.0.0.0/104")}, Header: httplimit.XForwardedFor}}, "Key: ClientIP.TrustedProxies[0]"},
+		{"a nil *ClientIP", httplimit.Config{Limiter: l, Key: (*httplimit.ClientIP)(nil)}, "Key: a nil *ClientIP"},
+		{"a nil KeyFunc", httplimit.Config{Limiter: l, Key: httplimit.KeyFunc(nil)}, "Key: a nil KeyFunc"},
 	} {
 		_, err := httplimit.New(tt.cfg)
 		if !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(fmt.Sprint(err), tt.want) {
@@ -283,7 +303,7 @@ func TestConfigErrors(t *testing.T) {
 		"header in any case": httplimit.ClientIP{TrustedProxies: ten, Header: "forwarded"},
 		"Header":             httplimit.Header("X-API-Key"),
 	} {
-		if _, err := httplimit.New(httplimit.Config{Policies: []httplimit.Policy{{Limiter: l}}, Key: key}); err != nil {
+		if _, err := httplimit.New(httplimit.Config{Limiter: l, Key: key}); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -294,15 +314,10 @@ func TestConfigErrors(t *testing.T) {
 func TestNewCopiesConfig(t *testing.T) {
 	s, clock := memStore(t)
 	proxies := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
-	policies := []httplimit.Policy{{Limiter: bucket(t, s, clock, 5)}}
 	ip := &httplimit.ClientIP{TrustedProxies: proxies, Header: httplimit.XForwardedFor}
-	h := mw(t, httplimit.Config{Policies: policies, Key: ip})(ok)
-	if policies[0].Name != "" {
-		t.Errorf("New wrote %q into the caller's Policies", policies[0].Name)
-	}
+	h := mw(t, httplimit.Config{Limiter: bucket(t, s, clock, 5), Key: ip})(ok)
 	proxies[0] = netip.MustParsePrefix("192.0.2.0/24")
 	ip.Header = httplimit.Forwarded
-	policies[0].Name = "changed"
 	resp := get(t, h, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "198.51.100.9"})
 	if got := resp.Header.Get("RateLimit"); got != `"default";r=4;t=10` {
 		t.Fatalf("RateLimit %q", got)
@@ -327,7 +342,7 @@ func TestMisconfiguredKeyer(t *testing.T) {
 	wrapped := httplimit.KeyFunc(func(r *http.Request) (string, error) {
 		return httplimit.ClientIP{IPv6Prefix: 200}.Key(r) // New cannot see inside
 	})
-	h := mw(t, httplimit.Config{Policies: []httplimit.Policy{{Limiter: bucket(t, s, clock, 5)}}, Key: wrapped, Logger: slog.New(rec)})(ok)
+	h := mw(t, httplimit.Config{Limiter: bucket(t, s, clock, 5), Key: wrapped, Logger: slog.New(rec)})(ok)
 	if resp := get(t, h, "10.0.0.1:1", nil); resp.StatusCode != http.StatusInternalServerError {
 		t.Fatalf("%s; want 500", resp.Status)
 	}
@@ -387,7 +402,7 @@ func TestStoreErrorsAreLogged(t *testing.T) {
 	storeErr := fmt.Errorf("%w: WRONGPASS invalid username-password pair", core.ErrStore)
 	for _, failClosed := range []bool{false, true} {
 		rec := &recorder{level: slog.LevelDebug}
-		h := mw(t, httplimit.Config{Policies: []httplimit.Policy{{Name: "api", Limiter: failing{storeErr}}}, Logger: slog.New(rec), FailClosed: failClosed})(ok)
+		h := mw(t, httplimit.Config{Name: "api", Limiter: failing{storeErr}, Logger: slog.New(rec), FailClosed: failClosed})(ok)
 		want := map[bool]int{false: 200, true: 503}[failClosed]
 		for range 2 {
 			if resp := get(t, h, "10.0.0.1:1", nil); resp.StatusCode != want {
@@ -399,8 +414,8 @@ func TestStoreErrorsAreLogged(t *testing.T) {
 			t.Fatalf("FailClosed %v: logged %v; want one error", failClosed, rec.levels())
 		}
 		err, _ := attr(recs[0], "error").Any().(error)
-		if !errors.Is(err, core.ErrStore) || !strings.Contains(err.Error(), `policy "api"`) {
-			t.Errorf("FailClosed %v: error attribute %v", failClosed, err)
+		if !errors.Is(err, core.ErrStore) || !strings.Contains(err.Error(), "WRONGPASS") || attr(recs[0], "key").String() != "ip4:10.0.0.1" {
+			t.Errorf("FailClosed %v: error attribute %v, key %v; want the store's error and the request's key", failClosed, err, attr(recs[0], "key"))
 		}
 		if !strings.Contains(recs[0].Message, map[bool]string{false: "fail open", true: "503"}[failClosed]) {
 			t.Errorf("FailClosed %v: message %q does not say what became of the request", failClosed, recs[0].Message)
@@ -414,8 +429,8 @@ func TestStoreErrorLogIsRateLimited(t *testing.T) {
 	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	rec := &recorder{}
 	m, err := httplimit.NewWithClock(httplimit.Config{
-		Policies: []httplimit.Policy{{Limiter: failing{core.ErrStore}}},
-		Logger:   slog.New(rec),
+		Limiter: failing{core.ErrStore},
+		Logger:  slog.New(rec),
 	}, clock.Now)
 	if err != nil {
 		t.Fatal(err)
@@ -462,8 +477,8 @@ func TestStoreErrorLogCountsConcurrently(t *testing.T) {
 	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	rec := &recorder{}
 	m, err := httplimit.NewWithClock(httplimit.Config{
-		Policies: []httplimit.Policy{{Limiter: failing{core.ErrStore}}},
-		Logger:   slog.New(rec),
+		Limiter: failing{core.ErrStore},
+		Logger:  slog.New(rec),
 	}, clock.Now)
 	if err != nil {
 		t.Fatal(err)
@@ -496,8 +511,8 @@ func TestClientErrorsAreLoggedAtDebug(t *testing.T) {
 	s, clock := memStore(t)
 	rec := &recorder{level: slog.LevelDebug}
 	h := mw(t, httplimit.Config{
-		Policies: []httplimit.Policy{{Limiter: bucket(t, s, clock, 2)}},
-		Key:      httplimit.Header("X-API-Key"),
+		Limiter: bucket(t, s, clock, 2),
+		Key:     httplimit.Header("X-API-Key"),
 		Cost: func(r *http.Request) (int64, error) {
 			return strconv.ParseInt(r.URL.Query().Get("n"), 10, 64)
 		},
@@ -523,7 +538,7 @@ func TestClientErrorsAreLoggedAtDebug(t *testing.T) {
 	}
 
 	rec = &recorder{level: slog.LevelDebug}
-	gone := mw(t, httplimit.Config{Policies: []httplimit.Policy{{Limiter: failing{context.Canceled}}}, Logger: slog.New(rec)})(ok)
+	gone := mw(t, httplimit.Config{Limiter: failing{context.Canceled}, Logger: slog.New(rec)})(ok)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	req := httptest.NewRequestWithContext(ctx, "GET", "/", nil)
@@ -538,9 +553,9 @@ func TestOnErrorReplacesLogger(t *testing.T) {
 	rec := &recorder{level: slog.LevelDebug}
 	var got []error
 	h := mw(t, httplimit.Config{
-		Policies: []httplimit.Policy{{Limiter: failing{core.ErrStore}}},
-		Logger:   slog.New(rec),
-		OnError:  func(_ *http.Request, err error) { got = append(got, err) },
+		Limiter: failing{core.ErrStore},
+		Logger:  slog.New(rec),
+		OnError: func(_ *http.Request, err error) { got = append(got, err) },
 	})(ok)
 	get(t, h, "10.0.0.1:1", nil)
 	get(t, h, "10.0.0.1:1", nil)
@@ -552,7 +567,7 @@ func TestOnErrorReplacesLogger(t *testing.T) {
 	old := slog.Default()
 	slog.SetDefault(slog.New(def))
 	t.Cleanup(func() { slog.SetDefault(old) })
-	h = mw(t, httplimit.Config{Policies: []httplimit.Policy{{Limiter: failing{core.ErrStore}}}})(ok)
+	h = mw(t, httplimit.Config{Limiter: failing{core.ErrStore}})(ok)
 	get(t, h, "10.0.0.1:1", nil)
 	if len(def.records()) != 1 {
 		t.Fatalf("slog.Default() got %d lines; want 1", len(def.records()))
@@ -748,8 +763,8 @@ func TestClientIPSpoofDoesNotEscape(t *testing.T) {
 	} {
 		s, clock := memStore(t)
 		h := mw(t, httplimit.Config{
-			Policies: []httplimit.Policy{{Limiter: bucket(t, s, clock, 1)}},
-			Key:      httplimit.ClientIP{TrustedProxies: trusted, Header: tt.header},
+			Limiter: bucket(t, s, clock, 1),
+			Key:     httplimit.ClientIP{TrustedProxies: trusted, Header: tt.header},
 		})(ok)
 		if resp := get(t, h, "10.0.0.1:1", map[string]string{string(tt.header): tt.legit}); resp.StatusCode != 200 {
 			t.Fatalf("%s: first request: %s", tt.header, resp.Status)
@@ -766,7 +781,7 @@ func TestClientIPSpoofDoesNotEscape(t *testing.T) {
 // key, end to end: the second request is denied.
 func TestSpoofedHeaderDoesNotEscape(t *testing.T) {
 	s, clock := memStore(t)
-	h := mw(t, httplimit.Config{Policies: []httplimit.Policy{{Limiter: bucket(t, s, clock, 1)}}})(ok)
+	h := mw(t, httplimit.Config{Limiter: bucket(t, s, clock, 1)})(ok)
 	if get(t, h, "203.0.113.7:1", nil).StatusCode != 200 {
 		t.Fatal("first request denied")
 	}
@@ -777,7 +792,7 @@ func TestSpoofedHeaderDoesNotEscape(t *testing.T) {
 
 func TestHeaderKey(t *testing.T) {
 	s, clock := memStore(t)
-	h := mw(t, httplimit.Config{Policies: []httplimit.Policy{{Limiter: bucket(t, s, clock, 1)}}, Key: httplimit.Header("X-API-Key")})(ok)
+	h := mw(t, httplimit.Config{Limiter: bucket(t, s, clock, 1), Key: httplimit.Header("X-API-Key")})(ok)
 	if get(t, h, "1.1.1.1:1", map[string]string{"X-API-Key": "a"}).StatusCode != 200 ||
 		get(t, h, "2.2.2.2:1", map[string]string{"X-API-Key": "a"}).StatusCode != 429 ||
 		get(t, h, "2.2.2.2:1", map[string]string{"X-API-Key": "b"}).StatusCode != 200 {
@@ -795,9 +810,9 @@ func TestHeaderKeyBounds(t *testing.T) {
 	s, clock := memStore(t)
 	var errs []error
 	h := mw(t, httplimit.Config{
-		Policies: []httplimit.Policy{{Limiter: bucket(t, s, clock, 100)}},
-		Key:      httplimit.Header("X-API-Key"),
-		OnError:  func(_ *http.Request, err error) { errs = append(errs, err) },
+		Limiter: bucket(t, s, clock, 100),
+		Key:     httplimit.Header("X-API-Key"),
+		OnError: func(_ *http.Request, err error) { errs = append(errs, err) },
 	})(ok)
 	for _, tt := range []struct {
 		lines []string
@@ -819,7 +834,7 @@ func TestHeaderKeyBounds(t *testing.T) {
 		t.Errorf("errors %v", errs)
 	}
 	// MaxLen raises the bound, up to core.MaxKeyLen less the key's "h:".
-	h = mw(t, httplimit.Config{Policies: []httplimit.Policy{{Limiter: bucket(t, s, clock, 100)}}, Key: httplimit.HeaderKey{Name: "X-API-Key", MaxLen: 1024}})(ok)
+	h = mw(t, httplimit.Config{Limiter: bucket(t, s, clock, 100), Key: httplimit.HeaderKey{Name: "X-API-Key", MaxLen: 1024}})(ok)
 	if got := get(t, h, "1.1.1.1:1", map[string]string{"X-API-Key": strings.Repeat("k", 1024)}).StatusCode; got != 200 {
 		t.Errorf("a 1024-byte value with MaxLen 1024: %d, want 200", got)
 	}
@@ -840,11 +855,7 @@ func TestHeaderKeyConfigErrors(t *testing.T) {
 	} {
 		for what, err := range map[string]error{
 			"Key": func() error {
-				_, err := httplimit.New(httplimit.Config{Policies: []httplimit.Policy{{Limiter: l}}, Key: key})
-				return err
-			}(),
-			"Policy.Key": func() error {
-				_, err := httplimit.New(httplimit.Config{Policies: []httplimit.Policy{{Limiter: l, Key: key}}})
+				_, err := httplimit.New(httplimit.Config{Limiter: l, Key: key})
 				return err
 			}(),
 			"ConcurrencyConfig.Key": func() error {
@@ -863,15 +874,22 @@ func TestHeaderKeyConfigErrors(t *testing.T) {
 // fixed decides every request alike.
 type fixed core.Decision
 
+func (f fixed) Allow(context.Context, string) (core.Decision, error) { return core.Decision(f), nil }
 func (f fixed) AllowN(context.Context, string, int64) (core.Decision, error) {
 	return core.Decision(f), nil
 }
+func (f fixed) Peek(context.Context, string) (core.Decision, error) { return core.Decision(f), nil }
+func (f fixed) Refund(context.Context, string, int64) (core.Decision, error) {
+	return core.Decision(f), nil
+}
+func (f fixed) Reset(context.Context, string) error { return nil }
+func (f fixed) MaxCost() int64                      { return math.MaxInt64 }
 
 // A limit beyond RFC 8941's Integer range (15 digits) would make the
 // whole RateLimit field malformed, and the draft has clients ignore a
 // malformed field: every Integer stays within 999999999999999.
 func TestHugeLimitFitsStructuredFields(t *testing.T) {
-	h := mw(t, httplimit.Config{Policies: []httplimit.Policy{{Name: "api", Limiter: fixed{Allowed: true, Limit: 1 << 50, Remaining: 1<<50 - 1, ResetAfter: time.Second}, Window: time.Hour}}})(ok)
+	h := mw(t, httplimit.Config{Name: "api", Limiter: fixed{Allowed: true, Limit: 1 << 50, Remaining: 1<<50 - 1, ResetAfter: time.Second}, Window: time.Hour})(ok)
 	res := get(t, h, "10.0.0.1:1", nil)
 	for k, want := range map[string]string{
 		"RateLimit-Policy": `"api";q=999999999999999;w=3600`,
@@ -885,7 +903,7 @@ func TestHugeLimitFitsStructuredFields(t *testing.T) {
 
 // The largest Window must not overflow into a negative w.
 func TestHugeWindow(t *testing.T) {
-	h := mw(t, httplimit.Config{Policies: []httplimit.Policy{{Name: "api", Limiter: fixed{Allowed: true, Limit: 1}, Window: math.MaxInt64}}})(ok)
+	h := mw(t, httplimit.Config{Name: "api", Limiter: fixed{Allowed: true, Limit: 1}, Window: math.MaxInt64})(ok)
 	if got, want := get(t, h, "10.0.0.1:1", nil).Header.Get("RateLimit-Policy"), `"api";q=1;w=9223372037`; got != want {
 		t.Errorf("RateLimit-Policy %q, want %q", got, want)
 	}
@@ -900,8 +918,8 @@ func TestRemoteAddrNotIP(t *testing.T) {
 	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	rec := &recorder{level: slog.LevelDebug}
 	m, err := httplimit.NewWithClock(httplimit.Config{
-		Policies: []httplimit.Policy{{Limiter: failing{core.ErrStore}}},
-		Logger:   slog.New(rec),
+		Limiter: failing{core.ErrStore},
+		Logger:  slog.New(rec),
 	}, clock.Now)
 	if err != nil {
 		t.Fatal(err)
@@ -931,5 +949,108 @@ func TestRemoteAddrNotIP(t *testing.T) {
 	}
 	if len(errs) != 2 || !errors.Is(errs[0], httplimit.ErrRemoteNotIP) {
 		t.Errorf("OnError got %v", errs)
+	}
+}
+
+// Clients get a short message of the middleware's own; the error, with
+// what it says of keys, headers and the store, goes to OnError (or the
+// log) only.
+func TestClientMessagesAreShort(t *testing.T) {
+	s, clock := memStore(t)
+	storeErr := fmt.Errorf("%w: WRONGPASS invalid username-password pair", core.ErrStore)
+	for _, c := range []struct {
+		name   string
+		cfg    httplimit.Config
+		url    string
+		status int
+	}{
+		{"a missing key", httplimit.Config{Limiter: bucket(t, s, clock, 2), Key: httplimit.Header("X-API-Key")}, "/", 400},
+		{"a cost that cannot be read", httplimit.Config{Limiter: bucket(t, s, clock, 2), Cost: func(r *http.Request) (int64, error) {
+			return strconv.ParseInt(r.URL.Query().Get("n"), 10, 64)
+		}}, "/?n=x", 400},
+		{"a cost above the limit", httplimit.Config{Limiter: bucket(t, s, clock, 2), Cost: func(*http.Request) (int64, error) { return 9, nil }}, "/", 400},
+		{"a store that refuses", httplimit.Config{Limiter: failing{storeErr}, FailClosed: true}, "/", 503},
+		{"LimiterFor fails", httplimit.Config{LimiterFor: func(*http.Request) (core.Limiter, error) {
+			return nil, errors.New("tier lookup: no plan for tenant 42")
+		}}, "/", 500},
+		{"a Keyer misconfigured", httplimit.Config{Limiter: bucket(t, s, clock, 2), Key: httplimit.KeyFunc(func(r *http.Request) (string, error) {
+			return httplimit.ClientIP{IPv6Prefix: 200}.Key(r)
+		})}, "/", 500},
+	} {
+		var reported []error
+		c.cfg.OnError = func(_ *http.Request, err error) { reported = append(reported, err) }
+		req := httptest.NewRequest("GET", c.url, nil)
+		req.RemoteAddr = "10.0.0.1:1"
+		rec := httptest.NewRecorder()
+		mw(t, c.cfg)(ok).ServeHTTP(rec, req)
+		body := strings.TrimSpace(rec.Body.String())
+		if rec.Code != c.status || len(reported) != 1 {
+			t.Errorf("%s: %d, %d errors reported; want %d and one", c.name, rec.Code, len(reported), c.status)
+			continue
+		}
+		for _, leak := range []string{"ratekit", "X-API-Key", "WRONGPASS", "tenant", "IPv6Prefix", ": strconv", "n = 9"} {
+			if strings.Contains(body, leak) {
+				t.Errorf("%s: the client read %q, which holds %q (the error: %v)", c.name, body, leak, reported[0])
+			}
+		}
+		if len(body) > 60 {
+			t.Errorf("%s: the client read %d bytes: %q", c.name, len(body), body)
+		}
+	}
+}
+
+// Window names w for a single limiter; a policy's items carry each
+// limit's own Window, whatever Window says.
+func TestWindowOverridesOnlyASingleLimiter(t *testing.T) {
+	s, clock := memStore(t)
+	p := policy(t, ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "burst", Limiter: bucket(t, s, clock, 5)}}})
+	res := get(t, mw(t, httplimit.Config{Limiter: p, Window: time.Hour})(ok), "10.0.0.1:1", nil)
+	if got := res.Header.Get("RateLimit-Policy"); got != `"burst";q=5;w=50` {
+		t.Errorf("a policy with Window set: RateLimit-Policy %q, want its limit's own w=50", got)
+	}
+	res = get(t, mw(t, httplimit.Config{Limiter: bucket(t, s, clock, 5), Window: time.Hour})(ok), "10.0.0.1:1", nil)
+	if got := res.Header.Get("RateLimit-Policy"); got != `"default";q=5;w=3600` {
+		t.Errorf("a limiter with Window set: RateLimit-Policy %q, want w=3600", got)
+	}
+}
+
+// hanging is a limiter whose calls ignore their context and return only
+// once release is closed: a store that hangs, behind a client that does
+// not honour deadlines.
+type hanging struct {
+	failing
+	release chan struct{}
+}
+
+func (h hanging) AllowN(context.Context, string, int64) (core.Decision, error) {
+	<-h.release
+	return core.Decision{Allowed: true, Limit: 1}, nil
+}
+
+// Timeout bounds every decision whatever the limiter does with its
+// context (DefaultTimeout when 0): the request is served (or answered 503
+// with FailClosed) while the limiter still hangs, and the error reported
+// wraps core.ErrStore and context.DeadlineExceeded.
+func TestTimeoutBoundsADecision(t *testing.T) {
+	for _, c := range []struct {
+		timeout    time.Duration
+		failClosed bool
+		status     int
+	}{{0, false, 200}, {20 * time.Millisecond, false, 200}, {20 * time.Millisecond, true, 503}} {
+		release := make(chan struct{})
+		var reported []error
+		h := mw(t, httplimit.Config{Limiter: hanging{release: release}, Timeout: c.timeout, FailClosed: c.failClosed,
+			OnError: func(_ *http.Request, err error) { reported = append(reported, err) }})(ok)
+		done := make(chan int, 1)
+		go func() { done <- get(t, h, "10.0.0.1:1", nil).StatusCode }()
+		select {
+		case status := <-done:
+			if status != c.status || len(reported) != 1 || !errors.Is(reported[0], core.ErrStore) || !errors.Is(reported[0], context.DeadlineExceeded) {
+				t.Errorf("Timeout %v, FailClosed %v: %d, reported %v; want %d and a deadline", c.timeout, c.failClosed, status, reported, c.status)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("Timeout %v: the request waited for a hung limiter", c.timeout)
+		}
+		close(release)
 	}
 }

@@ -30,8 +30,8 @@ func ExampleConfig_policy() {
 		panic(err)
 	}
 	limit, err := httplimit.New(httplimit.Config{
-		Policy: policy,
-		Counts: func(status int) bool { return status >= 400 },
+		Limiter: policy,
+		Counts:  func(status int) bool { return status >= 400 },
 	})
 	if err != nil {
 		panic(err)

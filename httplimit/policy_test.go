@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,7 +17,7 @@ import (
 	"github.com/ratekit/ratekit/httplimit"
 )
 
-func policy(t *testing.T, cfg ratekit.PolicyConfig) *ratekit.Policy {
+func policy(t *testing.T, cfg ratekit.PolicyConfig) *ratekit.Limiter {
 	t.Helper()
 	p, err := ratekit.NewPolicy(cfg)
 	if err != nil {
@@ -26,17 +27,18 @@ func policy(t *testing.T, cfg ratekit.PolicyConfig) *ratekit.Policy {
 }
 
 // A policy's limits are decided at once: every limit is an item of both
-// headers, a 429 names the limit that denied, and the limits that allowed
-// the denied request counted nothing.
+// headers, with its own w (its limiter's Window), a 429 names the limit
+// that denied, and the limits that allowed the denied request counted
+// nothing.
 func TestPolicyHeadersAndDenial(t *testing.T) {
 	s, clock := memStore(t)
 	burst := bucket(t, s, clock, 5)
 	daily, _ := fixedwindow.New(s, fixedwindow.Config{Limit: 2, Window: 24 * time.Hour, Clock: clock, Prefix: "http:daily:"})
 	p := policy(t, ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "burst", Limiter: burst}, {Name: "daily", Limiter: daily}}})
-	h := mw(t, httplimit.Config{Policy: p})(ok)
+	h := mw(t, httplimit.Config{Limiter: p})(ok)
 	for i, want := range []string{`"burst";r=4;t=10, "daily";r=1;t=86400`, `"burst";r=3;t=20, "daily";r=0;t=86400`} {
 		res := get(t, h, "10.0.0.1:1", nil)
-		if res.StatusCode != 200 || res.Header.Get("RateLimit") != want || res.Header.Get("RateLimit-Policy") != `"burst";q=5, "daily";q=2` {
+		if res.StatusCode != 200 || res.Header.Get("RateLimit") != want || res.Header.Get("RateLimit-Policy") != `"burst";q=5;w=50, "daily";q=2;w=86400` {
 			t.Fatalf("request %d: %d, RateLimit %q, RateLimit-Policy %q", i, res.StatusCode, res.Header.Get("RateLimit"), res.Header.Get("RateLimit-Policy"))
 		}
 	}
@@ -57,13 +59,13 @@ func TestPolicyHeadersAndDenial(t *testing.T) {
 
 // A shadow policy that would deny still answers 200, without the
 // RateLimit headers (a client would throttle itself on a limit that is not
-// enforced), and says what it would have done in PolicyDecisionFromContext.
+// enforced), and says what it would have done in DecisionFromContext.
 func TestShadowPolicyNeverDenies(t *testing.T) {
 	s, clock := memStore(t)
 	p := policy(t, ratekit.PolicyConfig{Shadow: true, Limits: []ratekit.Limit{{Name: "new-limit", Limiter: bucket(t, s, clock, 1)}}})
-	var seen []ratekit.PolicyDecision
-	h := mw(t, httplimit.Config{Policy: p})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d, _ := httplimit.PolicyDecisionFromContext(r.Context())
+	var seen []core.Decision
+	h := mw(t, httplimit.Config{Limiter: p})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d, _ := httplimit.DecisionFromContext(r.Context())
 		seen = append(seen, d)
 	}))
 	for i := 0; i < 3; i++ {
@@ -72,7 +74,15 @@ func TestShadowPolicyNeverDenies(t *testing.T) {
 			t.Fatalf("request %d: %d, RateLimit %q", i, res.StatusCode, res.Header.Get("RateLimit"))
 		}
 	}
-	if len(seen) != 3 || len(seen[0].ShadowDenied) != 0 || strings.Join(seen[2].ShadowDenied, ",") != "new-limit" || !seen[2].Allowed {
+	shadowDenied := func(d core.Decision) (names []string) {
+		for _, l := range d.Limits {
+			if l.Shadow && !l.Allowed {
+				names = append(names, l.Name)
+			}
+		}
+		return names
+	}
+	if len(seen) != 3 || len(shadowDenied(seen[0])) != 0 || strings.Join(shadowDenied(seen[2]), ",") != "new-limit" || !seen[2].Allowed {
 		t.Fatalf("decisions: %+v", seen)
 	}
 }
@@ -84,7 +94,7 @@ func TestCountsRefundsByStatus(t *testing.T) {
 	failures, _ := fixedwindow.New(s, fixedwindow.Config{Limit: 2, Window: time.Hour, Clock: clock, Prefix: "http:fail:"})
 	p := policy(t, ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "failures", Limiter: failures}}})
 	status := 200
-	h := mw(t, httplimit.Config{Policy: p, Counts: func(code int) bool { return code >= 400 }})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := mw(t, httplimit.Config{Limiter: p, Counts: func(code int) bool { return code >= 400 }})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(status)
 	}))
 	for i := 0; i < 5; i++ {
@@ -102,7 +112,7 @@ func TestCountsRefundsByStatus(t *testing.T) {
 		t.Fatalf("after two failures: %d, want 429", res.StatusCode)
 	}
 	// A handler that writes a body without a status line answered 200.
-	implicit := mw(t, httplimit.Config{Policy: p, Counts: func(code int) bool { return code >= 400 }})(ok)
+	implicit := mw(t, httplimit.Config{Limiter: p, Counts: func(code int) bool { return code >= 400 }})(ok)
 	if d, _ := failures.Peek(t.Context(), "ip4:10.0.0.2"); d.Remaining != 2 {
 		t.Fatalf("fresh key: %+v", d)
 	}
@@ -112,21 +122,25 @@ func TestCountsRefundsByStatus(t *testing.T) {
 	}
 }
 
-// PolicyFor picks each request's tier; an error from it answers 500.
-func TestPolicyFor(t *testing.T) {
+// LimiterFor picks each request's tier; an error from it answers 500.
+func TestLimiterFor(t *testing.T) {
 	s, clock := memStore(t)
 	prefix := "http:tier:"
-	tier := func(limit int64) *ratekit.Policy {
+	tier := func(limit int64) *ratekit.Limiter {
 		l, _ := fixedwindow.New(s, fixedwindow.Config{Limit: limit, Window: time.Hour, Clock: clock, Prefix: prefix})
 		return policy(t, ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "hourly", Limiter: l}}})
 	}
-	tiers, err := ratekit.NewTiers(map[string]*ratekit.Policy{"free": tier(1), "paid": tier(100)})
+	tiers, err := ratekit.NewTiers(map[string]*ratekit.Limiter{"free": tier(1), "paid": tier(100)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := mw(t, httplimit.Config{PolicyFor: func(r *http.Request) (httplimit.PolicyLimiter, error) {
-		return tiers.Policy(r.Header.Get("X-Plan"))
-	}})(ok)
+	h := mw(t, httplimit.Config{LimiterFor: func(r *http.Request) (core.Limiter, error) {
+		p, err := tiers.Policy(r.Header.Get("X-Plan"))
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
+	}, Logger: slog.New(slog.DiscardHandler)})(ok)
 	free, paid := map[string]string{"X-Plan": "free"}, map[string]string{"X-Plan": "paid"}
 	if res := get(t, h, "10.0.0.1:1", free); res.StatusCode != 200 {
 		t.Fatalf("free 1: %d", res.StatusCode)
@@ -137,22 +151,27 @@ func TestPolicyFor(t *testing.T) {
 	if res := get(t, h, "10.0.0.1:1", paid); res.StatusCode != 200 || res.Header.Get("RateLimit") != `"hourly";r=98;t=3600` {
 		t.Fatalf("paid: %d %q", res.StatusCode, res.Header.Get("RateLimit"))
 	}
-	if res := get(t, h, "10.0.0.1:1", map[string]string{"X-Plan": "gold"}); res.StatusCode != 500 {
-		t.Fatalf("unknown tier: %d", res.StatusCode)
+	res := get(t, h, "10.0.0.1:1", map[string]string{"X-Plan": "gold"})
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 500 || strings.Contains(string(body), "gold") || strings.Contains(string(body), "tier") {
+		t.Fatalf("unknown tier: %d %q; want 500 with a message of the middleware's own", res.StatusCode, body)
+	}
+	// A limiter that cannot decide, from LimiterFor, is the server's
+	// mistake too.
+	zero := mw(t, httplimit.Config{LimiterFor: func(*http.Request) (core.Limiter, error) { return &ratekit.Limiter{}, nil }, Logger: slog.New(slog.DiscardHandler)})(ok)
+	if res := get(t, zero, "10.0.0.1:1", nil); res.StatusCode != 500 {
+		t.Fatalf("a zero limiter from LimiterFor: %d", res.StatusCode)
 	}
 }
 
-// Policy, PolicyFor and Policies exclude each other, and Counts needs a
-// policy.
-func TestPolicyConfigErrors(t *testing.T) {
+// Limiter and LimiterFor exclude each other.
+func TestLimiterConfigErrors(t *testing.T) {
 	s, clock := memStore(t)
 	p := policy(t, ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "x", Limiter: bucket(t, s, clock, 1)}}})
-	pf := func(*http.Request) (httplimit.PolicyLimiter, error) { return p, nil }
+	pf := func(*http.Request) (core.Limiter, error) { return p, nil }
 	for name, cfg := range map[string]httplimit.Config{
-		"none":                {},
-		"policy and for":      {Policy: p, PolicyFor: pf},
-		"policy and policies": {Policy: p, Policies: []httplimit.Policy{{Limiter: bucket(t, s, clock, 1)}}},
-		"counts, policies":    {Policies: []httplimit.Policy{{Limiter: bucket(t, s, clock, 1)}}, Counts: func(int) bool { return true }},
+		"none":            {},
+		"limiter and for": {Limiter: p, LimiterFor: pf},
 	} {
 		if _, err := httplimit.New(cfg); !errors.Is(err, core.ErrInvalidConfig) {
 			t.Errorf("%s: %v, want ErrInvalidConfig", name, err)
@@ -160,11 +179,35 @@ func TestPolicyConfigErrors(t *testing.T) {
 	}
 }
 
+// Counts refunds through any limiter (core.Limiter's Refund), not only a
+// policy: here a token bucket on its own.
+func TestCountsRefundsAnyLimiter(t *testing.T) {
+	s, clock := memStore(t)
+	b := bucket(t, s, clock, 2)
+	status := 200
+	h := mw(t, httplimit.Config{Limiter: b, Counts: func(code int) bool { return code >= 400 }})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(status)
+	}))
+	for i := 0; i < 5; i++ {
+		if res := get(t, h, "10.0.0.1:1", nil); res.StatusCode != 200 {
+			t.Fatalf("success %d answered %d", i, res.StatusCode)
+		}
+	}
+	if d, _ := b.Peek(t.Context(), "ip4:10.0.0.1"); d.Remaining != 2 {
+		t.Fatalf("successes counted: %+v", d)
+	}
+	status = 500
+	get(t, h, "10.0.0.1:1", nil)
+	if d, _ := b.Peek(t.Context(), "ip4:10.0.0.1"); d.Remaining != 1 {
+		t.Fatalf("a failure did not count: %+v", d)
+	}
+}
+
 // A penalty block answers 429 saying so, with the block's Retry-After.
 func TestPolicyPenalty(t *testing.T) {
 	s, clock := memStore(t)
 	p := policy(t, ratekit.PolicyConfig{PenaltyPrefix: "http:penalty:", Limits: []ratekit.Limit{{Name: "rate", Limiter: bucket(t, s, clock, 1), Penalty: 5 * time.Minute}}})
-	h := mw(t, httplimit.Config{Policy: p})(ok)
+	h := mw(t, httplimit.Config{Limiter: p})(ok)
 	get(t, h, "10.0.0.1:1", nil)
 	res := get(t, h, "10.0.0.1:1", nil)
 	body, _ := io.ReadAll(res.Body)
@@ -192,7 +235,7 @@ func TestPolicyDenialResetIsRetryAfter(t *testing.T) {
 	burst := bucket(t, s, clock, 2) // one back every 10 s
 	daily, _ := fixedwindow.New(s, fixedwindow.Config{Limit: 100, Window: 24 * time.Hour, Clock: clock, Prefix: "http:daily2:"})
 	p := policy(t, ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "burst", Limiter: burst}, {Name: "daily", Limiter: daily}}})
-	h := mw(t, httplimit.Config{Policy: p, LegacyHeaders: true})(ok)
+	h := mw(t, httplimit.Config{Limiter: p, LegacyHeaders: true})(ok)
 	get(t, h, "10.0.0.1:1", nil)
 	res := get(t, h, "10.0.0.1:1", nil)
 	if got, want := res.Header.Get("RateLimit"), `"burst";r=0;t=20, "daily";r=98;t=86400`; res.StatusCode != 200 || got != want {
@@ -218,7 +261,7 @@ func TestShadowLimitIsNotAdvertised(t *testing.T) {
 	trial := bucket(t, s, clock, 1)
 	enforced := bucket(t, s, clock, 50)
 	p := policy(t, ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "trial", Limiter: trial, Shadow: true}, {Name: "api", Limiter: enforced}}})
-	h := mw(t, httplimit.Config{Policy: p, LegacyHeaders: true})(ok)
+	h := mw(t, httplimit.Config{Limiter: p, LegacyHeaders: true})(ok)
 	for i := 0; i < 3; i++ {
 		res := get(t, h, "10.0.0.1:1", nil)
 		hdr := res.Header
@@ -226,7 +269,7 @@ func TestShadowLimitIsNotAdvertised(t *testing.T) {
 			t.Fatalf("request %d: %d", i, res.StatusCode)
 		}
 		for k, want := range map[string]string{
-			"RateLimit-Policy":      `"api";q=50`,
+			"RateLimit-Policy":      `"api";q=50;w=500`,
 			"RateLimit":             fmt.Sprintf(`"api";r=%d;t=%d`, 49-i, 10*(i+1)),
 			"X-RateLimit-Limit":     "50",
 			"X-RateLimit-Remaining": fmt.Sprint(49 - i),
@@ -245,7 +288,7 @@ func TestCountsKeepsFlusherAndHijacker(t *testing.T) {
 	s, clock := memStore(t)
 	p := policy(t, ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "api", Limiter: bucket(t, s, clock, 5)}}})
 	counted := make(chan int, 3) // the server's goroutine calls Counts
-	cfg := httplimit.Config{Policy: p, Counts: func(code int) bool { counted <- code; return true }}
+	cfg := httplimit.Config{Limiter: p, Counts: func(code int) bool { counted <- code; return true }}
 
 	// Flush reaches the recorder underneath, and is an implicit 200.
 	flushed := mw(t, cfg)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -310,34 +353,27 @@ func TestCountsKeepsFlusherAndHijacker(t *testing.T) {
 	}
 }
 
-// In Config.Denied the denying decision is where the Denied doc says:
-// PolicyDecisionFromContext with Policy, DecisionFromContext with
-// Policies (the doc named DecisionFromContext alone, which finds nothing
-// with Policy).
+// In Config.Denied the denying decision is in the request's context
+// (DecisionFromContext), a policy's with each limit's in Limits.
 func TestDeniedSeesTheDecision(t *testing.T) {
 	s, clock := memStore(t)
-	type seen struct {
-		policy, plain bool
-		allowed       bool
-	}
-	var got seen
+	var got []core.Decision
 	denied := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		pd, pok := httplimit.PolicyDecisionFromContext(r.Context())
-		d, dok := httplimit.DecisionFromContext(r.Context())
-		got = seen{policy: pok, plain: dok, allowed: pd.Allowed || d.Allowed}
+		d, ok := httplimit.DecisionFromContext(r.Context())
+		if !ok {
+			t.Error("Denied found no decision")
+		}
+		got = append(got, d)
 		w.WriteHeader(http.StatusTooManyRequests)
 	})
 	p := policy(t, ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "api", Limiter: bucket(t, s, clock, 1)}}})
-	h := mw(t, httplimit.Config{Policy: p, Denied: denied})(ok)
+	h := mw(t, httplimit.Config{Limiter: p, Denied: denied})(ok)
 	get(t, h, "10.0.0.1:1", nil)
 	get(t, h, "10.0.0.1:1", nil)
-	if want := (seen{policy: true}); got != want {
-		t.Errorf("Policy: Denied saw %+v, want %+v", got, want)
-	}
-	h = mw(t, httplimit.Config{Policies: []httplimit.Policy{{Limiter: bucket(t, s, clock, 1)}}, Denied: denied})(ok)
+	h = mw(t, httplimit.Config{Limiter: bucket(t, s, clock, 1), Denied: denied})(ok)
 	get(t, h, "10.0.0.2:1", nil)
 	get(t, h, "10.0.0.2:1", nil)
-	if want := (seen{plain: true}); got != want {
-		t.Errorf("Policies: Denied saw %+v, want %+v", got, want)
+	if len(got) != 2 || got[0].Allowed || len(got[0].Limits) != 1 || got[0].Limits[0].Name != "api" || got[1].Allowed || got[1].Limits != nil {
+		t.Errorf("Denied saw %+v; want the policy's denial with its limit, then the limiter's", got)
 	}
 }

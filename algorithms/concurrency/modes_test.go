@@ -8,7 +8,7 @@ import (
 
 // The step's own modes must not be one the engine gives another meaning.
 func TestModesAreTheirOwn(t *testing.T) {
-	for _, m := range []int64{engine.ModeAllow, engine.ModePeek, engine.ModeAtMost} {
+	for _, m := range []engine.Mode{engine.ModeAllow, engine.ModePeek, engine.ModeAtMost} {
 		if m == modeRelease || m == modeExtend {
 			t.Errorf("engine mode %d is also the step's release or extend", m)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 	_ "time/tzdata"
@@ -62,6 +63,9 @@ func TestNewCalendarRefuses(t *testing.T) {
 		{Limit: 0, Period: fixedwindow.Day},
 		{Limit: -5, Period: fixedwindow.Month},
 		{Limit: 1, Period: fixedwindow.Week, Prefix: "{x}"},
+		// A nil *fakeclock.Clock reads the zero time: refused here, not
+		// met with a panic at the first call.
+		{Limit: 1, Period: fixedwindow.Day, Clock: (*fakeclock.Clock)(nil)},
 	} {
 		if _, err := fixedwindow.NewCalendar(s, cfg); !errors.Is(err, core.ErrInvalidConfig) {
 			t.Errorf("NewCalendar(%+v): %v, want ErrInvalidConfig", cfg, err)
@@ -99,6 +103,10 @@ func TestCalendarPeriods(t *testing.T) {
 		if err != nil || d.Allowed || !c.at.Add(d.RetryAfter).Equal(c.ends) {
 			t.Errorf("%v in %v at %v: %+v, %v; want denied until %v", c.period, c.loc, c.at, d, err, c.ends)
 		}
+		// Window is the period's nominal length, whatever this one's.
+		if want := map[fixedwindow.Period]time.Duration{fixedwindow.Day: 24 * time.Hour, fixedwindow.Week: 7 * 24 * time.Hour, fixedwindow.Month: 30 * 24 * time.Hour}[c.period]; d.Window != want {
+			t.Errorf("%v: Window %v, want %v", c.period, d.Window, want)
+		}
 		s.Close()
 	}
 }
@@ -126,16 +134,16 @@ func TestCalendarDayWithoutMidnight(t *testing.T) {
 		advance time.Duration
 		want    core.Decision
 	}{
-		{0, core.Decision{Allowed: true, Limit: 2, Remaining: 1, ResetAfter: 23*h + 30*m}},
+		{0, core.Decision{Allowed: true, Limit: 2, Remaining: 1, ResetAfter: 23*h + 30*m, Window: 24 * h}},
 		// 23:30 on March 7, half an hour before the jump.
-		{23 * h, core.Decision{Allowed: true, Limit: 2, Remaining: 0, ResetAfter: 30 * m}},
-		{0, core.Decision{Allowed: false, Limit: 2, Remaining: 0, RetryAfter: 30 * m, ResetAfter: 30 * m}},
+		{23 * h, core.Decision{Allowed: true, Limit: 2, Remaining: 0, ResetAfter: 30 * m, Window: 24 * h}},
+		{0, core.Decision{Allowed: false, Limit: 2, Remaining: 0, RetryAfter: 30 * m, ResetAfter: 30 * m, Window: 24 * h}},
 		// 01:00 on March 8, a day of 23 hours.
-		{30 * m, core.Decision{Allowed: true, Limit: 2, Remaining: 1, ResetAfter: 23 * h}},
+		{30 * m, core.Decision{Allowed: true, Limit: 2, Remaining: 1, ResetAfter: 23 * h, Window: 24 * h}},
 	} {
 		clock.Advance(c.advance)
 		d, err := l.Allow(context.Background(), "k")
-		if err != nil || d != c.want {
+		if err != nil || !reflect.DeepEqual(d, c.want) {
 			t.Fatalf("step %d: Allow at %v = %+v, %v; want %+v", i, clock.Now().In(havana), d, err, c.want)
 		}
 	}

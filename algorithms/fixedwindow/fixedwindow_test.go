@@ -31,7 +31,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		c.edit(&cfg)
 		limitertest.BadConfig(t, c.name, c.field, func() error { _, err := fixedwindow.New(env.Store, cfg); return err })
 	}
-	limitertest.BadConfig(t, "nil runner", "runner", func() error { _, err := fixedwindow.New(nil, ok); return err })
+	limitertest.BadConfig(t, "nil store", "store", func() error { _, err := fixedwindow.New(nil, ok); return err })
 }
 
 func TestDecisions(t *testing.T) {
@@ -44,14 +44,14 @@ func TestDecisions(t *testing.T) {
 	env.BadClock(t, l)
 	env.PeekNeverWrites(t, l)
 	env.Walk(t, l, []limitertest.Step{
-		{Advance: 0, N: 0, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 3}},
+		{Advance: 0, N: 0, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 3, Window: 10 * s}},
 		// The window opens at the first request.
-		{Advance: 0, N: 2, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 1, ResetAfter: 10 * s}},
-		{Advance: 4 * s, N: 2, Want: core.Decision{Allowed: false, Limit: 3, Remaining: 1, RetryAfter: 6 * s, ResetAfter: 6 * s}},
-		{Advance: 0, N: 1, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 0, ResetAfter: 6 * s}},
-		{Advance: 6*s - time.Microsecond, N: 1, Want: core.Decision{Allowed: false, Limit: 3, Remaining: 0, RetryAfter: time.Microsecond, ResetAfter: time.Microsecond}},
+		{Advance: 0, N: 2, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 1, ResetAfter: 10 * s, Window: 10 * s}},
+		{Advance: 4 * s, N: 2, Want: core.Decision{Allowed: false, Limit: 3, Remaining: 1, RetryAfter: 6 * s, ResetAfter: 6 * s, Window: 10 * s}},
+		{Advance: 0, N: 1, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 0, ResetAfter: 6 * s, Window: 10 * s}},
+		{Advance: 6*s - time.Microsecond, N: 1, Want: core.Decision{Allowed: false, Limit: 3, Remaining: 0, RetryAfter: time.Microsecond, ResetAfter: time.Microsecond, Window: 10 * s}},
 		// Exactly Window after it opened, a new window opens.
-		{Advance: time.Microsecond, N: 1, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 2, ResetAfter: 10 * s}},
-		{Advance: 0, N: 0, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 2, ResetAfter: 10 * s}},
+		{Advance: time.Microsecond, N: 1, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 2, ResetAfter: 10 * s, Window: 10 * s}},
+		{Advance: 0, N: 0, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 2, ResetAfter: 10 * s, Window: 10 * s}},
 	})
 }

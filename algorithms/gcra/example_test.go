@@ -40,7 +40,7 @@ func ExampleNew() {
 }
 
 // A batch of 8 gets what fits: the burst of 5.
-func ExampleLimiter_AllowAtMost() {
+func Example_allowAtMost() {
 	store, _ := memory.New()
 	defer store.Close()
 	limiter, _ := gcra.New(store, gcra.Config{Rate: 10, Period: time.Second, Burst: 5})

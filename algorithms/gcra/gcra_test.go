@@ -3,6 +3,7 @@ package gcra_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -45,11 +46,11 @@ func TestDecisions(t *testing.T) {
 	env.BadClock(t, l)
 	env.PeekNeverWrites(t, l)
 	env.Walk(t, l, []limitertest.Step{
-		{Advance: 0, N: 0, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 3}},
-		{Advance: 0, N: 3, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 0, ResetAfter: 1500 * ms}},
-		{Advance: 200 * ms, N: 1, Want: core.Decision{Allowed: false, Limit: 3, Remaining: 0, RetryAfter: 300 * ms, ResetAfter: 1300 * ms}},
-		{Advance: 300 * ms, N: 1, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 0, ResetAfter: 1500 * ms}},
-		{Advance: 1500 * ms, N: 0, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 3}},
+		{Advance: 0, N: 0, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 3, Window: 1500 * ms}},
+		{Advance: 0, N: 3, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 0, ResetAfter: 1500 * ms, Window: 1500 * ms}},
+		{Advance: 200 * ms, N: 1, Want: core.Decision{Allowed: false, Limit: 3, Remaining: 0, RetryAfter: 300 * ms, ResetAfter: 1300 * ms, Window: 1500 * ms}},
+		{Advance: 300 * ms, N: 1, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 0, ResetAfter: 1500 * ms, Window: 1500 * ms}},
+		{Advance: 1500 * ms, N: 0, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 3, Window: 1500 * ms}},
 	})
 }
 
@@ -61,9 +62,9 @@ func TestFractionalEmissionInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.Walk(t, l, []limitertest.Step{
-		{Advance: 0, N: 1, Want: core.Decision{Allowed: true, Limit: 1, Remaining: 0, ResetAfter: 333334 * time.Microsecond}},
-		{Advance: 333333 * time.Microsecond, N: 1, Want: core.Decision{Allowed: false, Limit: 1, Remaining: 0, RetryAfter: time.Microsecond, ResetAfter: time.Microsecond}},
-		{Advance: time.Microsecond, N: 1, Want: core.Decision{Allowed: true, Limit: 1, Remaining: 0, ResetAfter: 333334 * time.Microsecond}},
+		{Advance: 0, N: 1, Want: core.Decision{Allowed: true, Limit: 1, Remaining: 0, ResetAfter: 333334 * time.Microsecond, Window: 333334 * time.Microsecond}},
+		{Advance: 333333 * time.Microsecond, N: 1, Want: core.Decision{Allowed: false, Limit: 1, Remaining: 0, RetryAfter: time.Microsecond, ResetAfter: time.Microsecond, Window: 333334 * time.Microsecond}},
+		{Advance: time.Microsecond, N: 1, Want: core.Decision{Allowed: true, Limit: 1, Remaining: 0, ResetAfter: 333334 * time.Microsecond, Window: 333334 * time.Microsecond}},
 	})
 	// Over a long run exactly 3 per second pass.
 	ctx := context.Background()
@@ -89,14 +90,14 @@ func TestAllowAtMost(t *testing.T) {
 	check := func(n, wantGranted int64, want core.Decision) {
 		t.Helper()
 		g, d, err := l.AllowAtMost(ctx, "k", n)
-		if err != nil || g != wantGranted || d != want {
+		if err != nil || g != wantGranted || !reflect.DeepEqual(d, want) {
 			t.Fatalf("AllowAtMost(%d) = %d, %+v, %v; want %d, %+v", n, g, d, err, wantGranted, want)
 		}
 	}
-	check(5, 3, core.Decision{Allowed: true, Limit: 3, Remaining: 0, ResetAfter: 1500 * ms})
+	check(5, 3, core.Decision{Allowed: true, Limit: 3, Remaining: 0, ResetAfter: 1500 * ms, Window: 1500 * ms})
 	env.Clock.Advance(500 * ms)
-	check(5, 1, core.Decision{Allowed: true, Limit: 3, Remaining: 0, ResetAfter: 1500 * ms})
-	check(2, 0, core.Decision{Allowed: false, Limit: 3, Remaining: 0, RetryAfter: 500 * ms, ResetAfter: 1500 * ms})
+	check(5, 1, core.Decision{Allowed: true, Limit: 3, Remaining: 0, ResetAfter: 1500 * ms, Window: 1500 * ms})
+	check(2, 0, core.Decision{Allowed: false, Limit: 3, Remaining: 0, RetryAfter: 500 * ms, ResetAfter: 1500 * ms, Window: 1500 * ms})
 	for _, n := range []int64{0, -1} {
 		if _, _, err := l.AllowAtMost(ctx, "k", n); !errors.Is(err, core.ErrInvalidCost) {
 			t.Errorf("AllowAtMost(%d): %v", n, err)

@@ -2,6 +2,7 @@ package leakybucket_test
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -43,13 +44,13 @@ func TestDecisions(t *testing.T) {
 	env.BadClock(t, l)
 	env.PeekNeverWrites(t, l)
 	env.Walk(t, l, []limitertest.Step{
-		{Advance: 0, N: 3, Want: core.Decision{Allowed: true, Limit: 4, Remaining: 1, ResetAfter: 1500 * ms}},
+		{Advance: 0, N: 3, Want: core.Decision{Allowed: true, Limit: 4, Remaining: 1, ResetAfter: 1500 * ms, Window: 2 * time.Second}},
 		// Level 2.5: 2 more would overflow by 0.5, which drains in 250 ms.
-		{Advance: 250 * ms, N: 2, Want: core.Decision{Allowed: false, Limit: 4, Remaining: 1, RetryAfter: 250 * ms, ResetAfter: 1250 * ms}},
-		{Advance: 250 * ms, N: 2, Want: core.Decision{Allowed: true, Limit: 4, Remaining: 0, ResetAfter: 2000 * ms}},
-		{Advance: 0, N: 0, Want: core.Decision{Allowed: false, Limit: 4, Remaining: 0, RetryAfter: 500 * ms, ResetAfter: 2000 * ms}},
+		{Advance: 250 * ms, N: 2, Want: core.Decision{Allowed: false, Limit: 4, Remaining: 1, RetryAfter: 250 * ms, ResetAfter: 1250 * ms, Window: 2 * time.Second}},
+		{Advance: 250 * ms, N: 2, Want: core.Decision{Allowed: true, Limit: 4, Remaining: 0, ResetAfter: 2000 * ms, Window: 2 * time.Second}},
+		{Advance: 0, N: 0, Want: core.Decision{Allowed: false, Limit: 4, Remaining: 0, RetryAfter: 500 * ms, ResetAfter: 2000 * ms, Window: 2 * time.Second}},
 		// Empty again after 2 s.
-		{Advance: 2000 * ms, N: 0, Want: core.Decision{Allowed: true, Limit: 4, Remaining: 4}},
+		{Advance: 2000 * ms, N: 0, Want: core.Decision{Allowed: true, Limit: 4, Remaining: 4, Window: 2 * time.Second}},
 	})
 }
 
@@ -74,16 +75,16 @@ func TestRefundWithClockBehind(t *testing.T) {
 		want core.Decision
 	}{
 		// Level 1 as at the last leak, 300 ms ahead: 300 + 500 ms.
-		{1, core.Decision{Allowed: true, Limit: 4, Remaining: 3, ResetAfter: 800 * ms}},
+		{1, core.Decision{Allowed: true, Limit: 4, Remaining: 3, ResetAfter: 800 * ms, Window: 2 * time.Second}},
 		// Empty: nothing to wait for.
-		{1, core.Decision{Allowed: true, Limit: 4, Remaining: 4}},
-		{1, core.Decision{Allowed: true, Limit: 4, Remaining: 4}},
+		{1, core.Decision{Allowed: true, Limit: 4, Remaining: 4, Window: 2 * time.Second}},
+		{1, core.Decision{Allowed: true, Limit: 4, Remaining: 4, Window: 2 * time.Second}},
 	} {
 		got, err := l.Refund(ctx, "k", c.n)
-		if err != nil || got != c.want {
+		if err != nil || !reflect.DeepEqual(got, c.want) {
 			t.Fatalf("Refund(k, %d) = %+v, %v, want %+v", c.n, got, err, c.want)
 		}
-		if after, err := l.Peek(ctx, "k"); err != nil || after != got {
+		if after, err := l.Peek(ctx, "k"); err != nil || !reflect.DeepEqual(after, got) {
 			t.Fatalf("Peek after Refund(k, %d) = %+v, %v, want what the refund returned, %+v", c.n, after, err, got)
 		}
 	}

@@ -41,16 +41,16 @@ func TestDecisions(t *testing.T) {
 	env.PeekNeverWrites(t, l)
 	env.Walk(t, l, []limitertest.Step{
 		// Window 0 (aligned at T0).
-		{Advance: 0, N: 4, Want: core.Decision{Allowed: true, Limit: 4, Remaining: 0, ResetAfter: 20 * s}},
+		{Advance: 0, N: 4, Want: core.Decision{Allowed: true, Limit: 4, Remaining: 0, ResetAfter: 20 * s, Window: 10 * s}},
 		// Denied until the next window has begun: there prev = 4 weighs
 		// 4*(W-e)/W, below the limit from e = 1µs on.
-		{Advance: 1 * s, N: 1, Want: core.Decision{Allowed: false, Limit: 4, Remaining: 0, RetryAfter: 9*s + time.Microsecond, ResetAfter: 19 * s}},
+		{Advance: 1 * s, N: 1, Want: core.Decision{Allowed: false, Limit: 4, Remaining: 0, RetryAfter: 9*s + time.Microsecond, ResetAfter: 19 * s, Window: 10 * s}},
 		// Window 1 at e = 5 s: estimate 4*0.5 = 2.
-		{Advance: 14 * s, N: 0, Want: core.Decision{Allowed: true, Limit: 4, Remaining: 2, ResetAfter: 5 * s}},
-		{Advance: 0, N: 2, Want: core.Decision{Allowed: true, Limit: 4, Remaining: 0, ResetAfter: 15 * s}},
+		{Advance: 14 * s, N: 0, Want: core.Decision{Allowed: true, Limit: 4, Remaining: 2, ResetAfter: 5 * s, Window: 10 * s}},
+		{Advance: 0, N: 2, Want: core.Decision{Allowed: true, Limit: 4, Remaining: 0, ResetAfter: 15 * s, Window: 10 * s}},
 		// Estimate 4*(W-e)/W + 2 < 4 - 1 + 1 needs e > 5 s: at 5 s + 1µs.
-		{Advance: 0, N: 1, Want: core.Decision{Allowed: false, Limit: 4, Remaining: 0, RetryAfter: time.Microsecond, ResetAfter: 15 * s}},
+		{Advance: 0, N: 1, Want: core.Decision{Allowed: false, Limit: 4, Remaining: 0, RetryAfter: time.Microsecond, ResetAfter: 15 * s, Window: 10 * s}},
 		// Cost 2 needs 4*(W-e)/W + 2 < 3: e > 7.5 s.
-		{Advance: 0, N: 2, Want: core.Decision{Allowed: false, Limit: 4, Remaining: 0, RetryAfter: 2500*time.Millisecond + time.Microsecond, ResetAfter: 15 * s}},
+		{Advance: 0, N: 2, Want: core.Decision{Allowed: false, Limit: 4, Remaining: 0, RetryAfter: 2500*time.Millisecond + time.Microsecond, ResetAfter: 15 * s, Window: 10 * s}},
 	})
 }

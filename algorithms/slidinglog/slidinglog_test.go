@@ -44,14 +44,14 @@ func TestDecisions(t *testing.T) {
 	env.BadClock(t, l)
 	env.PeekNeverWrites(t, l)
 	env.Walk(t, l, []limitertest.Step{
-		{Advance: 0, N: 1, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 2, ResetAfter: 10 * s}},
-		{Advance: 2 * s, N: 2, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 0, ResetAfter: 10 * s}},
+		{Advance: 0, N: 1, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 2, ResetAfter: 10 * s, Window: 10 * s}},
+		{Advance: 2 * s, N: 2, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 0, ResetAfter: 10 * s, Window: 10 * s}},
 		// At 5 s: the entry from 0 s leaves at 10 s.
-		{Advance: 3 * s, N: 1, Want: core.Decision{Allowed: false, Limit: 3, Remaining: 0, RetryAfter: 5 * s, ResetAfter: 7 * s}},
+		{Advance: 3 * s, N: 1, Want: core.Decision{Allowed: false, Limit: 3, Remaining: 0, RetryAfter: 5 * s, ResetAfter: 7 * s, Window: 10 * s}},
 		// Cost 3 needs all three entries gone: the last two leave at 12 s.
-		{Advance: 0, N: 3, Want: core.Decision{Allowed: false, Limit: 3, Remaining: 0, RetryAfter: 7 * s, ResetAfter: 7 * s}},
+		{Advance: 0, N: 3, Want: core.Decision{Allowed: false, Limit: 3, Remaining: 0, RetryAfter: 7 * s, ResetAfter: 7 * s, Window: 10 * s}},
 		// At exactly 10 s the first entry has left.
-		{Advance: 5 * s, N: 1, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 0, ResetAfter: 10 * s}},
-		{Advance: 0, N: 0, Want: core.Decision{Allowed: false, Limit: 3, Remaining: 0, RetryAfter: 2 * s, ResetAfter: 10 * s}},
+		{Advance: 5 * s, N: 1, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 0, ResetAfter: 10 * s, Window: 10 * s}},
+		{Advance: 0, N: 0, Want: core.Decision{Allowed: false, Limit: 3, Remaining: 0, RetryAfter: 2 * s, ResetAfter: 10 * s, Window: 10 * s}},
 	})
 }

@@ -43,7 +43,7 @@ func ExampleNew() {
 }
 
 // A fixed clock makes the waits exact.
-func ExampleLimiter_AllowN() {
+func Example_allowN() {
 	store, _ := memory.New()
 	defer store.Close()
 	clock := core.ClockFunc(func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) })
@@ -58,7 +58,7 @@ func ExampleLimiter_AllowN() {
 	// false 3 2s
 }
 
-func ExampleLimiter_Peek() {
+func Example_peek() {
 	store, _ := memory.New()
 	defer store.Close()
 	limiter, _ := tokenbucket.New(store, tokenbucket.Config{Capacity: 5, RefillRate: 1, RefillInterval: time.Second})
@@ -73,7 +73,7 @@ func ExampleLimiter_Peek() {
 	// true 3
 }
 
-func ExampleLimiter_Reset() {
+func Example_reset() {
 	store, _ := memory.New()
 	defer store.Close()
 	limiter, _ := tokenbucket.New(store, tokenbucket.Config{Capacity: 1, RefillRate: 1, RefillInterval: time.Hour})
@@ -91,7 +91,7 @@ func ExampleLimiter_Reset() {
 
 // Many keys in one call: one pipelined round trip on Redis. Requests on
 // one key see each other, in order; each result has its own error.
-func ExampleLimiter_AllowMany() {
+func Example_allowMany() {
 	store, _ := memory.New()
 	defer store.Close()
 	limiter, _ := tokenbucket.New(store, tokenbucket.Config{Capacity: 2, RefillRate: 1, RefillInterval: time.Hour})

@@ -34,7 +34,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		c.edit(&cfg)
 		limitertest.BadConfig(t, c.name, c.field, func() error { _, err := tokenbucket.New(env.Store, cfg); return err })
 	}
-	limitertest.BadConfig(t, "nil runner", "runner", func() error { _, err := tokenbucket.New(nil, ok); return err })
+	limitertest.BadConfig(t, "nil store", "store", func() error { _, err := tokenbucket.New(nil, ok); return err })
 	// A refill rate above capacity is allowed: one refill fills the bucket.
 	if _, err := tokenbucket.New(env.Store, tokenbucket.Config{Capacity: 2, RefillRate: 100, RefillInterval: s}); err != nil {
 		t.Errorf("RefillRate > Capacity: %v", err)
@@ -52,22 +52,22 @@ func TestDecisions(t *testing.T) {
 	env.BadClock(t, l)
 	env.PeekNeverWrites(t, l)
 	env.Walk(t, l, []limitertest.Step{
-		{Advance: 0, N: 0, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 3}},
+		{Advance: 0, N: 0, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 3, Window: 20 * s}},
 		// Full bucket of 3; take 2, last refill anchored now.
-		{Advance: 0, N: 2, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 1, ResetAfter: 10 * s}},
+		{Advance: 0, N: 2, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 1, ResetAfter: 10 * s, Window: 20 * s}},
 		// 4 s later: 1 token, 2 wanted: denied until the refill at 10 s.
-		{Advance: 4 * s, N: 2, Want: core.Decision{Allowed: false, Limit: 3, Remaining: 1, RetryAfter: 6 * s, ResetAfter: 6 * s}},
+		{Advance: 4 * s, N: 2, Want: core.Decision{Allowed: false, Limit: 3, Remaining: 1, RetryAfter: 6 * s, ResetAfter: 6 * s, Window: 20 * s}},
 		// Take the last token: 2 tokens come at 10 s, the third at 20 s.
-		{Advance: 0, N: 1, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 0, ResetAfter: 16 * s}},
+		{Advance: 0, N: 1, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 0, ResetAfter: 16 * s, Window: 20 * s}},
 		// Peek sees the empty bucket, twice alike: it writes nothing.
-		{Advance: 0, N: 0, Want: core.Decision{Allowed: false, Limit: 3, Remaining: 0, RetryAfter: 6 * s, ResetAfter: 16 * s}},
-		{Advance: 0, N: 0, Want: core.Decision{Allowed: false, Limit: 3, Remaining: 0, RetryAfter: 6 * s, ResetAfter: 16 * s}},
-		{Advance: 1 * s, N: 3, Want: core.Decision{Allowed: false, Limit: 3, Remaining: 0, RetryAfter: 15 * s, ResetAfter: 15 * s}},
+		{Advance: 0, N: 0, Want: core.Decision{Allowed: false, Limit: 3, Remaining: 0, RetryAfter: 6 * s, ResetAfter: 16 * s, Window: 20 * s}},
+		{Advance: 0, N: 0, Want: core.Decision{Allowed: false, Limit: 3, Remaining: 0, RetryAfter: 6 * s, ResetAfter: 16 * s, Window: 20 * s}},
+		{Advance: 1 * s, N: 3, Want: core.Decision{Allowed: false, Limit: 3, Remaining: 0, RetryAfter: 15 * s, ResetAfter: 15 * s, Window: 20 * s}},
 		// At 10 s the refill adds 2.
-		{Advance: 5 * s, N: 2, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 0, ResetAfter: 20 * s}},
+		{Advance: 5 * s, N: 2, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 0, ResetAfter: 20 * s, Window: 20 * s}},
 		// Idle 25 s: refills at 20 s and 30 s fill it; a full bucket is fresh,
 		// so the next refill is a whole interval after this request.
-		{Advance: 25 * s, N: 1, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 2, ResetAfter: 10 * s}},
+		{Advance: 25 * s, N: 1, Want: core.Decision{Allowed: true, Limit: 3, Remaining: 2, ResetAfter: 10 * s, Window: 20 * s}},
 	})
 }
 
@@ -79,14 +79,14 @@ func TestReset(t *testing.T) {
 	}
 	ctx := context.Background()
 	env.Walk(t, l, []limitertest.Step{
-		{N: 2, Want: core.Decision{Allowed: true, Limit: 2, Remaining: 0, ResetAfter: 2 * time.Hour}},
-		{N: 1, Want: core.Decision{Allowed: false, Limit: 2, Remaining: 0, RetryAfter: time.Hour, ResetAfter: 2 * time.Hour}},
+		{N: 2, Want: core.Decision{Allowed: true, Limit: 2, Remaining: 0, ResetAfter: 2 * time.Hour, Window: 2 * time.Hour}},
+		{N: 1, Want: core.Decision{Allowed: false, Limit: 2, Remaining: 0, RetryAfter: time.Hour, ResetAfter: 2 * time.Hour, Window: 2 * time.Hour}},
 	})
 	if err := l.Reset(ctx, "k"); err != nil {
 		t.Fatal(err)
 	}
 	env.Walk(t, l, []limitertest.Step{
-		{N: 1, Want: core.Decision{Allowed: true, Limit: 2, Remaining: 1, ResetAfter: time.Hour}},
+		{N: 1, Want: core.Decision{Allowed: true, Limit: 2, Remaining: 1, ResetAfter: time.Hour, Window: 2 * time.Hour}},
 	})
 	// Reset of an absent key is not an error.
 	if err := l.Reset(ctx, "never-seen"); err != nil {
@@ -126,9 +126,9 @@ func TestStoreTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.Walk(t, l, []limitertest.Step{
-		{Advance: 0, N: 1, Want: core.Decision{Allowed: true, Limit: 1, Remaining: 0, ResetAfter: time.Minute}},
-		{Advance: 59 * s, N: 1, Want: core.Decision{Allowed: false, Limit: 1, Remaining: 0, RetryAfter: s, ResetAfter: s}},
-		{Advance: s, N: 1, Want: core.Decision{Allowed: true, Limit: 1, Remaining: 0, ResetAfter: time.Minute}},
+		{Advance: 0, N: 1, Want: core.Decision{Allowed: true, Limit: 1, Remaining: 0, ResetAfter: time.Minute, Window: time.Minute}},
+		{Advance: 59 * s, N: 1, Want: core.Decision{Allowed: false, Limit: 1, Remaining: 0, RetryAfter: s, ResetAfter: s, Window: time.Minute}},
+		{Advance: s, N: 1, Want: core.Decision{Allowed: true, Limit: 1, Remaining: 0, ResetAfter: time.Minute, Window: time.Minute}},
 	})
 }
 

@@ -3,7 +3,6 @@ package callcheck_test
 import (
 	"context"
 	"errors"
-	"math"
 	"strings"
 	"testing"
 	"time"
@@ -15,18 +14,8 @@ import (
 	"github.com/ratekit/ratekit/store/memory"
 )
 
-// wrap is a limiter around another, as failsafe and denycache are.
-type wrap struct{ core.Limiter }
-
-func (w wrap) Unwrap() core.Limiter { return w.Limiter }
-
-// loop unwraps to itself.
-type loop struct{ core.Limiter }
-
-func (l *loop) Unwrap() core.Limiter { return l }
-
 // tokenBucket7 returns a token bucket of capacity 7 on a memory store.
-func tokenBucket7(t *testing.T) *tokenbucket.Limiter {
+func tokenBucket7(t *testing.T) *ratekit.Limiter {
 	t.Helper()
 	s, err := memory.New()
 	if err != nil {
@@ -38,26 +27,6 @@ func tokenBucket7(t *testing.T) *tokenbucket.Limiter {
 		t.Fatal(err)
 	}
 	return tb
-}
-
-func TestMaxCost(t *testing.T) {
-	tb := tokenBucket7(t)
-	var nilLimiter *ratekit.Limiter
-	for name, c := range map[string]struct {
-		l    core.Limiter
-		want int64
-	}{
-		"a limiter":               {tb, 7},
-		"wrapped twice":           {wrap{wrap{tb}}, 7},
-		"a limiter that says not": {wrap{nil}, math.MaxInt64},
-		"a typed nil":             {nilLimiter, math.MaxInt64},
-		"wrapping a typed nil":    {wrap{nilLimiter}, math.MaxInt64},
-		"a loop":                  {&loop{}, math.MaxInt64},
-	} {
-		if got := callcheck.MaxCost(c.l); got != c.want {
-			t.Errorf("%s: MaxCost = %d, want %d", name, got, c.want)
-		}
-	}
 }
 
 // Check refuses what the limiter refuses, with the same errors.
@@ -82,7 +51,7 @@ func TestCheckAgreesWithTheLimiter(t *testing.T) {
 		{ended, "k", 1, context.Canceled},
 		{ended, "", 0, core.ErrInvalidKey}, // the key first, as the limiter
 	} {
-		got := callcheck.Check(c.ctx, c.key, c.n, callcheck.MaxCost(tb))
+		got := callcheck.Check(c.ctx, c.key, c.n, tb.MaxCost())
 		_, lim := tb.AllowN(c.ctx, c.key, c.n)
 		if !errors.Is(got, c.want) || (c.want == nil) != (got == nil) {
 			t.Errorf("Check(%.10q, %d) = %v, want %v", c.key, c.n, got, c.want)
@@ -92,28 +61,3 @@ func TestCheckAgreesWithTheLimiter(t *testing.T) {
 		}
 	}
 }
-
-func TestUnusable(t *testing.T) {
-	tb := tokenBucket7(t)
-	var nilLimiter *ratekit.Limiter
-	for name, c := range map[string]struct {
-		l    any
-		want string
-	}{
-		"a limiter":               {tb, ""},
-		"a limiter of no ratekit": {plain{}, ""},
-		"nil":                     {nil, "nil"},
-		"a typed nil":             {nilLimiter, "a nil *ratekit.Limiter"},
-		"a zero limiter":          {&ratekit.Limiter{}, "a zero *ratekit.Limiter, not built by its New"},
-		"a zero policy":           {&ratekit.Policy{}, "a zero *ratekit.Policy, not built by its New"},
-		"wrapping a zero limiter": {wrap{&ratekit.Limiter{}}, "a callcheck_test.wrap around a limiter that is nil or was never built by its New"},
-		"wrapping nil":            {wrap{nil}, "a callcheck_test.wrap around a limiter that is nil or was never built by its New"},
-	} {
-		if got := callcheck.Unusable(c.l); got != c.want {
-			t.Errorf("%s: Unusable = %q, want %q", name, got, c.want)
-		}
-	}
-}
-
-// plain is a limiter that is not ratekit's and wraps none.
-type plain struct{ core.Limiter }

@@ -43,14 +43,20 @@ func TestArgsScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	e, err := engine.New(store, clock, "", "args:", 5, argSpec, []int64{7})
+	l, err := argSpec.Limit("args:", "", 5, []int64{7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(engine.Config{Store: store, Clock: clock, Limits: []engine.Limit{l}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	reply, err := e.RunArgs(ctx, argScript, "k", 1, 0, 1<<62, -3)
-	if err != nil || len(reply) != 4 || reply[1] != 7 || reply[2] != 1<<62 || reply[3] != -3 {
-		t.Fatalf("RunArgs = %v, %v; want the parameter and both arguments", reply, err)
+	// The step replies with its parameter and both arguments, as
+	// Remaining, RetryAfter and ResetAfter; 2^53+1 is no float64.
+	d, err := e.RunArgs(ctx, argScript, "k", 1, 0, 1<<53+1, 3)
+	if err != nil || d.Remaining != 7 || d.RetryAfter != (1<<53+1)*time.Microsecond || d.ResetAfter != 3*time.Microsecond {
+		t.Fatalf("RunArgs = %+v, %v; want the parameter and both arguments", d, err)
 	}
 	if store.Len() != 1 {
 		t.Fatalf("%d keys after a staged value", store.Len())

@@ -74,6 +74,11 @@ func (e *Engine) AllowMany(ctx context.Context, reqs []core.Request) []core.Resu
 		return out
 	}
 	e.decideItems(ctx, now, items, valid, maxBatch, out)
+	if e.onShadow != nil {
+		for _, i := range valid {
+			e.shadowDeny(ctx, reqs[i].Key, out[i].Decision, out[i].Err)
+		}
+	}
 	return out
 }
 
@@ -97,15 +102,6 @@ func (e *Engine) singleNode() bool {
 func (e *Engine) decideItems(ctx context.Context, now int64, items []item, idx []int, keyCap int, out []core.Result) {
 	if len(idx) == 0 {
 		return
-	}
-	if e.onShadow != nil {
-		defer func() {
-			for _, i := range idx {
-				if d := out[i].Decision; out[i].Err == nil && d.Allowed && shadowDenied(d) {
-					e.onShadow(ctx, items[i].key, d)
-				}
-			}
-		}()
 	}
 	if e.local != nil {
 		var buf [4*MaxLimits + 2]int64

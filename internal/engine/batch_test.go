@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/fakeclock"
+	"github.com/ratekit/ratekit/internal/engine"
 	"github.com/ratekit/ratekit/internal/keyspace"
 	"github.com/ratekit/ratekit/internal/slot"
 	"github.com/ratekit/ratekit/store/memory"
@@ -80,7 +82,7 @@ func TestAllowManyOneCallPerNode(t *testing.T) {
 			}
 			next := 0
 			for j, c := range o.calls {
-				if !c.AnySlot || c.Script.Name() != a.name+":batch" {
+				if !c.AnySlot || c.Script.Name() != a.name {
 					t.Fatalf("call %d: script %s, AnySlot %v", j, c.Script.Name(), c.AnySlot)
 				}
 				for x, key := range c.Keys {
@@ -88,8 +90,8 @@ func TestAllowManyOneCallPerNode(t *testing.T) {
 					if want := keyspace.Key("", r.Key, ""); !strings.HasSuffix(key, want) {
 						t.Fatalf("call %d key %d = %q, want it to end in %q", j, x, key, want)
 					}
-					// ARGV = now, params..., then n per key (the costs
-					// differ).
+					// ARGV = now, mode, params..., then n per key (the
+					// costs differ).
 					k := len(c.Args) - len(c.Keys)
 					if n := c.Args[k+x]; n != r.N {
 						t.Fatalf("call %d key %d: cost %d, want %d", j, x, n, r.N)
@@ -120,13 +122,11 @@ func TestAllowManyOneCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	one, err := plain.(interface {
-		Call(key string, n int64) (core.ScriptCall, error)
-	}).Call("x", 2)
+	one, err := engine.Of(plain).Call("x", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	params := len(one.Args) - 3 // now, n, mode, params...
+	params := len(one.Args) - 3 // now, mode, params..., n
 	for i, r := range l.AllowMany(context.Background(), reqs) {
 		if r.Err != nil || !r.Decision.Allowed {
 			t.Fatalf("result %d: %+v", i, r)
@@ -135,8 +135,8 @@ func TestAllowManyOneCost(t *testing.T) {
 	if len(o.calls) != 1 {
 		t.Fatalf("%d calls, want 1", len(o.calls))
 	}
-	if args := o.calls[0].Args; len(args) != 1+params+1 || args[len(args)-1] != 2 {
-		t.Fatalf("args %v: want now, %d parameters, then the one cost 2", args, params)
+	if args := o.calls[0].Args; len(args) != 2+params+1 || args[len(args)-1] != 2 {
+		t.Fatalf("args %v: want now, mode, %d parameters, then the one cost 2", args, params)
 	}
 }
 
@@ -296,7 +296,7 @@ func TestAllowManyCallsShareNoKey(t *testing.T) {
 					ctx := context.Background()
 					for i, r := range l.AllowMany(ctx, reqs) {
 						d, err := want.AllowN(ctx, reqs[i].Key, reqs[i].N)
-						if r.Err != nil || err != nil || r.Decision != d {
+						if r.Err != nil || err != nil || !reflect.DeepEqual(r.Decision, d) {
 							t.Fatalf("%d requests: item %d (%q): %+v, %v; one by one %+v, %v", size, i, reqs[i].Key, r.Decision, r.Err, d, err)
 						}
 					}

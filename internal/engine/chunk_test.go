@@ -24,7 +24,7 @@ func TestChunk(t *testing.T) {
 				k := rapid.IntRange(0, nkeys-1).Draw(t, "key")
 				grp = append(grp, len(items))
 				// Groups never share a key, as groups of slots or tags.
-				items = append(items, item{skey: fmt.Sprintf("g%d{k%d}", g, k)})
+				items = append(items, item{key: fmt.Sprintf("g%d:k%d", g, k)})
 			}
 			groups = append(groups, grp)
 		}
@@ -33,7 +33,7 @@ func TestChunk(t *testing.T) {
 		for g, grp := range groups {
 			for _, i := range grp {
 				groupOf[i] = g
-				perKey[items[i].skey]++
+				perKey[items[i].key]++
 			}
 		}
 		rounds := chunk(items, groups, keyCap)
@@ -47,7 +47,7 @@ func TestChunk(t *testing.T) {
 				}
 				if len(c) > maxBatch {
 					for _, i := range c {
-						if items[i].skey != items[c[0]].skey {
+						if items[i].key != items[c[0]].key {
 							t.Fatalf("round %d call %d of %d requests holds two keys", r, j, len(c))
 						}
 					}
@@ -63,7 +63,7 @@ func TestChunk(t *testing.T) {
 					if x > 0 && c[x-1] >= i {
 						t.Fatalf("round %d call %d out of order: %v", r, j, c)
 					}
-					k := items[i].skey
+					k := items[i].key
 					if o, ok := owner[k]; ok && o != j {
 						t.Fatalf("key %s in calls %d and %d of round %d", k, o, j, r)
 					}
@@ -77,7 +77,7 @@ func TestChunk(t *testing.T) {
 		// A key's n-th request goes in round n / keyCap.
 		seen := map[string]int{}
 		for i := range items {
-			k := items[i].skey
+			k := items[i].key
 			if r := at[i].round; r != seen[k]/keyCap {
 				t.Fatalf("request %d, number %d of key %s, in round %d", i, seen[k], k, r)
 			}

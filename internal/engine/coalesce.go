@@ -137,7 +137,9 @@ func (c *Coalescer) Decide(ctx context.Context, key string, n int64) (core.Decis
 		defer g.line.Done() // even if the store panics
 		return c.e.Decide(ctx, key, n, ModeAllow)
 	}
-	return c.wait(ctx, g, q)
+	d, err := c.wait(ctx, g, q)
+	c.e.shadowDeny(ctx, key, d, err)
+	return d, err
 }
 
 // waiter returns a pooled waiter for key at cost n.

@@ -267,7 +267,7 @@ func (e *Engine) Decide(ctx context.Context, key string, n int64, mode Mode) (co
 	}
 	if e.local != nil && !e.sh.policy {
 		// The common decision in process, in memory of its own: no frame,
-		// and the reply decoded inline (the same routine, e.one and
+		// and the reply decoded inline (the same routine, e.script and
 		// e.decode, specialized for one limit on a local store).
 		var r [4]int64
 		if _, err := e.inProcess(key, n, mode, now, r[:0]); err != nil {
@@ -280,17 +280,36 @@ func (e *Engine) Decide(ctx context.Context, key string, n int64, mode Mode) (co
 		}
 		return core.Decision{}, e.decodeError(0, key, r[:])
 	}
-	f := frames.Get().(*frame)
-	defer f.put()
-	reply, err := e.one(ctx, f, key, n, mode, now)
+	var reply []int64
+	if e.local != nil {
+		// A policy in process: the reply fits on the stack, and no pool
+		// is needed (one emptied by a GC, or by the race detector, would
+		// make the decision allocate).
+		var buf [4*MaxLimits + 2]int64
+		reply, err = e.inProcess(key, n, mode, now, buf[:0])
+	} else {
+		f := frames.Get().(*frame)
+		defer f.put()
+		reply, err = e.script(ctx, f, key, n, mode, now)
+	}
 	if err != nil {
 		return core.Decision{}, err
 	}
 	d, err := e.decode(key, reply)
-	if err == nil && e.onShadow != nil && mode == ModeAllow && d.Allowed && shadowDenied(d) {
-		e.onShadow(ctx, key, d)
+	if mode == ModeAllow {
+		e.shadowDeny(ctx, key, d, err)
 	}
 	return d, err
+}
+
+// shadowDeny calls the policy's OnShadowDeny, on the caller's goroutine
+// and with its ctx, when an AllowN decision d allowed a request that a
+// shadow limit would have denied: after every such request, however it
+// was decided (Decide, AllowMany, a coalesced batch).
+func (e *Engine) shadowDeny(ctx context.Context, key string, d core.Decision, err error) {
+	if err == nil && e.onShadow != nil && d.Allowed && shadowDenied(d) {
+		e.onShadow(ctx, key, d)
+	}
 }
 
 // AllowAtMost allows as many units of a request of cost n as fit now, at
@@ -306,9 +325,15 @@ func (e *Engine) AllowAtMost(ctx context.Context, key string, n int64) (int64, c
 	if err != nil {
 		return 0, core.Decision{}, err
 	}
-	f := frames.Get().(*frame)
-	defer f.put()
-	reply, err := e.one(ctx, f, key, n, ModeAtMost, now)
+	var reply []int64
+	if e.local != nil {
+		var buf [4]int64
+		reply, err = e.inProcess(key, n, ModeAtMost, now, buf[:0])
+	} else {
+		f := frames.Get().(*frame)
+		defer f.put()
+		reply, err = e.script(ctx, f, key, n, ModeAtMost, now)
+	}
 	if err != nil {
 		return 0, core.Decision{}, err
 	}
@@ -324,12 +349,10 @@ func (e *Engine) AllowAtMost(ctx context.Context, key string, n int64) (int64, c
 	return granted, d, nil
 }
 
-// one decides one request, checked, at now, into f's reply buffer: in
-// process on a local store, through the composed script on any other.
-func (e *Engine) one(ctx context.Context, f *frame, key string, n int64, mode Mode, now int64) ([]int64, error) {
-	if e.local != nil {
-		return e.inProcess(key, n, mode, now, f.reply[:0])
-	}
+// script decides one request, checked, at now, through the composed
+// script, into f's reply buffer. (On a local store, Decide and
+// AllowAtMost decide in process instead.)
+func (e *Engine) script(ctx context.Context, f *frame, key string, n int64, mode Mode, now int64) ([]int64, error) {
 	f.keys, f.key = e.appendKeys(f.keys[:0], f.key[:0], key)
 	f.args = append(e.appendArgs(append(f.args[:0], now, int64(mode)), now), n)
 	s := e.rw

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms/fixedwindow"
 	"github.com/ratekit/ratekit/algorithms/gcra"
 	"github.com/ratekit/ratekit/algorithms/leakybucket"
@@ -21,45 +23,30 @@ import (
 	"github.com/ratekit/ratekit/store/memory"
 )
 
-// limiter is what every algorithm's *Limiter offers.
-type limiter interface {
-	core.Limiter
-	AllowMany(ctx context.Context, reqs []core.Request) []core.Result
-}
-
 // algorithm builds one algorithm's limiter over a runner, with a limit of 3.
 type algorithm struct {
 	name string
-	new  func(r core.ScriptRunner) (limiter, error)
-}
-
-// build returns l as a limiter, or nil with err: a nil *T must not become
-// a non-nil interface.
-func build[T limiter](l T, err error) (limiter, error) {
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
+	new  func(r core.ScriptRunner) (*ratekit.Limiter, error)
 }
 
 var algorithms = []algorithm{
-	{"tokenbucket", func(r core.ScriptRunner) (limiter, error) {
-		return build(tokenbucket.New(r, tokenbucket.Config{Capacity: 3, RefillRate: 1, RefillInterval: time.Second}))
+	{"tokenbucket", func(r core.ScriptRunner) (*ratekit.Limiter, error) {
+		return tokenbucket.New(r, tokenbucket.Config{Capacity: 3, RefillRate: 1, RefillInterval: time.Second})
 	}},
-	{"fixedwindow", func(r core.ScriptRunner) (limiter, error) {
-		return build(fixedwindow.New(r, fixedwindow.Config{Limit: 3, Window: time.Second}))
+	{"fixedwindow", func(r core.ScriptRunner) (*ratekit.Limiter, error) {
+		return fixedwindow.New(r, fixedwindow.Config{Limit: 3, Window: time.Second})
 	}},
-	{"slidinglog", func(r core.ScriptRunner) (limiter, error) {
-		return build(slidinglog.New(r, slidinglog.Config{Limit: 3, Window: time.Second}))
+	{"slidinglog", func(r core.ScriptRunner) (*ratekit.Limiter, error) {
+		return slidinglog.New(r, slidinglog.Config{Limit: 3, Window: time.Second})
 	}},
-	{"slidingcounter", func(r core.ScriptRunner) (limiter, error) {
-		return build(slidingcounter.New(r, slidingcounter.Config{Limit: 3, Window: time.Second}))
+	{"slidingcounter", func(r core.ScriptRunner) (*ratekit.Limiter, error) {
+		return slidingcounter.New(r, slidingcounter.Config{Limit: 3, Window: time.Second})
 	}},
-	{"leakybucket", func(r core.ScriptRunner) (limiter, error) {
-		return build(leakybucket.New(r, leakybucket.Config{Capacity: 3, LeakRate: 1, Per: time.Second}))
+	{"leakybucket", func(r core.ScriptRunner) (*ratekit.Limiter, error) {
+		return leakybucket.New(r, leakybucket.Config{Capacity: 3, LeakRate: 1, Per: time.Second})
 	}},
-	{"gcra", func(r core.ScriptRunner) (limiter, error) {
-		return build(gcra.New(r, gcra.Config{Rate: 1, Period: time.Second, Burst: 3}))
+	{"gcra", func(r core.ScriptRunner) (*ratekit.Limiter, error) {
+		return gcra.New(r, gcra.Config{Rate: 1, Period: time.Second, Burst: 3})
 	}},
 }
 
@@ -129,15 +116,16 @@ func (f *fakeBatch) RunScripts(_ context.Context, calls []core.ScriptCall) []cor
 	return out
 }
 
-// checkRunner is a runner whose Check (core.Checker) returns err.
-type checkRunner struct {
+// namedRunner is a fakeRunner that names itself (core.StoreNamer): name,
+// "" for a store that cannot run scripts.
+type namedRunner struct {
 	fakeRunner
-	err error
+	name string
 }
 
-func (c *checkRunner) Check() error { return c.err }
+func (n *namedRunner) StoreName() string { return n.name }
 
-// funcRunner is a ScriptRunner of a func kind, so that it can be a typed nil.
+// funcRunner is a ScriptRunner of a func kind.
 type funcRunner func() []int64
 
 func (f funcRunner) RunScript(_ context.Context, _ *core.Script, _ []string, _ []int64, reply []int64) ([]int64, error) {
@@ -159,39 +147,39 @@ var testSpec = engine.NewSpec(engine.Spec{
 
 // newEngine builds an engine directly (no algorithm around it).
 func newEngine(r core.ScriptRunner) error {
-	_, err := engine.New(r, nil, "", "engine:test:", 3, testSpec, []int64{7})
+	l, err := testSpec.Limit("engine:test:", "", 3, []int64{7})
+	if err != nil {
+		return err
+	}
+	_, err = engine.New(engine.Config{Store: r, Limits: []engine.Limit{l}})
 	return err
 }
 
-// New, and every algorithm's New, refuses a runner that cannot run scripts,
-// with an error wrapping core.ErrInvalidConfig, and accepts a usable one.
+// New, and every algorithm's New, refuses a runner that cannot run
+// scripts, as the store contract has a store say so (core/store.go: nil,
+// or a StoreName of ""), with an error wrapping core.ErrInvalidConfig,
+// and accepts a usable one. (A nil pointer of a store type that does not
+// name itself cannot be told from a usable one without reflection, which
+// the contract leaves out.)
 func TestNewRefusesUnusableRunner(t *testing.T) {
-	closed := errors.New("closed for good")
 	bad := []struct {
 		name   string
 		runner core.ScriptRunner
-		also   error // another error the result must wrap
 	}{
-		{"nil", nil, nil},
-		{"typed nil *memory.Store", (*memory.Store)(nil), nil},
-		{"typed nil pointer without Check", (*fakeRunner)(nil), nil},
-		{"typed nil func", funcRunner(nil), nil},
-		{"zero memory.Store", &memory.Store{}, nil},
-		{"Check fails", &checkRunner{err: closed}, closed},
-		{"Check fails with ErrInvalidConfig", &checkRunner{err: fmt.Errorf("%w: shut", core.ErrInvalidConfig)}, nil},
+		{"nil", nil},
+		{"typed nil *memory.Store", (*memory.Store)(nil)},
+		{"zero memory.Store", &memory.Store{}},
+		{"a store whose StoreName is empty", &namedRunner{}},
 	}
-	constructors := append([]algorithm{{"engine.New", func(r core.ScriptRunner) (limiter, error) {
+	constructors := append([]algorithm{{"engine.New", func(r core.ScriptRunner) (*ratekit.Limiter, error) {
 		return nil, newEngine(r)
 	}}}, algorithms...)
 	for _, c := range constructors {
 		for _, b := range bad {
 			t.Run(c.name+"/"+b.name, func(t *testing.T) {
-				_, err := c.new(b.runner)
-				if !errors.Is(err, core.ErrInvalidConfig) {
-					t.Fatalf("New(%s) = %v, want an error wrapping core.ErrInvalidConfig", b.name, err)
-				}
-				if b.also != nil && !errors.Is(err, b.also) {
-					t.Fatalf("New(%s) = %v, want it to wrap the Check error %v too", b.name, err, b.also)
+				l, err := c.new(b.runner)
+				if !errors.Is(err, core.ErrInvalidConfig) || l != nil {
+					t.Fatalf("New(%s) = %v, %v, want an error wrapping core.ErrInvalidConfig", b.name, l, err)
 				}
 			})
 		}
@@ -202,7 +190,7 @@ func TestNewRefusesUnusableRunner(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { store.Close() })
-		good := []core.ScriptRunner{&fakeRunner{}, &checkRunner{}, funcRunner(func() []int64 { return allowReply }), store}
+		good := []core.ScriptRunner{&fakeRunner{}, &namedRunner{name: "fake"}, funcRunner(func() []int64 { return allowReply }), store}
 		for _, r := range good {
 			if _, err := c.new(r); err != nil {
 				t.Errorf("%s over a usable %T: %v", c.name, r, err)
@@ -211,83 +199,18 @@ func TestNewRefusesUnusableRunner(t *testing.T) {
 	}
 }
 
-// copier is a core.KeyCopier that makes the promise for itself.
-type copier struct{ fakeRunner }
+// valueRunner is a runner by value whose type is not comparable.
+type valueRunner struct{ seen []string }
 
-func (c *copier) CopiesKeysOf() core.ScriptRunner { return c }
-
-// embedsCopier wraps a KeyCopier: the promoted CopiesKeysOf names the
-// embedded runner, not the wrapper.
-type embedsCopier struct{ *copier }
-
-// valueCopier is a KeyCopier by value whose type is not comparable.
-type valueCopier struct{ seen []string }
-
-func (v valueCopier) RunScript(_ context.Context, _ *core.Script, _ []string, _ []int64, reply []int64) ([]int64, error) {
+func (v valueRunner) RunScript(_ context.Context, _ *core.Script, _ []string, _ []int64, reply []int64) ([]int64, error) {
 	return append(reply, allowReply...), nil
 }
-func (v valueCopier) CopiesKeysOf() core.ScriptRunner { return v }
 
-// otherCopier claims the promise for another runner.
-type otherCopier struct {
-	fakeRunner
-	other core.ScriptRunner
-}
-
-func (o *otherCopier) CopiesKeysOf() core.ScriptRunner { return o.other }
-
-// valueHolder is a KeyCopier by value whose type is comparable but whose
-// values may not be: its interface field can hold a slice.
-type valueHolder struct{ v any }
-
-func (h valueHolder) RunScript(_ context.Context, _ *core.Script, _ []string, _ []int64, reply []int64) ([]int64, error) {
-	return append(reply, allowReply...), nil
-}
-func (h valueHolder) CopiesKeysOf() core.ScriptRunner { return h }
-
-func TestLendsKeys(t *testing.T) {
-	store, err := memory.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	c := &copier{}
-	cases := []struct {
-		name   string
-		runner core.ScriptRunner
-		want   bool
-	}{
-		{"a KeyCopier that names itself", c, true},
-		{"memory.Store", store, true},
-		{"a plain runner", &fakeRunner{}, false},
-		{"a struct embedding a KeyCopier", embedsCopier{c}, false},
-		{"a pointer to a struct embedding a KeyCopier", &embedsCopier{c}, false},
-		{"a struct embedding *memory.Store", struct{ *memory.Store }{store}, false},
-		{"a KeyCopier naming another runner", &otherCopier{other: c}, false},
-		{"a KeyCopier naming nil", &otherCopier{}, false},
-		{"a KeyCopier by value of a non-comparable type", valueCopier{seen: []string{"x"}}, false},
-		{"a KeyCopier by value of a comparable type", valueHolder{v: 1}, true},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var got bool
-			func() {
-				defer func() {
-					if p := recover(); p != nil {
-						t.Fatalf("LendsKeys(%T) panicked: %v", c.runner, p)
-					}
-				}()
-				got = engine.LendsKeys(c.runner)
-			}()
-			if got != c.want {
-				t.Fatalf("LendsKeys(%T) = %v, want %v", c.runner, got, c.want)
-			}
-		})
-	}
-	// A limiter is built over a non-comparable KeyCopier without a panic,
-	// and decides.
+// A limiter is built over a store value that cannot be compared without a
+// panic, and decides.
+func TestNonComparableStore(t *testing.T) {
 	for _, a := range algorithms {
-		l, err := a.new(valueCopier{seen: []string{"x"}})
+		l, err := a.new(valueRunner{seen: []string{"x"}})
 		if err != nil {
 			t.Fatalf("%s: %v", a.name, err)
 		}
@@ -297,38 +220,25 @@ func TestLendsKeys(t *testing.T) {
 	}
 }
 
-// LendsKeys must not panic on a runner whose type is comparable but whose
-// value is not (an interface field holding a slice): comparing such values
-// with == panics at run time.
-func TestLendsKeysNonComparableValue(t *testing.T) {
-	r := valueHolder{v: []string{"x"}}
-	defer func() {
-		if p := recover(); p != nil {
-			t.Fatalf("LendsKeys(valueHolder{v: []string{...}}) panicked: %v", p)
-		}
-	}()
-	if engine.LendsKeys(r) {
-		t.Fatal("LendsKeys = true for a runner that cannot be compared with itself")
-	}
-}
-
-// keeper embeds a KeyCopier and keeps every key it is given, without
-// copying it: it inherits CopiesKeysOf but not the promise.
+// keeper keeps every key it is given, copied, as the store contract
+// (core.ScriptRunner) has a store do: keys are the caller's only during
+// the call. It holds the memory store in a field, so that every decision
+// reaches its RunScript.
 type keeper struct {
-	*memory.Store
+	s    *memory.Store
 	kept []string
 }
 
 func (k *keeper) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
-	k.kept = append(k.kept, keys...)
-	return k.Store.RunScript(ctx, s, keys, args, reply)
+	for _, key := range keys {
+		k.kept = append(k.kept, strings.Clone(key))
+	}
+	return k.s.RunScript(ctx, s, keys, args, reply)
 }
 
-// A limiter built over a wrapper that embeds a KeyCopier must not lend it
-// keys in reused memory: a kept key must still read as it was given after
-// later calls with other keys (the bug: a kept "…{alice}" later read
-// "…{bobby}").
-func TestKeptKeysStayIntact(t *testing.T) {
+// Limiters build keys in memory they reuse: each call still names its own
+// key, whatever the calls before it named.
+func TestEachCallNamesItsKey(t *testing.T) {
 	for _, a := range algorithms {
 		t.Run(a.name, func(t *testing.T) {
 			store, err := memory.New()
@@ -336,7 +246,7 @@ func TestKeptKeysStayIntact(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer store.Close()
-			k := &keeper{Store: store}
+			k := &keeper{s: store}
 			l, err := a.new(k)
 			if err != nil {
 				t.Fatal(err)
@@ -364,7 +274,7 @@ func TestKeptKeysStayIntact(t *testing.T) {
 			}
 			for i, key := range k.kept {
 				if !strings.HasSuffix(key, want[i]) {
-					t.Fatalf("call %d was given a key ending in %q; it now reads %q", i, want[i], key)
+					t.Fatalf("call %d was given %q, a key that does not end in %q", i, key, want[i])
 				}
 			}
 		})
@@ -384,8 +294,8 @@ func ended(cause error) context.Context {
 }
 
 // A call whose context has already ended reaches no runner: AllowN, Peek,
-// Reset and AllowMany return errors wrapping core.ErrStore and the
-// context's error, and the runner sees nothing.
+// Refund, Reset, AllowMany and GCRA's AllowAtMost return errors wrapping
+// core.ErrStore and the context's error, and the runner sees nothing.
 func TestEndedContextReachesNoRunner(t *testing.T) {
 	for _, cause := range []error{context.Canceled, context.DeadlineExceeded} {
 		for _, batch := range []bool{false, true} {
@@ -416,6 +326,8 @@ func TestEndedContextReachesNoRunner(t *testing.T) {
 					check("Allow", err)
 					_, err = l.Peek(ctx, "k")
 					check("Peek", err)
+					_, err = l.Refund(ctx, "k", 1)
+					check("Refund", err)
 					check("Reset", l.Reset(ctx, "k"))
 					res := l.AllowMany(ctx, []core.Request{{Key: "k", N: 1}, {Key: "j", N: 2}})
 					if len(res) != 2 {
@@ -427,8 +339,8 @@ func TestEndedContextReachesNoRunner(t *testing.T) {
 							t.Errorf("AllowMany result %d allowed with an ended context", i)
 						}
 					}
-					if g, ok := l.(*gcra.Limiter); ok {
-						_, _, err := g.AllowAtMost(ctx, "k", 2)
+					if a.name == "gcra" {
+						_, _, err := l.AllowAtMost(ctx, "k", 2)
 						check("AllowAtMost", err)
 					}
 					if n := f.count(); n != 0 {
@@ -563,8 +475,8 @@ func TestCorruptStateReply(t *testing.T) {
 				for i, r := range res {
 					check(fmt.Sprintf("AllowMany result %d", i), r.Decision, r.Err)
 				}
-				if g, ok := l.(*gcra.Limiter); ok {
-					granted, d, err := g.AllowAtMost(ctx, key, 2)
+				if a.name == "gcra" {
+					granted, d, err := l.AllowAtMost(ctx, key, 2)
 					check("AllowAtMost", d, err)
 					if granted != 0 {
 						t.Errorf("AllowAtMost granted %d on corrupt state", granted)
@@ -578,6 +490,43 @@ func TestCorruptStateReply(t *testing.T) {
 					t.Errorf("the runner saw %d calls, want %d", n, want)
 				}
 			})
+		}
+	}
+}
+
+// AllowAtMost is GCRA's alone (engine.Spec.AtMost): on every other
+// algorithm, and on a policy, it returns an error wrapping
+// errors.ErrUnsupported, before any check and without a store call.
+func TestAllowAtMostUnsupported(t *testing.T) {
+	for _, a := range algorithms {
+		f := &fakeRunner{reply: allowReply}
+		l, err := a.new(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "only", Limiter: l}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, l := range map[string]*ratekit.Limiter{a.name: l, "a policy of " + a.name: p} {
+			for _, ctx := range []context.Context{context.Background(), ended(context.Canceled)} {
+				granted, d, err := l.AllowAtMost(ctx, "k", 2)
+				switch {
+				case a.name == "gcra" && name == a.name:
+					if ctx.Err() == nil && (err != nil || granted != allowReply[0] || !d.Allowed) { // the fake grants what it replies
+						t.Errorf("%s: AllowAtMost = %d, %+v, %v", name, granted, d, err)
+					}
+				case !errors.Is(err, errors.ErrUnsupported) || granted != 0 || !reflect.DeepEqual(d, core.Decision{}):
+					t.Errorf("%s: AllowAtMost = %d, %+v, %v; want an error wrapping errors.ErrUnsupported", name, granted, d, err)
+				}
+			}
+		}
+		want := 0
+		if a.name == "gcra" {
+			want = 1
+		}
+		if n := f.count(); n != want {
+			t.Errorf("%s: the runner saw %d calls (%q), want %d", a.name, n, f.scripts, want)
 		}
 	}
 }

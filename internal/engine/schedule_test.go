@@ -1,29 +1,38 @@
 package engine_test
 
 import (
+	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/fakeclock"
 	"github.com/ratekit/ratekit/internal/engine"
 	"github.com/ratekit/ratekit/store/memory"
 )
 
+// scheduled replies with its scheduled parameter as Remaining.
 var scheduled = engine.NewSpec(engine.Spec{
 	Name: "scheduled",
 	Params: []engine.Param{
 		{Name: "limit", Field: "Limit", Kind: engine.Count},
 		{Name: "start_us", Field: "Start", Kind: engine.Scheduled},
 	},
-	Lua: "local function scheduled(key, now, client_clock, n, mode, limit, start_us) return 1, 0, 0, 0 end",
-	Step: func(core.Tx, string, engine.Call, []int64) (engine.Reply, engine.State) {
-		return engine.Reply{1, 0, 0, 0}, engine.State{}
+	Lua: "local function scheduled(key, now, client_clock, n, mode, limit, start_us) return 1, start_us, 0, 0 end",
+	Step: func(_ core.Tx, _ string, _ engine.Call, p []int64) (engine.Reply, engine.State) {
+		return engine.Reply{1, p[1], 0, 0}, engine.State{}
 	},
 })
 
+// scriptsOnly is a store seen only as a core.ScriptRunner: every decision
+// goes through the composed script's twin, not the in-process path.
+type scriptsOnly struct{ core.ScriptRunner }
+
 // A scheduled parameter is not configured; a schedule needs a Clock; and
-// AppendParams gives each call the schedule's values, leaving Params as
+// each call gets the schedule's values, in a limiter's and in a policy's
+// arguments, through scripts and in process, leaving Params as
 // configured.
 func TestSchedule(t *testing.T) {
 	s, err := memory.New()
@@ -31,28 +40,44 @@ func TestSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := engine.New(s, nil, "", "x:", 5, scheduled, []int64{5, 7}); !errors.Is(err, core.ErrInvalidConfig) {
+	if _, err := scheduled.Limit("x:", "", 5, []int64{5, 7}); !errors.Is(err, core.ErrInvalidConfig) {
 		t.Errorf("a configured scheduled parameter: %v, want ErrInvalidConfig", err)
 	}
-	e, err := engine.New(s, nil, "", "x:", 5, scheduled, []int64{5, 0})
+	l, err := scheduled.Limit("x:", "", 5, []int64{5, 0})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.SetSchedule(func(int64, []int64) {}); !errors.Is(err, core.ErrInvalidConfig) {
+	l.Name = "sched"
+	l.Schedule = func(now int64, p []int64) { p[1] = now / 2 }
+	if _, err := engine.New(engine.Config{Store: s, Limits: []engine.Limit{l}}); !errors.Is(err, core.ErrInvalidConfig) {
 		t.Errorf("a schedule without a Clock: %v, want ErrInvalidConfig", err)
 	}
-	e, err = engine.New(s, core.ClockFunc(time.Now), "", "x:", 5, scheduled, []int64{5, 0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.SetSchedule(func(now int64, p []int64) { p[1] = now / 2 }); err != nil {
-		t.Fatal(err)
-	}
-	got := e.AppendParams([]int64{9}, 100)
-	if len(got) != 3 || got[0] != 9 || got[1] != 5 || got[2] != 50 {
-		t.Errorf("AppendParams: %v, want [9 5 50]", got)
-	}
-	if p := e.Params(); p[1] != 0 {
-		t.Errorf("Params changed: %v", p)
+	clock := fakeclock.New(time.UnixMicro(1000))
+	for _, policy := range []bool{false, true} {
+		for _, r := range []core.ScriptRunner{s, scriptsOnly{s}} {
+			e, err := engine.New(engine.Config{Store: r, Clock: clock, Limits: []engine.Limit{l}, Policy: policy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			call, err := e.Call("k", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// now, mode, (shadow, penalty in a policy,) limit, start_us, n
+			want := []int64{1000, int64(engine.ModeAllow), 5, 500, 1}
+			if policy {
+				want = []int64{1000, int64(engine.ModeAllow), 0, 0, 5, 500, 1}
+			}
+			if !slices.Equal(call.Args, want) {
+				t.Errorf("policy %v: Call args %v, want %v", policy, call.Args, want)
+			}
+			d, err := e.Decide(context.Background(), "k", 1, engine.ModeAllow)
+			if err != nil || d.Remaining != 500 {
+				t.Errorf("policy %v, %T: Decide = %+v, %v; want the scheduled 500 as Remaining", policy, r, d, err)
+			}
+			if p := e.Limits()[0].Params; p[1] != 0 {
+				t.Errorf("Params changed: %v", p)
+			}
+		}
 	}
 }

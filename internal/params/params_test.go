@@ -2,6 +2,7 @@ package params
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,23 @@ func TestNow(t *testing.T) {
 	}
 }
 
+// CheckClock reads a clock once and refuses a time ratekit cannot compute
+// with; nil means the store's clock. A nil *fakeclock.Clock (not
+// importable here) reads the zero time, as a nil core.ClockFunc does.
+func TestCheckClock(t *testing.T) {
+	at := func(t time.Time) core.Clock { return core.ClockFunc(func() time.Time { return t }) }
+	for _, ok := range []core.Clock{nil, at(time.UnixMicro(0)), at(time.UnixMicro(MaxTime - 1)), core.ClockFunc(time.Now)} {
+		if err := CheckClock(ok); err != nil {
+			t.Errorf("CheckClock(%v) = %v", ok, err)
+		}
+	}
+	for _, bad := range []core.Clock{core.ClockFunc(nil), at(time.Time{}), at(time.UnixMicro(-1)), at(time.UnixMicro(MaxTime))} {
+		if err := CheckClock(bad); !errors.Is(err, core.ErrInvalidConfig) || !errors.Is(err, core.ErrInvalidTime) {
+			t.Errorf("CheckClock(at %v) = %v, want ErrInvalidConfig and ErrInvalidTime", bad.Now(), err)
+		}
+	}
+}
+
 func TestTTL(t *testing.T) {
 	for _, tt := range []struct {
 		us     int64
@@ -75,7 +93,7 @@ func TestTTL(t *testing.T) {
 func TestDecision(t *testing.T) {
 	d, err := Decision([]int64{1, 4, 0, 2500}, 9)
 	want := core.Decision{Allowed: true, Limit: 9, Remaining: 4, ResetAfter: 2500 * time.Microsecond}
-	if err != nil || d != want {
+	if err != nil || !reflect.DeepEqual(d, want) {
 		t.Fatalf("Decision = %+v, %v", d, err)
 	}
 	for _, bad := range [][]int64{nil, {1, 2, 3}, {2, 0, 0, 0}, {-2, 0, 0, 0}, {-1, 1, 0, 0}, {0, 0, -5, 0}, {1, 0, 0, -1}, {1, 2, 3, 4, 5}} {

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/ratelimitfield"
 )
@@ -31,31 +30,25 @@ func TestFields(t *testing.T) {
 	}
 }
 
-func TestNames(t *testing.T) {
-	seen := ratelimitfield.Names{}
-	for i, c := range []struct {
-		name   string
-		window time.Duration
-		want   string // the name after Check, or the error
-	}{
-		{"", time.Minute, ratelimitfield.DefaultName},
-		{"api", 0, "api"},
-		{"api", time.Second, `Policies[2].Name "api" is used twice`},
-		{"default", 0, `Policies[3].Name "default" is used twice`},
-		{"tab\there", 0, "Policies[4].Name: byte 0x9 is not printable ASCII"},
-		{strings.Repeat("n", 65), 0, "Policies[5].Name: longer than 64 bytes"},
-		{strings.Repeat("n", 64), 0, strings.Repeat("n", 64)},
-		{"back", -time.Second, "Policies[7].Window is negative"},
+// A name is printable ASCII of at most 64 bytes: a Structured Field
+// string holds nothing else.
+func TestCheckName(t *testing.T) {
+	for name, want := range map[string]string{
+		"":                      "",
+		"api":                   "",
+		`a"b\c ~`:               "",
+		strings.Repeat("n", 64): "",
+		strings.Repeat("n", 65): "longer than 64 bytes",
+		"tab\there":             "byte 0x9 is not printable ASCII",
+		"caf\u00e9":             "byte 0xc3 is not printable ASCII",
+		"del\x7f":               "byte 0x7f is not printable ASCII",
 	} {
-		name := c.name
 		var got string
-		if err := seen.Check(i, &name, c.window); err != nil {
+		if err := ratelimitfield.CheckName(name); err != nil {
 			got = err.Error()
-		} else {
-			got = name
 		}
-		if got != c.want {
-			t.Errorf("Check(%d, %q, %v) = %q, want %q", i, c.name, c.window, got, c.want)
+		if got != want {
+			t.Errorf("CheckName(%q) = %q, want %q", name, got, want)
 		}
 	}
 }
@@ -135,15 +128,41 @@ func TestReset(t *testing.T) {
 	}
 }
 
-func TestPolicyLimits(t *testing.T) {
-	d := ratekit.PolicyDecision{
-		Allowed: true,
-		Limits: []ratekit.LimitDecision{
-			{Name: "second", Decision: core.Decision{Allowed: true, Limit: 10, Remaining: 9, ResetAfter: time.Second}},
-			{Name: "trial", Shadow: true, Decision: core.Decision{Limit: 1, RetryAfter: time.Hour, ResetAfter: time.Hour}},
-			{Name: "day", Decision: core.Decision{Allowed: true, Limit: 1000, Remaining: 999, ResetAfter: time.Hour}},
+// A single limiter's decision is one limit, named by the caller, whose w
+// is the caller's window or else the decision's own.
+func TestLimitsOfOneLimiter(t *testing.T) {
+	d := core.Decision{Allowed: true, Limit: 10, Remaining: 9, ResetAfter: time.Second, Window: 2 * time.Second}
+	for _, tt := range []struct {
+		window time.Duration
+		want   string
+	}{
+		{0, `"api";q=10;w=2`},
+		{-time.Second, `"api";q=10;w=2`},
+		{time.Hour, `"api";q=10;w=3600`},
+	} {
+		ls := ratelimitfield.Limits("api", tt.window, d)
+		pol, st := ratelimitfield.Fields(ls, 0)
+		if len(ls) != 1 || !slices.Equal(pol, []string{tt.want}) || !slices.Equal(st, []string{`"api";r=9;t=1`}) {
+			t.Errorf("window %v: RateLimit-Policy %q, RateLimit %q; want [%s] and [\"api\";r=9;t=1]", tt.window, pol, st, tt.want)
+		}
+	}
+	// A decision without a Window (failsafe's, when it decides alone)
+	// sends no w.
+	pol, _ := ratelimitfield.Fields(ratelimitfield.Limits("api", 0, core.Decision{Allowed: true, Limit: 10}), 0)
+	if want := []string{`"api";q=10`}; !slices.Equal(pol, want) {
+		t.Errorf("no Window: RateLimit-Policy %q, want %q", pol, want)
+	}
+}
+
+// A policy's decision names its enforced limits, each with its own w.
+func TestLimitsOfAPolicy(t *testing.T) {
+	d := core.Decision{
+		Allowed: true, Limit: 10, Remaining: 9, ResetAfter: time.Second, Window: time.Second,
+		Limits: []core.LimitDecision{
+			{Name: "second", Decision: core.Decision{Allowed: true, Limit: 10, Remaining: 9, ResetAfter: time.Second, Window: time.Second}},
+			{Name: "trial", Shadow: true, Decision: core.Decision{Limit: 1, RetryAfter: time.Hour, ResetAfter: time.Hour, Window: time.Hour}},
+			{Name: "day", Decision: core.Decision{Allowed: true, Limit: 1000, Remaining: 999, ResetAfter: time.Hour, Window: 24 * time.Hour}},
 		},
-		ShadowDenied: []string{"trial"},
 	}
 	names := func(ls []ratelimitfield.Limit) (out []string) {
 		for _, l := range ls {
@@ -151,13 +170,23 @@ func TestPolicyLimits(t *testing.T) {
 		}
 		return out
 	}
-	if got := names(ratelimitfield.PolicyLimits(d)); !slices.Equal(got, []string{"second", "day"}) {
-		t.Errorf("PolicyLimits names %v, want the enforced limits [second day]: a shadow limit is never sent", got)
+	// The name and window given are a single limiter's: a policy's limits
+	// have their own.
+	ls := ratelimitfield.Limits("api", time.Minute, d)
+	if got := names(ls); !slices.Equal(got, []string{"second", "day"}) {
+		t.Errorf("Limits names %v, want the enforced limits [second day]: a shadow limit is never sent", got)
+	}
+	pol, st := ratelimitfield.Fields(ls, 0)
+	if want := []string{`"second";q=10;w=1`, `"day";q=1000;w=86400`}; !slices.Equal(pol, want) {
+		t.Errorf("RateLimit-Policy %q, want %q", pol, want)
+	}
+	if want := []string{`"second";r=9;t=1`, `"day";r=999;t=3600`}; !slices.Equal(st, want) {
+		t.Errorf("RateLimit %q, want %q", st, want)
 	}
 	// Blocked by a penalty: nothing remains until the block ends.
-	d.Allowed, d.Blocked, d.RetryAfter = false, true, 40*time.Second
-	pol, st := ratelimitfield.Fields(ratelimitfield.PolicyLimits(d), ratelimitfield.RetryAfter(d.RetryAfter))
-	if want := []string{`"second";q=10`, `"day";q=1000`}; !slices.Equal(pol, want) {
+	d.Allowed, d.Blocked, d.RetryAfter, d.Remaining = false, true, 40*time.Second, 0
+	pol, st = ratelimitfield.Fields(ratelimitfield.Limits("api", 0, d), ratelimitfield.RetryAfter(d.RetryAfter))
+	if want := []string{`"second";q=10;w=1`, `"day";q=1000;w=86400`}; !slices.Equal(pol, want) {
 		t.Errorf("blocked: RateLimit-Policy %q, want %q", pol, want)
 	}
 	if want := []string{`"second";r=0;t=40`, `"day";r=0;t=40`}; !slices.Equal(st, want) {

@@ -2,6 +2,8 @@ package memory_test
 
 import (
 	"context"
+	"math"
+	"runtime"
 	"testing"
 	"time"
 
@@ -12,22 +14,30 @@ import (
 	"github.com/ratekit/ratekit/store/memory"
 )
 
-// A decision on a key the store already holds allocates nothing: the
-// limiter lends the store its key and argument buffers (see CopiesKeysOf)
-// and the twin appends to the caller's reply buffer.
+// A decision on a key the store already holds allocates nothing, in
+// process and through the script: there the limiter lends the store its
+// key and argument buffers (keys are the caller's only during the call,
+// and the store copies those it keeps) and the twin appends to the
+// caller's reply buffer.
 func TestDecisionsDoNotAllocate(t *testing.T) {
 	if testing.CoverMode() != "" {
 		t.Skip("coverage instrumentation allocates")
 	}
 	s := newStore(t, memory.WithSweepInterval(0))
-	tb, _ := tokenbucket.New(s, tokenbucket.Config{Capacity: 1 << 40, RefillRate: 1 << 40, RefillInterval: time.Second})
-	g, _ := gcra.New(s, gcra.Config{Rate: 1 << 20, Period: time.Second, Burst: 1 << 20})
 	ctx := context.Background()
-	for name, l := range map[string]core.Limiter{"tokenbucket": tb, "gcra": g} {
-		for _, k := range []string{"user:1", "we{ird}"} {
-			l.Allow(ctx, k)
-			if n := testing.AllocsPerRun(1000, func() { l.Allow(ctx, k) }); n != 0 {
-				t.Errorf("%s: Allow(%q) allocates %v times per call", name, k, n)
+	runners := []core.ScriptRunner{s, scriptsOnly{s}}
+	if raceEnabled {
+		runners = runners[:1] // the script path's frames come from a pool
+	}
+	for _, r := range runners {
+		tb, _ := tokenbucket.New(r, tokenbucket.Config{Capacity: 1 << 40, RefillRate: 1 << 40, RefillInterval: time.Second})
+		g, _ := gcra.New(r, gcra.Config{Rate: 1 << 20, Period: time.Second, Burst: 1 << 20})
+		for name, l := range map[string]core.Limiter{"tokenbucket": tb, "gcra": g} {
+			for _, k := range []string{"user:1", "we{ird}"} {
+				l.Allow(ctx, k)
+				if n := testing.AllocsPerRun(1000, func() { l.Allow(ctx, k) }); n != 0 {
+					t.Errorf("%s on %T: Allow(%q) allocates %v times per call", name, r, k, n)
+				}
 			}
 		}
 	}
@@ -70,6 +80,47 @@ func TestAllowedDecisionsDoNotAllocate(t *testing.T) {
 		// about log2(1100/100) times over these 1000 decisions.
 		if limit := map[bool]float64{true: 0.01, false: 0}[a.Name == "slidinglog"]; n > limit {
 			t.Errorf("%s: an allowed Allow allocates %v times per call", a.Name, n)
+		}
+	}
+}
+
+// A decision in process allocates nothing even when no buffer waits in a
+// pool: right after a garbage collection, which empties sync.Pools (and
+// under the race detector, which drops some of what a pool is given).
+func TestInProcessNeedsNoPool(t *testing.T) {
+	if testing.CoverMode() != "" {
+		t.Skip("coverage instrumentation allocates")
+	}
+	s := newStore(t, memory.WithSweepInterval(0))
+	ctx := context.Background()
+	g, err := gcra.New(s, gcra.Config{Rate: 1 << 20, Period: time.Second, Burst: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]func(){
+		"Allow":       func() { g.Allow(ctx, "user:1") },
+		"Peek":        func() { g.Peek(ctx, "user:1") },
+		"Refund":      func() { g.Refund(ctx, "user:1", 1) },
+		"AllowAtMost": func() { g.AllowAtMost(ctx, "user:1", 2) },
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for what, f := range calls {
+		f()
+		// The fewest of a few tries: a goroutine of the runtime's may
+		// allocate meanwhile, now and then; a pool emptied by the GC
+		// costs its buffers every time.
+		least := uint64(math.MaxUint64)
+		for range 5 {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.GC() // a pool's victim cache lasts one collection
+			runtime.ReadMemStats(&before)
+			f()
+			runtime.ReadMemStats(&after)
+			least = min(least, after.Mallocs-before.Mallocs)
+		}
+		if least != 0 {
+			t.Errorf("%s after a GC: %d allocations", what, least)
 		}
 	}
 }

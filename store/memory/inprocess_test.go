@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms"
 	"github.com/ratekit/ratekit/algorithms/fixedwindow"
 	"github.com/ratekit/ratekit/algorithms/gcra"
@@ -18,31 +21,54 @@ import (
 	"github.com/ratekit/ratekit/store/memory"
 )
 
-// Only the store itself is decided on in process: a wrapper, whether it
-// embeds the store (and so its methods) or hides it behind the
-// core.ScriptRunner interface, sees every decision as a script call.
-func TestInProcessOnlyForTheStore(t *testing.T) {
+// embedder embeds the store, and with it Lock (core.LocalStore): limiters
+// decide on it in process, around its RunScript.
+type embedder struct {
+	*memory.Store
+	scripts int
+}
+
+func (e *embedder) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
+	e.scripts++
+	return e.Store.RunScript(ctx, s, keys, args, reply)
+}
+
+// The store decides in process (core.LocalStore), and so does a wrapper
+// that embeds it and with it Lock; a wrapper that holds it in a named
+// field (recorder), or hides it behind core.ScriptRunner, sees every
+// decision as a script call (core/store.go).
+func TestInProcessOnlyWithLock(t *testing.T) {
 	s := newStore(t)
-	if engine.InProcess(s) == nil {
-		t.Fatal("the memory store is not used in process")
-	}
-	for _, w := range []core.ScriptRunner{&recorder{Store: s}, scriptsOnly{s}} {
-		if engine.InProcess(w) != nil {
-			t.Errorf("%T is bypassed: decided in process", w)
+	var _ core.LocalStore = s
+	var _ core.LocalStore = &embedder{}
+	for _, w := range []core.ScriptRunner{&recorder{s: s}, scriptsOnly{s}} {
+		if _, ok := w.(core.LocalStore); ok {
+			t.Errorf("%T is a core.LocalStore: decided in process", w)
 		}
 	}
-	rec := &recorder{Store: s}
-	lim, err := gcra.New(rec, gcra.Config{Rate: 10, Period: time.Second, Burst: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	lim.Allow(ctx, "a")
-	lim.Peek(ctx, "a")
-	lim.Refund(ctx, "a", 1)
-	lim.AllowAtMost(ctx, "a", 3)
-	if len(rec.keys) != 4 {
-		t.Fatalf("the wrapper saw %d of 4 calls", len(rec.keys))
+	calls := func(r core.ScriptRunner) {
+		t.Helper()
+		lim, err := gcra.New(r, gcra.Config{Rate: 10, Period: time.Second, Burst: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lim.Allow(ctx, "a")
+		lim.Peek(ctx, "a")
+		lim.Refund(ctx, "a", 1)
+		lim.AllowAtMost(ctx, "a", 3)
+		lim.AllowMany(ctx, []core.Request{{Key: "a", N: 1}, {Key: "b", N: 1}})
+	}
+	rec := &recorder{s: s}
+	calls(rec)
+	// AllowMany sends one call per key: the store is not one node.
+	if len(rec.keys) != 6 {
+		t.Fatalf("the wrapper saw %d of 6 calls", len(rec.keys))
+	}
+	emb := &embedder{Store: s}
+	calls(emb)
+	if emb.scripts != 0 {
+		t.Fatalf("limiters sent %d scripts to a wrapper that embeds the store: not decided in process", emb.scripts)
 	}
 }
 
@@ -79,8 +105,9 @@ func TestPathsShareState(t *testing.T) {
 }
 
 // steps that misbehave: one panics, one writes a state with no time to
-// live. Each fails the call, in process as through the script, with the
-// same error, and the store goes on.
+// live. Each fails the call, in process as through the script, with an
+// error wrapping core.ErrStore that says what went wrong, and the store
+// goes on.
 var (
 	panics = engine.NewSpec(engine.Spec{
 		Name: "panics", Params: []engine.Param{{Name: "x", Field: "X", Kind: engine.Count}},
@@ -104,19 +131,20 @@ func TestInProcessFailuresAsScripts(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
 	for _, spec := range []*engine.Spec{panics, noTTL} {
-		var errs [2]error
-		for i, r := range []core.ScriptRunner{s, scriptsOnly{s}} {
-			e, err := engine.New(r, nil, "", "fail:", 5, spec, []int64{1})
+		for _, r := range []core.ScriptRunner{s, scriptsOnly{s}} {
+			l, err := spec.Limit("fail:", "", 5, []int64{1})
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, errs[i] = e.Decide(ctx, "k", 1, engine.ModeAllow)
-			if !errors.Is(errs[i], core.ErrStore) {
-				t.Fatalf("%s: %v, want an error wrapping core.ErrStore", spec.Name, errs[i])
+			e, err := engine.New(engine.Config{Store: r, Limits: []engine.Limit{l}})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if errs[0].Error() != errs[1].Error() {
-			t.Errorf("%s: in process %q, through the script %q", spec.Name, errs[0], errs[1])
+			_, err = e.Decide(ctx, "k", 1, engine.ModeAllow)
+			what := map[*engine.Spec]string{panics: "the step's bug", noTTL: "Put with a non-positive TTL"}[spec]
+			if !errors.Is(err, core.ErrStore) || !strings.Contains(err.Error(), what) {
+				t.Fatalf("%s on %T: %v, want an error wrapping core.ErrStore that says %q", spec.Name, r, err, what)
+			}
 		}
 	}
 	// The key's shard was unlocked.
@@ -136,12 +164,6 @@ func TestInProcessDoesNotAllocate(t *testing.T) {
 		t.Skip("coverage instrumentation allocates")
 	}
 	s := newStore(t, memory.WithSweepInterval(0))
-	if engine.InProcess(s) == nil {
-		t.Fatal("not in process")
-	}
-	type refunder interface {
-		Refund(ctx context.Context, key string, n int64) (core.Decision, error)
-	}
 	for ci, clock := range []core.Clock{nil, core.ClockFunc(time.Now)} {
 		for _, open := range []bool{true, false} {
 			prefix := fmt.Sprintf("allocs:%d:%v:", ci, open)
@@ -166,20 +188,18 @@ func TestInProcessDoesNotAllocate(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				checkAllocs(t, a.Name, open, l, l.(refunder))
+				checkAllocs(t, a.Name, open, l)
 			}
 			cal, err := fixedwindow.NewCalendar(s, fixedwindow.CalendarConfig{Limit: map[bool]int64{true: 1 << 20, false: 1}[open], Period: fixedwindow.Day, Prefix: prefix + "cal:"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkAllocs(t, "calendar", open, cal, cal)
+			checkAllocs(t, "calendar", open, cal)
 		}
 	}
 }
 
-func checkAllocs(t *testing.T, name string, open bool, l core.Limiter, r interface {
-	Refund(ctx context.Context, key string, n int64) (core.Decision, error)
-}) {
+func checkAllocs(t *testing.T, name string, open bool, l core.Limiter) {
 	t.Helper()
 	ctx := context.Background()
 	for i := 0; i < 100; i++ {
@@ -187,7 +207,7 @@ func checkAllocs(t *testing.T, name string, open bool, l core.Limiter, r interfa
 	}
 	calls := map[string]func(){
 		"Peek":   func() { l.Peek(ctx, "user:1") },
-		"Refund": func() { r.Refund(ctx, "user:1", 1) },
+		"Refund": func() { l.Refund(ctx, "user:1", 1) },
 		"Allow": func() {
 			if d, err := l.Allow(ctx, "user:1"); err != nil || d.Allowed != open {
 				t.Fatalf("%s: %+v, %v; want allowed %v", name, d, err, open)
@@ -207,5 +227,109 @@ func checkAllocs(t *testing.T, name string, open bool, l core.Limiter, r interfa
 		if n := testing.AllocsPerRun(1000, f); n > limit {
 			t.Errorf("%s (open %v): %s allocates %v times per call", name, open, what, n)
 		}
+	}
+}
+
+// locker embeds the store, and so decides in process; it records the user
+// keys limiters lock and counts the scripts they send.
+type locker struct {
+	*memory.Store
+	locked  []string
+	scripts int
+}
+
+func (l *locker) Lock(key string) (core.LocalTx, error) {
+	l.locked = append(l.locked, strings.Clone(key))
+	return l.Store.Lock(key)
+}
+
+func (l *locker) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
+	l.scripts++
+	return l.Store.RunScript(ctx, s, keys, args, reply)
+}
+
+// A policy on the store decides in process, as one limiter does: every
+// call locks the request's user key (every limit's key and the penalty
+// key are in its shard) and sends no script, Reset, AllowMany and a
+// coalescing policy included; and it decides as the composed script's
+// twin does, penalty and shadow limits included.
+func TestPolicyInProcess(t *testing.T) {
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	policy := func(r core.ScriptRunner) *ratekit.Limiter {
+		t.Helper()
+		tb, err := tokenbucket.New(r, tokenbucket.Config{Capacity: 10, RefillRate: 1, RefillInterval: time.Second, Prefix: "pol:tb:", Clock: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fw, err := fixedwindow.New(r, fixedwindow.Config{Limit: 4, Window: 10 * time.Second, Prefix: "pol:fw:", Clock: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := gcra.New(r, gcra.Config{Rate: 1, Period: time.Second, Burst: 2, Prefix: "pol:gcra:", Clock: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: []ratekit.Limit{
+			{Name: "second", Limiter: tb},
+			{Name: "window", Limiter: fw, Penalty: 5 * time.Second},
+			{Name: "trial", Limiter: g, Shadow: true},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	lk := &locker{Store: newStore(t, memory.WithClock(clock), memory.WithSweepInterval(0))}
+	local := policy(lk)
+	scripted := policy(scriptsOnly{newStore(t, memory.WithClock(clock), memory.WithSweepInterval(0))})
+	coalesced, err := ratekit.Coalesce(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	type result struct {
+		d   core.Decision
+		err error
+	}
+	const key = "we{ird}"
+	steps := []func(p *ratekit.Limiter) []result{
+		func(p *ratekit.Limiter) []result { d, err := p.AllowN(ctx, key, 2); return []result{{d, err}} },
+		func(p *ratekit.Limiter) []result { d, err := p.Peek(ctx, key); return []result{{d, err}} },
+		func(p *ratekit.Limiter) []result {
+			var out []result
+			for _, r := range p.AllowMany(ctx, []core.Request{{Key: key, N: 1}, {Key: "other", N: 1}, {Key: key, N: 1}}) {
+				out = append(out, result{r.Decision, r.Err})
+			}
+			return out
+		},
+		// The window's fifth unit: denied, and a penalty block.
+		func(p *ratekit.Limiter) []result { d, err := p.AllowN(ctx, key, 1); return []result{{d, err}} },
+		func(p *ratekit.Limiter) []result { d, err := p.Refund(ctx, key, 1); return []result{{d, err}} },
+		func(p *ratekit.Limiter) []result {
+			if p == local {
+				p = coalesced
+			}
+			d, err := p.AllowN(ctx, key, 1)
+			return []result{{d, err}}
+		},
+		func(p *ratekit.Limiter) []result { return []result{{err: p.Reset(ctx, key)}} },
+		func(p *ratekit.Limiter) []result { d, err := p.Allow(ctx, key); return []result{{d, err}} },
+	}
+	for i, step := range steps {
+		clock.Advance(100 * time.Millisecond)
+		got, want := step(local), step(scripted)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("step %d: in process %+v\n  through the script %+v", i, got, want)
+		}
+		// The steps reach what they are written for: a block, a refund
+		// that does not lift it, and none after Reset.
+		if blocked := i >= 3 && i <= 5; got[0].err != nil || got[0].d.Blocked != blocked {
+			t.Errorf("step %d: %+v, want Blocked %v", i, got[0], blocked)
+		}
+	}
+	// One lock per request, on its user key; no script.
+	want := []string{key, key, key, "other", key, key, key, key, key, key}
+	if !slices.Equal(lk.locked, want) || lk.scripts != 0 {
+		t.Errorf("locked %q and sent %d scripts; want %q locked and none sent", lk.locked, lk.scripts, want)
 	}
 }

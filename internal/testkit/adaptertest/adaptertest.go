@@ -1,16 +1,17 @@
 // Package adaptertest checks what every store must do beyond making the
 // same decisions (which the conformance suite checks).
 //
-// [RunStore] checks what every store promises, the memory store included:
-// a call whose context has ended changes nothing, and a script whose keys
-// span cluster slots is refused with the same error everywhere, and the
-// store names itself (core.StoreNamer) after its directory. [Run] adds
-// what a Redis adapter must do against a real server: load scripts again
-// after NOSCRIPT, send read-only scripts as EVALSHA_RO, check the shape of
-// every reply without panicking, and wrap every failure with
-// core.ErrStore. [Unusable] checks a store that cannot run scripts (a
-// zero value, a nil pointer), and [Miniredis] the error that names
-// WithoutReadOnlyCommands.
+// [RunStore] checks what every store promises, the memory store included
+// (the store contract, core/store.go): a call whose context has ended
+// changes nothing, a script whose keys span cluster slots is refused with
+// the same error everywhere, keys are the caller's only during a call (a
+// store copies what it keeps), and the store names itself
+// (core.StoreNamer) after its directory. [Run] adds what a Redis adapter
+// must do against a real server: load scripts again after NOSCRIPT, send
+// read-only scripts as EVALSHA_RO, check the shape of every reply without
+// panicking, and wrap every failure with core.ErrStore. [Unusable] checks
+// a store that cannot run scripts (a zero value, a nil pointer), and
+// [Miniredis] the error that names WithoutReadOnlyCommands.
 package adaptertest
 
 import (

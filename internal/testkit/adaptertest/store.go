@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
@@ -132,6 +133,69 @@ func runStore(t *testing.T, runner core.ScriptRunner, size func(t *testing.T) st
 		}
 	})
 
+	// Keys are the caller's only while RunScript or RunScripts runs
+	// (core.ScriptRunner): limiters build them in memory they reuse, so
+	// a store copies any key it keeps. Here the memory a call's keys
+	// were built in is overwritten once the call returns, with another
+	// key of the same length: the state must stay at the key the call
+	// named.
+	t.Run("KeysAreTheCallersOnlyDuringTheCall", func(t *testing.T) {
+		id := time.Now().UnixNano()
+		name := func(i int) string { return fmt.Sprintf("adaptertest:{lent:%d:%d}", id, i) }
+		buf := make([]byte, 0, 64)
+		lend := func(i int) string {
+			buf = append(buf[:0], name(i)...)
+			return unsafe.String(unsafe.SliceData(buf), len(buf))
+		}
+		if _, err := runner.RunScript(ctx, incr, []string{lend(1)}, []int64{1}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := runner.RunScript(ctx, incr, []string{lend(2)}, []int64{2}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if batches {
+			res := br.RunScripts(ctx, []core.ScriptCall{{Script: incr, Keys: []string{lend(3)}, Args: []int64{3}}})
+			if len(res) != 1 || res[0].Err != nil {
+				t.Fatalf("RunScripts: %+v", res)
+			}
+			lend(4)
+		}
+		for i, want := range []int64{1, 2} {
+			if n := read(t, name(i+1)); n != want {
+				t.Errorf("%s = %d after a call that wrote %d there and memory reused for another key", name(i+1), n, want)
+			}
+		}
+		if batches {
+			if n := read(t, name(3)); n != 3 {
+				t.Errorf("%s = %d after a batch call that wrote 3 there and memory reused for another key", name(3), n)
+			}
+		}
+		if n := read(t, name(4)); n != 0 {
+			t.Errorf("%s = %d: no call named it", name(4), n)
+		}
+
+		// The same through a limiter, which lends every store keys built
+		// in memory it reuses: each user's decisions count on its own key.
+		lim, err := tokenbucket.New(runner, tokenbucket.Config{Capacity: 100, RefillRate: 1, RefillInterval: time.Hour,
+			Prefix: fmt.Sprintf("adaptertest:lent:%d:", id), Clock: fakeclock.New(time.Now())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cost := map[string]int64{"alice": 1, "bobby": 2, "carol": 0}
+		for i := 0; i < 4; i++ {
+			for _, user := range []string{"alice", "bobby"} {
+				if _, err := lim.AllowN(ctx, user, cost[user]); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for _, user := range []string{"alice", "bobby", "carol"} {
+			if d, err := lim.Peek(ctx, user); err != nil || d.Remaining != 100-4*cost[user] {
+				t.Errorf("Peek(%s): %+v, %v; want %d remaining", user, d, err, 100-4*cost[user])
+			}
+		}
+	})
+
 	t.Run("EndedContextChangesNothing", func(t *testing.T) {
 		key := []string{fmt.Sprintf("adaptertest:{ended:%d}", time.Now().UnixNano())}
 		cancelled, cancel := context.WithCancel(ctx)
@@ -193,9 +257,11 @@ func runStore(t *testing.T, runner core.ScriptRunner, size func(t *testing.T) st
 }
 
 // Unusable checks a store that cannot run scripts (a zero value, a nil
-// pointer): its StoreName is "", a limiter refuses it when it is built,
-// and its calls return errors wrapping core.ErrStore and
-// core.ErrInvalidConfig whose text holds want. Nothing panics.
+// pointer), as the store contract
+// (core/store.go) says: its StoreName (core.StoreNamer) is "", a limiter
+// refuses it when it is built (core.ErrInvalidConfig), and its calls
+// return errors wrapping core.ErrStore and core.ErrInvalidConfig, whose
+// text holds want. Nothing panics.
 func Unusable(t *testing.T, runner core.ScriptRunner, want string) {
 	t.Helper()
 	defer func() {
@@ -203,11 +269,12 @@ func Unusable(t *testing.T, runner core.ScriptRunner, want string) {
 			t.Fatalf("%T: panic: %v", runner, p)
 		}
 	}()
-	if n, ok := runner.(core.StoreNamer); !ok || n.StoreName() != "" {
-		t.Errorf("%T: not a core.StoreNamer whose StoreName is \"\"", runner)
+	n, ok := runner.(core.StoreNamer)
+	if !ok {
+		t.Fatalf("%T is not a core.StoreNamer", runner)
 	}
-	if _, err := runner.RunScript(context.Background(), incr, []string{"adaptertest:{unusable}"}, []int64{1}, nil); !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
-		t.Errorf("RunScript: %v; want ErrInvalidConfig saying %q", err, want)
+	if name := n.StoreName(); name != "" {
+		t.Errorf("StoreName() = %q, want \"\" for a store that cannot run scripts", name)
 	}
 	lim, err := tokenbucket.New(runner, tokenbucket.Config{Capacity: 1, RefillRate: 1, RefillInterval: time.Second})
 	if !errors.Is(err, core.ErrInvalidConfig) || lim != nil {
@@ -215,8 +282,16 @@ func Unusable(t *testing.T, runner core.ScriptRunner, want string) {
 	}
 	ctx := context.Background()
 	key := []string{"adaptertest:{unusable}"}
-	if got, err := runner.RunScript(ctx, incr, key, []int64{1}, nil); !errors.Is(err, core.ErrStore) || got != nil {
-		t.Errorf("RunScript: %v, %v; want ErrStore", got, err)
+	unusable := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, core.ErrStore) || !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want ErrStore and ErrInvalidConfig, saying %q", what, err, want)
+		}
+	}
+	got, err := runner.RunScript(ctx, incr, key, []int64{1}, nil)
+	unusable("RunScript", err)
+	if got != nil {
+		t.Errorf("RunScript replied %v", got)
 	}
 	if br, ok := runner.(core.BatchRunner); ok {
 		res := br.RunScripts(ctx, []core.ScriptCall{{Script: incr, Keys: key, Args: []int64{1}}, {Script: get, Keys: key}})
@@ -224,9 +299,7 @@ func Unusable(t *testing.T, runner core.ScriptRunner, want string) {
 			t.Fatalf("RunScripts: %d results for 2 calls", len(res))
 		}
 		for i, r := range res {
-			if !errors.Is(r.Err, core.ErrStore) {
-				t.Errorf("RunScripts call %d: %v; want ErrStore", i, r.Err)
-			}
+			unusable(fmt.Sprintf("RunScripts call %d", i), r.Err)
 		}
 	}
 }

@@ -6,6 +6,7 @@ package limitertest
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func New(t *testing.T) *Env {
 }
 
 // Step is one request of a walk: advance the clock, then AllowN (or Peek
-// when N is 0), and expect Want.
+// when N is 0), and expect Want, every field (Window included).
 type Step struct {
 	Advance time.Duration
 	N       int64
@@ -61,7 +62,7 @@ func (e *Env) Walk(t *testing.T, l core.Limiter, steps []Step) {
 		if err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}
-		if got != s.Want {
+		if !reflect.DeepEqual(got, s.Want) {
 			t.Fatalf("step %d at +%v, n=%d:\n got  %+v\n want %+v", i, e.Clock.Now().Sub(T0), s.N, got, s.Want)
 		}
 	}
@@ -103,7 +104,7 @@ func BadCalls(t *testing.T, l core.Limiter, limit int64) {
 			t.Errorf("%s: %v, want %v", c.name, c.err, c.want)
 		}
 	}
-	if after, err := l.Peek(ctx, "k"); err != nil || after != before {
+	if after, err := l.Peek(ctx, "k"); err != nil || !reflect.DeepEqual(after, before) {
 		t.Errorf("bad calls changed the state: %+v, then %+v (%v)", before, after, err)
 	}
 }
@@ -132,7 +133,7 @@ func (e *Env) BadClock(t *testing.T, l core.Limiter) {
 		}
 	}
 	e.Clock.Set(now)
-	if after, err := l.Peek(ctx, "k"); err != nil || after != before {
+	if after, err := l.Peek(ctx, "k"); err != nil || !reflect.DeepEqual(after, before) {
 		t.Errorf("calls at bad times changed the state: %+v, then %+v (%v)", before, after, err)
 	}
 }
