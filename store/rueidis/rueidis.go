@@ -60,9 +60,11 @@ var (
 type Option func(*Runner)
 
 // WithoutReadOnlyCommands runs read-only scripts with EVALSHA and EVAL
-// instead of EVALSHA_RO and EVAL_RO: for servers older than Redis 7.0, which
-// lack the _RO commands, and for miniredis, whose EVAL_RO refuses TIME. The
-// scripts still never write; the server just no longer enforces it.
+// from the first call, for miniredis (whose EVAL_RO refuses TIME) and for
+// those who want no probe on a server older than Redis 7.0. Without it, a
+// store whose server answers that it lacks EVALSHA_RO sends that call
+// again as EVALSHA, and every later read-only script as EVALSHA and EVAL.
+// The scripts still never write; the server just no longer enforces it.
 func WithoutReadOnlyCommands() Option {
 	return func(r *Runner) { r.plainRO = true }
 }

@@ -49,8 +49,12 @@ var (
 // Option configures a Runner.
 type Option func(*Runner)
 
-// WithoutReadOnlyCommands runs read-only scripts with EVALSHA and EVAL,
-// for servers older than Redis 7.0 and for miniredis.
+// WithoutReadOnlyCommands runs read-only scripts with EVALSHA and EVAL
+// from the first call, for miniredis (whose EVAL_RO refuses TIME) and for
+// those who want no probe on a server older than Redis 7.0. Without it, a
+// store whose server answers that it lacks EVALSHA_RO sends that call
+// again as EVALSHA, and every later read-only script as EVALSHA and EVAL.
+// The scripts still never write; the server just no longer enforces it.
 func WithoutReadOnlyCommands() Option {
 	return func(r *Runner) { r.plainRO = true }
 }
