@@ -120,6 +120,21 @@ func ServerVersion(t testing.TB) Version {
 	return v
 }
 
+// VerbatimScripts returns the arguments that make the server replicate a
+// script as the script itself, not as the commands it ran, unless the
+// script calls redis.replicate_commands(): lua-replicate-commands no, on
+// Redis 5.0 to 6.2. Such a server refuses a write after TIME in a script
+// that did not call it. There are none on Redis 7.0 and later and Valkey,
+// which always replicate the commands (and have no such option), nor
+// before 5.0, where it is the default.
+func VerbatimScripts(t testing.TB) []string {
+	t.Helper()
+	if v := ServerVersion(t); v.AtLeast(5, 0) && !v.AtLeast(7, 0) {
+		return []string{"--lua-replicate-commands", "no"}
+	}
+	return nil
+}
+
 // parseVersion reads the first line of redis-server --version: "Redis
 // server v=7.0.15 sha=...", "Valkey server v=8.0.1 ...".
 func parseVersion(out string) (Version, error) {
