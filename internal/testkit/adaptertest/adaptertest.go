@@ -157,7 +157,9 @@ func Run(t *testing.T, h Harness) {
 		// the client noticed it (its context, or a read deadline). A client
 		// that waits for the reply past the deadline (go-redis without
 		// ContextTimeoutEnabled, in a pipeline) succeeds instead.
-		do(t, "CLIENT", "PAUSE", "300") // every client, every command (ALL, the default since 6.2, which added the mode)
+		// Every client, every command: ALL, the default since 6.2, which
+		// added the argument (5.0 and 6.0 have no other mode).
+		do(t, "CLIENT", "PAUSE", "300")
 		defer time.Sleep(350 * time.Millisecond) // the pause ends by itself
 		failed := 0
 		check := func(what string, err error) {
