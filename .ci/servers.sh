@@ -17,9 +17,10 @@
 # cache under DIR/NAME/apt; the host's apt sources and dpkg database are
 # left alone. A server already unpacked under DIR whose --version answers
 # is used again. Needs root only where DIR does; needs the Debian archive
-# (deb.debian.org, or whatever mirror the host's apt is set up to reach)
-# and its keyring (debian-archive-keyring, which on bookworm has the keys
-# of bullseye and trixie too).
+# (RATEKIT_DEBIAN_MIRROR, http://deb.debian.org/debian by default, reached
+# as the host's apt configuration says) and its keyring
+# (debian-archive-keyring, which on bookworm has the keys of bullseye and
+# trixie too).
 #
 # Progress goes to stderr; any failure stops the script with a message
 # naming the server and the step.
@@ -88,22 +89,23 @@ aptx() {
 
 # closure NAME PACKAGES...: PACKAGES and, recursively, the lib* and lua-*
 # packages they depend on (the first of each set of alternatives), one a
-# line, as pkg or pkg/suite for the named ones.
+# line, as pkg or pkg/suite for the named ones. One apt-cache call per
+# level of dependencies.
 closure() {
-	local name=$1 p dep
+	local name=$1 p
 	shift
 	local -A seen=()
-	local queue=("$@")
-	while [ ${#queue[@]} -gt 0 ]; do
-		p=${queue[0]}
-		queue=("${queue[@]:1}")
-		[ -z "${seen[${p%%/*}]:-}" ] || continue
-		seen[${p%%/*}]=1
-		echo "$p"
-		while read -r dep; do
-			case $dep in lib* | lua-*) queue+=("$dep") ;; esac
+	local level=("$@") next
+	while [ ${#level[@]} -gt 0 ]; do
+		for p in "${level[@]}"; do
+			seen[${p%%/*}]=1
+			echo "$p"
+		done
+		next=()
+		while read -r p; do
+			case $p in lib* | lua-*) [ -n "${seen[$p]:-}" ] || { seen[$p]=1 && next+=("$p"); } ;; esac
 		done < <(aptx "$name" apt-cache depends --no-recommends --no-suggests --no-conflicts \
-			--no-breaks --no-replaces --no-enhances "$p" |
+			--no-breaks --no-replaces --no-enhances "${level[@]}" |
 			awk '
 				# "  Depends: p", " |Depends: p" when alternatives follow;
 				# a virtual "<p>" is followed by its providers, indented.
@@ -113,6 +115,7 @@ closure() {
 					next
 				}
 				/^    [^ ]/ { if (virt) print $1; virt = 0 }')
+		level=("${next[@]}")
 	done
 }
 
@@ -127,7 +130,7 @@ install() {
 		echo "deb [signed-by=$keyring] $mirror $s main" >>"$a/sources.list"
 	done
 	say "$name: apt-get update ($suites)"
-	aptx "$name" apt-get update >"$a/update.log" 2>&1 ||
+	aptx "$name" apt-get update --error-on=any >"$a/update.log" 2>&1 ||
 		fail "$name: apt-get update failed (is the Debian mirror $mirror reachable?): $(tail -5 "$a/update.log")"
 	local -a all
 	# shellcheck disable=SC2086 # pkgs is a list
@@ -154,20 +157,39 @@ check() {
 	$cmd --version >&2 || fail "$name: '$cmd --version' failed"
 }
 
+# setup NAME SUITES PACKAGES BIN: installs the server unless it is there.
+setup() {
+	local name=$1 suites=$2 pkgs=$3 bin=$4 cmd
+	cmd=$(prefix "$name" "$bin" || true)
+	# shellcheck disable=SC2086 # cmd is a command line
+	if [ -n "$cmd" ] && [ -e "$dir/$name/ok" ] && $cmd --version >/dev/null 2>&1; then
+		say "$name: already installed in $dir/$name"
+		return
+	fi
+	rm -f "$dir/$name/ok"
+	install "$name" "$suites" "$pkgs" "$bin"
+	[ -x "$dir/$name/root/$bin" ] || fail "$name: $bin is not in its packages"
+	prefix "$name" "$bin" >/dev/null || fail "$name: no ld-linux-x86-64.so.2 of its own under $dir/$name/root"
+	touch "$dir/$name/ok"
+}
+
+# The servers install at once, each in its own process.
+pids=()
+for spec in "${servers[@]}"; do
+	IFS='|' read -r name suites pkgs bin <<<"$spec"
+	setup "$name" "$suites" "$pkgs" "$bin" &
+	pids+=($!)
+done
+failed=0
+for pid in "${pids[@]}"; do
+	wait "$pid" || failed=1
+done
+[ $failed = 0 ] || fail "see the message above"
+
 out=()
 for spec in "${servers[@]}"; do
 	IFS='|' read -r name suites pkgs bin <<<"$spec"
-	cmd=$(prefix "$name" "$bin" || true)
-	# shellcheck disable=SC2086
-	if [ -n "$cmd" ] && [ -e "$dir/$name/ok" ] && $cmd --version >/dev/null 2>&1; then
-		say "$name: already installed in $dir/$name"
-	else
-		rm -f "$dir/$name/ok"
-		install "$name" "$suites" "$pkgs" "$bin"
-		cmd=$(prefix "$name" "$bin") || fail "$name: no ld-linux-x86-64.so.2 of its own under $dir/$name/root"
-		[ -x "$dir/$name/root/$bin" ] || fail "$name: $bin is not in its packages"
-		touch "$dir/$name/ok"
-	fi
+	cmd=$(prefix "$name" "$bin")
 	check "$name" "$cmd"
 	out+=("$cmd")
 done

@@ -22,7 +22,8 @@ local MAX_STATE = 6755399441055744
 -- effects rather than itself: Redis 3.2-6.2 ask for that with
 -- redis.replicate_commands() (the default from 5.0, unless the server runs
 -- with lua-replicate-commands no); 7.0 and later always do, and keep the
--- function as a no-op; a server older than 3.2 has none.
+-- function as a no-op; a server older than 3.2 has none. (Its cost:
+-- docs/design.md, "What a script costs".)
 local function clock(now)
   if now >= 0 then return now, true end
   if redis.replicate_commands then redis.replicate_commands() end
