@@ -244,10 +244,10 @@ const replyCap = 4
 // RunScripts runs calls with one DoMulti of EVALSHA (one round trip per
 // server), then one DoMulti of EVAL for the calls that met NOSCRIPT,
 // which loads the script where it was missing (and, before it, one of
-// EVALSHA for read-only calls the server refused for lack of
-// EVALSHA_RO). It returns one result per
-// call, in order; a call whose keys span slots gets its own error and the
-// others still run, unless it is marked AnySlot and r is one node.
+// EVALSHA for read-only calls the server refused for lack of EVALSHA_RO).
+// It returns one result per call, in order; a call whose keys span slots
+// gets its own error and the others still run, unless it is marked
+// AnySlot and r is one node.
 //
 // Calls on one key run in the order given: a call that shares a key with
 // an earlier call is sent in a later wave (its own DoMulti, and EVAL
@@ -329,8 +329,7 @@ func (r *Runner) checkSlots(call core.ScriptCall, single bool) error {
 
 // send runs cmds, leaving their outcomes in res: one DoMulti of EVALSHA,
 // then one of EVAL for the commands that met NOSCRIPT, per wave (waves;
-// retry).
-// A command retried as EVAL runs after the commands that followed it in
+// retry). A command retried as EVAL runs after the commands that followed it in
 // its DoMulti, so those must not touch its keys: a command on a key of an
 // earlier command goes in a later wave, sent once the earlier wave is
 // done. Nothing is sent for a wave once ctx has ended.
@@ -463,9 +462,9 @@ func (r *Runner) fail(c Cmd, err error) error {
 // hint names the option that helps when the server refuses a
 // read-only script for being one: miniredis counts TIME as a write inside
 // EVAL_RO. (A server without the _RO commands, Redis before 7.0, needs no
-// option: next falls back.) Before the server time, read by TIME: Redis
-// before 3.2, which has no redis.replicate_commands (prelude.lua's clock),
-// refuses a script that writes after TIME.
+// option: next falls back.) And the version when a server-time script
+// cannot write after reading TIME: Redis before 3.2 has no
+// redis.replicate_commands, which prelude.lua's clock calls.
 func hint(n Name, err error) string {
 	switch msg := err.Error(); {
 	case n.ReadOnly() && strings.Contains(msg, "not allowed in read-only scripts"):
