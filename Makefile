@@ -12,7 +12,7 @@ export RAPID_CHECKS RAPID_STEPS
 # nested module, so test and vet visit each one.
 MODULES := $(sort $(patsubst ./%,%,$(patsubst %/go.mod,%,$(shell find . -name go.mod -not -path './.git/*'))))
 
-.PHONY: test fmt-check vet oldest-go soak bench gobench fuzz
+.PHONY: test test-default test-servers fmt-check vet oldest-go soak bench gobench fuzz
 
 # The modules a program imports: all but the demo, the benchmark harness
 # and the test-only modules under internal/.
@@ -30,7 +30,15 @@ GO_MIN := $(shell sed -n 's/^go //p' go.mod)
 # whole, in order, when all are done.
 TEST_JOBS ?= 3
 
+# make test: every module's tests on the default server (redis-server on
+# PATH), and at the same time the Redis stores' on every other server
+# (test-servers); each part's output is printed whole when it is done.
 test: fmt-check vet
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-default test-servers
+
+# Everything, -race, on the default server: the fault, contention and
+# seed tests, the tests on miniredis, the rapid checks in full.
+test-default:
 	@dir=$$(mktemp -d); \
 	printf '%s\n' $(MODULES) | xargs -P $(TEST_JOBS) -I{} sh -c \
 		'f="$$1/$$(echo {} | tr / _)"; cd {} && $(GO) test -race -count=1 -timeout 30m ./... >"$$f.log" 2>&1 || touch "$$f.failed"' _ "$$dir"; \
@@ -38,6 +46,41 @@ test: fmt-check vet
 		f="$$dir/$$(echo $$m | tr / _)"; echo "go test $$m"; cat "$$f.log"; \
 		if [ -e "$$f.failed" ]; then fail=1; fi; \
 	done; rm -rf "$$dir"; exit $$fail
+
+# The other servers: RATEKIT_REDIS_SERVERS holds their command prefixes
+# separated by ';' (.ci/servers.sh installs them and prints it; .ci/run
+# sets it), each given to the tests as RATEKIT_REDIS_SERVER (see
+# internal/testkit/redistest). On each, SERVER_MODULES' tests run, the
+# stores' conformance suites among them, with SERVER_RAPID_CHECKS checks
+# per property, without -race (the Go code is the default run's; what
+# differs here is the server) and without the tests on miniredis (named
+# *Miniredis*), which never reach the server. Unset, it says loudly that
+# the stores were tested on the default server only, and fails under
+# CI=true. SERVER_JOBS runs are at once.
+SERVER_MODULES := store/goredis store/rueidis store/valkey store/redigo internal/testkit/redistest
+SERVER_RAPID_CHECKS ?= 25
+SERVER_JOBS ?= 2
+test-servers:
+	@if [ -z "$$RATEKIT_REDIS_SERVERS" ]; then \
+		if [ "$$CI" = true ]; then echo "test-servers: FAIL: RATEKIT_REDIS_SERVERS is empty under CI=true (.ci/run sets it from .ci/servers.sh)"; exit 1; fi; \
+		echo "test-servers: ******** RATEKIT_REDIS_SERVERS is empty: the Redis stores were tested on the default redis-server only. .ci/servers.sh DIR installs Redis 6.0, Valkey 8 and Redis 8 and prints the list. ********"; \
+		exit 0; \
+	fi; \
+	dir=$$(mktemp -d); n=0; list="$$RATEKIT_REDIS_SERVERS;"; \
+	while [ -n "$$list" ]; do \
+		s=$$(echo $${list%%;*}); list=$${list#*;}; [ -n "$$s" ] || continue; \
+		n=$$((n+1)); echo "$$s" >"$$dir/$$n.server"; \
+		if ! v=$$($$s --version 2>&1); then echo "test-servers: FAIL: $$s --version: $$v"; rm -rf "$$dir"; exit 1; fi; \
+		echo "$$v" | sed -n '1s/^\([A-Za-z]*\) server v=\([0-9.]*\).*/\1 \2/p' >"$$dir/$$n.name"; \
+		for m in $(SERVER_MODULES); do echo "$$n $$m"; done >>"$$dir/jobs"; \
+	done; \
+	xargs -P $(SERVER_JOBS) -L 1 sh -c \
+		'f="$$1/$$2.$$(echo $$3 | tr / _)"; cd $$3 && RATEKIT_REDIS_SERVER="$$(cat $$1/$$2.server)" RAPID_CHECKS=$(SERVER_RAPID_CHECKS) \
+			$(GO) test -count=1 -timeout 20m -skip Miniredis ./... >"$$f.log" 2>&1 || touch "$$f.failed"' _ "$$dir" <"$$dir/jobs"; \
+	fail=0; while read -r i m; do \
+		f="$$dir/$$i.$$(echo $$m | tr / _)"; echo "go test $$m on $$(cat $$dir/$$i.name) ($$(cat $$dir/$$i.server))"; cat "$$f.log"; \
+		if [ -e "$$f.failed" ]; then fail=1; fi; \
+	done <"$$dir/jobs"; rm -rf "$$dir"; exit $$fail
 
 vet:
 	@fail=0; for m in $(MODULES); do \

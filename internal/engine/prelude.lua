@@ -21,8 +21,15 @@
 
 -- clock(now) returns the decision's time in µs and whether it came from
 -- the client: now >= 0 is the limiter's clock, -1 asks for the server's TIME.
+-- A script that reads TIME may write after it only when it replicates its
+-- effects rather than itself: Redis 3.2-6.2 ask for that with
+-- redis.replicate_commands() (the default from 5.0, unless the server runs
+-- with lua-replicate-commands no); 7.0 and later always do, and keep the
+-- function as a no-op; a server older than 3.2 has none. (Its cost:
+-- docs/design.md, "What a script costs".)
 local function clock(now)
   if now >= 0 then return now, true end
+  if redis.replicate_commands then redis.replicate_commands() end
   local t = redis.call('TIME')
   return t[1] * 1000000 + t[2], false
 end

@@ -20,6 +20,12 @@
 //     EVALSHA with [WithoutReadOnlyCommands]), and again as EVAL (EVAL_RO)
 //     when the server answers NOSCRIPT, which loads it: after a restart, a
 //     failover or SCRIPT FLUSH, scripts load themselves again;
+//   - a server that answers a read-only script that it lacks the _RO
+//     command (Redis before 7.0: "ERR unknown command 'evalsha_ro'") gets
+//     that call again as plain EVALSHA (a read-only script never writes,
+//     so sending it again is safe), and every later read-only script of
+//     the Runner goes as EVALSHA and EVAL, on every node: one refusal
+//     costs one round trip, once per store;
 //   - a batch is one DoMulti of EVALSHA, then one DoMulti of EVAL for the
 //     calls that met NOSCRIPT; a call on a key of an earlier call of the
 //     batch goes in a later DoMulti, so that calls on one key run in order;
@@ -131,8 +137,11 @@ type Client interface {
 type Runner struct {
 	lib      string // the client library: StoreName, and the prefix of errors
 	c        Client // nil when the Runner was not built by New
-	plainRO  bool
+	plainRO  bool   // WithoutReadOnlyCommands
 	pipeline bool
+	// noRO is set once a server answered that it lacks EVALSHA_RO or
+	// EVAL_RO: read-only scripts go as EVALSHA and EVAL from then on.
+	noRO atomic.Bool
 	// single is set while the server is taken to be one node that lets a
 	// script's keys span slots (SingleNode).
 	single atomic.Bool
@@ -148,10 +157,12 @@ var (
 type Option func(*Runner)
 
 // WithoutReadOnlyCommands runs read-only scripts (a limiter's Peek) with
-// EVALSHA and EVAL instead of EVALSHA_RO and EVAL_RO: for servers older
-// than Redis 7.0, which lack the _RO commands, and for miniredis, whose
-// EVAL_RO refuses TIME. The scripts still never write; the server just no
-// longer enforces it.
+// EVALSHA and EVAL from the first call, for miniredis (whose EVAL_RO
+// refuses TIME) and for those who want no probe on a server older than
+// Redis 7.0. Without it, a Runner whose server answers that it lacks
+// EVALSHA_RO sends that call again as EVALSHA, and every later read-only
+// script as EVALSHA and EVAL. The scripts still never write; the server
+// just no longer enforces it.
 func WithoutReadOnlyCommands() Option {
 	return func(r *Runner) { r.plainRO = true }
 }
@@ -250,18 +261,40 @@ func (r *Runner) unusable() error {
 	return fmt.Errorf("%w: %w: the store is %s", core.ErrStore, core.ErrInvalidConfig, what)
 }
 
-// names returns the commands s runs as: EVALSHA and EVAL, or their
-// read-only variants.
-func (r *Runner) names(s *core.Script) (sha, eval Name) {
-	if s.ReadOnly() && !r.plainRO {
-		return EvalSHARO, EvalRO
+// sha returns the command s runs as first: EVALSHA, or EVALSHA_RO when s
+// is read-only and the server is not known to lack it.
+func (r *Runner) sha(s *core.Script) Name {
+	if s.ReadOnly() && !r.plainRO && !r.noRO.Load() {
+		return EvalSHARO
 	}
-	return EvalSHA, Eval
+	return EvalSHA
 }
+
+// next returns the command to send c as again after it failed with err,
+// and whether there is one: plain EVALSHA (EVAL) for EVALSHA_RO (EVAL_RO)
+// when the server lacks the _RO command, which it then remembers; EVAL
+// (EVAL_RO) for EVALSHA (EVALSHA_RO) after NOSCRIPT. Each name comes
+// after the one it replaces, so a call is sent at most three times.
+func (r *Runner) next(c Name, err error) (Name, bool) {
+	switch {
+	case c.ReadOnly() && lacksReadOnly(err):
+		r.noRO.Store(true)
+		return plainOf[c], true
+	case (c == EvalSHA || c == EvalSHARO) && isNoScript(err):
+		return evalOf[c], true
+	}
+	return c, false
+}
+
+var (
+	plainOf = [...]Name{EvalSHA: EvalSHA, EvalSHARO: EvalSHA, Eval: Eval, EvalRO: Eval}
+	evalOf  = [...]Name{EvalSHA: Eval, EvalSHARO: EvalRO, Eval: Eval, EvalRO: EvalRO}
+)
 
 // RunScript runs s as EVALSHA (EVALSHA_RO when s is read-only), and as
 // EVAL (EVAL_RO) when the server does not know the script; it appends the
-// reply's integers to reply.
+// reply's integers to reply. A read-only script the server refuses for
+// lack of EVALSHA_RO is sent again as EVALSHA.
 func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
 	if r == nil || r.c == nil {
 		return nil, r.unusable()
@@ -269,17 +302,20 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 	if err := ctx.Err(); err != nil {
 		return nil, r.ended(err)
 	}
-	sha, eval := r.names(s)
-	c := Cmd{Name: sha, Script: s, Keys: keys, Args: args}
+	c := Cmd{Name: r.sha(s), Script: s, Keys: keys, Args: args}
 	if err := slot.Check(keys); err != nil {
 		return nil, r.fail(c, err)
 	}
 	out, err := r.c.Do(ctx, c, reply)
-	if isNoScript(err) {
+	for err != nil {
+		n, again := r.next(c.Name, err)
+		if !again {
+			break
+		}
 		if err := ctx.Err(); err != nil {
 			return nil, r.ended(err)
 		}
-		c.Name = eval
+		c.Name = n
 		out, err = r.c.Do(ctx, c, reply)
 	}
 	if err != nil {
@@ -294,9 +330,11 @@ const replyCap = 4
 
 // RunScripts runs calls with one DoMulti of EVALSHA (one round trip per
 // server), then one DoMulti of EVAL for the calls that met NOSCRIPT,
-// which loads the script where it was missing. It returns one result per
-// call, in order; a call whose keys span slots gets its own error and the
-// others still run, unless it is marked AnySlot and r is one node.
+// which loads the script where it was missing (and, before it, one of
+// EVALSHA for read-only calls the server refused for lack of EVALSHA_RO).
+// It returns one result per call, in order; a call whose keys span slots
+// gets its own error and the others still run, unless it is marked
+// AnySlot and r is one node.
 //
 // Calls on one key run in the order given: a call that shares a key with
 // an earlier call is sent in a later wave (its own DoMulti, and EVAL
@@ -322,8 +360,7 @@ func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core
 	var index []int // cmds[j] runs calls[index[j]]; nil while j == index[j]
 	single := r.SingleNode()
 	for i, call := range calls {
-		sha, _ := r.names(call.Script)
-		c := Cmd{Name: sha, Script: call.Script, Keys: call.Keys, Args: call.Args}
+		c := Cmd{Name: r.sha(call.Script), Script: call.Script, Keys: call.Keys, Args: call.Args}
 		if err := checkSlots(call, single); err != nil {
 			out[i].Err = r.fail(c, err)
 			if index == nil {
@@ -378,8 +415,8 @@ func checkSlots(call core.ScriptCall, single bool) error {
 }
 
 // send runs cmds, leaving their outcomes in res: one DoMulti of EVALSHA,
-// then one of EVAL for the commands that met NOSCRIPT, per wave (waves).
-// A command retried as EVAL runs after the commands that followed it in
+// then one of EVAL for the commands that met NOSCRIPT, per wave (waves;
+// retry). A command retried as EVAL runs after the commands that followed it in
 // its DoMulti, so those must not touch its keys: a command on a key of an
 // earlier command goes in a later wave, sent once the earlier wave is
 // done. Nothing is sent for a wave once ctx has ended.
@@ -449,34 +486,43 @@ func waves(cmds []Cmd) (wave []int, last int) {
 	return wave, last
 }
 
-// retry sends, as EVAL, the commands of res that met NOSCRIPT, in one
-// DoMulti, and leaves their outcome in res. It renames them in cmds.
+// retry sends again, in one DoMulti per round, the commands of res that
+// failed in a way next says another command may not (NOSCRIPT: as EVAL;
+// a missing _RO command: as plain EVALSHA, then as EVAL if that meets
+// NOSCRIPT), and leaves their outcome in res. It renames them in cmds.
 func (r *Runner) retry(ctx context.Context, cmds []Cmd, res []core.ScriptResult) {
 	var again []int
-	for j := range res {
-		if isNoScript(res[j].Err) {
-			again = append(again, j)
+	var sub []Cmd
+	var subRes []core.ScriptResult
+	for {
+		again = again[:0]
+		for j := range res {
+			if res[j].Err == nil {
+				continue
+			}
+			if n, ok := r.next(cmds[j].Name, res[j].Err); ok {
+				cmds[j].Name = n
+				again = append(again, j)
+			}
 		}
-	}
-	if len(again) == 0 {
-		return
-	}
-	if err := ctx.Err(); err != nil {
+		if len(again) == 0 {
+			return
+		}
+		if err := ctx.Err(); err != nil {
+			for _, j := range again {
+				res[j].Err = err
+			}
+			return
+		}
+		sub, subRes = sub[:0], subRes[:0]
 		for _, j := range again {
-			res[j].Err = err
+			sub = append(sub, cmds[j])
+			subRes = append(subRes, core.ScriptResult{Reply: res[j].Reply[:0]})
 		}
-		return
-	}
-	evals := make([]Cmd, len(again))
-	evalRes := make([]core.ScriptResult, len(again))
-	for k, j := range again {
-		_, cmds[j].Name = r.names(cmds[j].Script)
-		evals[k] = cmds[j]
-		evalRes[k].Reply = res[j].Reply[:0]
-	}
-	r.c.DoMulti(ctx, evals, evalRes)
-	for k, j := range again {
-		res[j] = evalRes[k]
+		r.c.DoMulti(ctx, sub, subRes)
+		for k, j := range again {
+			res[j] = subRes[k]
+		}
 	}
 }
 
@@ -494,7 +540,7 @@ func (r *Runner) ended(err error) error {
 
 // fail wraps the error of command c.
 func (r *Runner) fail(c Cmd, err error) error {
-	if hint := readOnlyHint(c.Name, err); hint != "" {
+	if hint := hint(c.Name, err); hint != "" {
 		return fmt.Errorf("%w: %s: script %q: %w: %s", core.ErrStore, r.lib, c.Script.Name(), err, hint)
 	}
 	return fmt.Errorf("%w: %s: script %q: %w", core.ErrStore, r.lib, c.Script.Name(), err)
@@ -518,20 +564,31 @@ func withContext(ctx context.Context, err error) error {
 	return fmt.Errorf("%w: %w", cerr, err)
 }
 
-// readOnlyHint names the option that helps when the server refuses a
-// read-only script for being one: miniredis counts TIME as a write inside
-// EVAL_RO, and Redis before 7.0 has no EVALSHA_RO at all.
-func readOnlyHint(n Name, err error) string {
-	if !n.ReadOnly() {
-		return ""
-	}
+// hint names the option that helps when the server refuses a read-only
+// script for being one: miniredis counts TIME as a write inside EVAL_RO.
+// (A server without the _RO commands, Redis before 7.0, needs no option:
+// next falls back.) And the version when a server-time script cannot
+// write after reading TIME: Redis before 3.2 has no
+// redis.replicate_commands, which prelude.lua's clock calls.
+func hint(n Name, err error) string {
 	switch msg := err.Error(); {
-	case strings.Contains(msg, "not allowed in read-only scripts"):
-		return "the server refused TIME in a read-only script (miniredis, or Redis older than 7.0): build the store with scriptproto.WithoutReadOnlyCommands()"
-	case strings.Contains(strings.ToLower(msg), "unknown command"):
-		return "the server has no " + n.String() + " (Redis older than 7.0): build the store with scriptproto.WithoutReadOnlyCommands()"
+	case n.ReadOnly() && strings.Contains(msg, "not allowed in read-only scripts"):
+		return "the server refused TIME in a read-only script (miniredis does): build the store with scriptproto.WithoutReadOnlyCommands()"
+	case strings.Contains(msg, "Write commands not allowed after non deterministic commands"):
+		return "the server cannot write after reading its clock (TIME) in a script (Redis older than 3.2): give the limiter a Clock, to decide on the client's time"
 	}
 	return ""
+}
+
+// lacksReadOnly reports whether err is the server's answer to an
+// EVALSHA_RO or EVAL_RO that it has no such command: Redis before 7.0
+// answers "ERR unknown command `EVALSHA_RO`, with args beginning with:
+// ...", later ones (and proxies) "ERR unknown command 'evalsha_ro'", and
+// some clients drop the "ERR ". The caller checks that the command was
+// one of them.
+func lacksReadOnly(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, "ERR unknown command") || strings.HasPrefix(msg, "unknown command")
 }
 
 // isNoScript reports whether err is the server's NOSCRIPT error: every

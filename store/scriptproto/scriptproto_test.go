@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 // known script replies {len(keys), args...}; EVAL loads it.
 type fake struct {
 	known   map[string]bool
+	old     bool     // when set, the server lacks EVALSHA_RO and EVAL_RO
 	sent    []string // each command, "NAME script"
 	ran     []string // each command that ran, "script keys"
 	multi   int      // DoMulti calls
@@ -27,6 +29,9 @@ func (f *fake) run(c Cmd, reply []int64) ([]int64, error) {
 	f.sent = append(f.sent, c.Name.String()+" "+c.Script.Name())
 	if f.err != nil {
 		return nil, f.err
+	}
+	if f.old && c.Name.ReadOnly() {
+		return nil, unknownCommand(c)
 	}
 	switch c.Name {
 	case EvalSHA, EvalSHARO:
@@ -54,6 +59,11 @@ func (f *fake) DoMulti(_ context.Context, cmds []Cmd, out []core.ScriptResult) {
 }
 
 func newFake() *fake { return &fake{known: map[string]bool{}} }
+
+// unknownCommand is what Redis 6.0 answers to an EVALSHA_RO.
+func unknownCommand(c Cmd) error {
+	return fmt.Errorf("ERR unknown command `%s`, with args beginning with: `%s`, `%d`, ", c.Name, c.Payload(), len(c.Keys))
+}
 
 var (
 	rw = core.NewScript("rw", "return {1}", nil, false)
@@ -93,6 +103,170 @@ func TestRunScriptFallsBackToEval(t *testing.T) {
 		if fmt.Sprint(f.sent) != want {
 			t.Errorf("plainRO %v: sent %v, want %v", plainRO, f.sent, want)
 		}
+	}
+}
+
+// A server without EVALSHA_RO (Redis before 7.0) gets the call that met
+// its refusal again as EVALSHA, and every later read-only call of the
+// store as EVALSHA and EVAL from the start; another store asks again.
+func TestReadOnlyFallsBackOncePerStore(t *testing.T) {
+	f := newFake()
+	f.old = true
+	r := newRunner(t, f)
+	for i := 0; i < 3; i++ {
+		for _, s := range []*core.Script{ro, rw} {
+			got, err := r.RunScript(context.Background(), s, []string{"k"}, []int64{7}, nil)
+			if err != nil || fmt.Sprint(got) != "[1 7]" {
+				t.Fatalf("%s, call %d: %v, %v", s.Name(), i, got, err)
+			}
+		}
+	}
+	want := "[EVALSHA_RO ro EVALSHA ro EVAL ro EVALSHA rw EVAL rw EVALSHA ro EVALSHA rw EVALSHA ro EVALSHA rw]"
+	if fmt.Sprint(f.sent) != want {
+		t.Errorf("sent %v, want %v", f.sent, want)
+	}
+	// A batch after it sends EVALSHA at once: one DoMulti.
+	f.multi = 0
+	for _, res := range r.RunScripts(context.Background(), []core.ScriptCall{{Script: ro, Keys: []string{"{a}"}}, {Script: ro, Keys: []string{"{b}"}}}) {
+		if res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}
+	if f.multi != 1 {
+		t.Errorf("%d DoMulti after the fallback, want 1", f.multi)
+	}
+
+	// The script is known: EVALSHA_RO, then EVALSHA, and no EVAL.
+	g := newFake()
+	g.old, g.known[ro.SHA1()] = true, true
+	if _, err := newRunner(t, g).RunScript(context.Background(), ro, nil, nil, nil); err != nil || fmt.Sprint(g.sent) != "[EVALSHA_RO ro EVALSHA ro]" {
+		t.Errorf("a loaded script: %v; sent %v", err, g.sent)
+	}
+	// The context ends with the refusal: nothing more is sent.
+	h := newFake()
+	h.old = true
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := newRunner(t, cancelling{h, cancel}).RunScript(ctx, ro, nil, nil, nil)
+	if !errors.Is(err, core.ErrStore) || !errors.Is(err, context.Canceled) || fmt.Sprint(h.sent) != "[EVALSHA_RO ro]" {
+		t.Errorf("context ended at the refusal: %v; sent %v", err, h.sent)
+	}
+}
+
+// cancelling is a Client that cancels a context after each command.
+type cancelling struct {
+	*fake
+	cancel func()
+}
+
+func (c cancelling) Do(ctx context.Context, cmd Cmd, reply []int64) ([]int64, error) {
+	defer c.cancel()
+	return c.fake.Do(ctx, cmd, reply)
+}
+
+// In a batch, the read-only calls refused for lack of EVALSHA_RO go again
+// in one DoMulti of EVALSHA, those that then meet NOSCRIPT in one of EVAL.
+func TestRunScriptsReadOnlyFallback(t *testing.T) {
+	f := newFake()
+	f.old = true
+	f.known[rw.SHA1()] = true
+	r := newRunner(t, f)
+	calls := []core.ScriptCall{
+		{Script: ro, Keys: []string{"{a}"}, Args: []int64{1}},
+		{Script: rw, Keys: []string{"{b}"}, Args: []int64{2}},
+		{Script: ro, Keys: []string{"{c}"}, Args: []int64{3}},
+	}
+	for i, res := range r.RunScripts(context.Background(), calls) {
+		if want := fmt.Sprint([]int64{1, calls[i].Args[0]}); res.Err != nil || fmt.Sprint(res.Reply) != want {
+			t.Errorf("call %d: %v, %v; want %s", i, res.Reply, res.Err, want)
+		}
+	}
+	want := "[EVALSHA_RO ro EVALSHA rw EVALSHA_RO ro EVALSHA ro EVALSHA ro EVAL ro EVAL ro]"
+	if f.multi != 3 || fmt.Sprint(f.sent) != want {
+		t.Errorf("%d DoMulti, sent %v; want 3, %s", f.multi, f.sent, want)
+	}
+}
+
+// cluster is a Client of two nodes, by first key: "{new}..." on a server
+// with EVALSHA_RO, any other on one without. Safe for concurrent use.
+type cluster struct {
+	mu       sync.Mutex
+	old, new *fake
+}
+
+func (c *cluster) node(cmd Cmd) *fake {
+	if len(cmd.Keys) > 0 && strings.HasPrefix(cmd.Keys[0], "{new}") {
+		return c.new
+	}
+	return c.old
+}
+
+func (c *cluster) Do(_ context.Context, cmd Cmd, reply []int64) ([]int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.node(cmd).run(cmd, reply)
+}
+
+func (c *cluster) DoMulti(_ context.Context, cmds []Cmd, out []core.ScriptResult) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, cmd := range cmds {
+		out[i].Reply, out[i].Err = c.node(cmd).run(cmd, out[i].Reply)
+	}
+}
+
+// On a cluster whose nodes differ, the read-only calls use EVALSHA_RO
+// until one node refuses it, and plain EVALSHA on every node after; calls
+// racing with the refusal each fall back once and all succeed.
+func TestReadOnlyFallbackOnMixedCluster(t *testing.T) {
+	c := &cluster{old: newFake(), new: newFake()}
+	c.old.old = true
+	c.old.known[ro.SHA1()], c.new.known[ro.SHA1()] = true, true
+	r := newRunner(t, newPipe(c, 2))
+	ctx := context.Background()
+	if _, err := r.RunScript(ctx, ro, []string{"{new}1"}, nil, nil); err != nil || fmt.Sprint(c.new.sent) != "[EVALSHA_RO ro]" {
+		t.Fatalf("the new node: %v, sent %v", err, c.new.sent)
+	}
+	const goroutines, calls = 8, 50
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines*calls)
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < calls; i++ {
+				key := fmt.Sprintf("{old}%d", i)
+				if i%2 == 1 {
+					key = fmt.Sprintf("{new}%d", i)
+				}
+				if _, err := r.RunScript(ctx, ro, []string{key}, nil, nil); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	refused := 0
+	for _, s := range c.old.sent {
+		if s == "EVALSHA_RO ro" {
+			refused++
+		}
+	}
+	if refused == 0 || refused > goroutines {
+		t.Errorf("the old node refused %d EVALSHA_RO; want 1 to %d (one per caller at most)", refused, goroutines)
+	}
+	// From now on, plain EVALSHA on both nodes.
+	nOld, nNew := len(c.old.sent), len(c.new.sent)
+	for _, key := range []string{"{old}x", "{new}x"} {
+		if _, err := r.RunScript(ctx, ro, []string{key}, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := fmt.Sprint(c.old.sent[nOld:], c.new.sent[nNew:]); got != "[EVALSHA ro] [EVALSHA ro]" {
+		t.Errorf("after the refusal: %s; want plain EVALSHA on both nodes", got)
 	}
 }
 
@@ -296,11 +470,13 @@ func TestErrorsWrapAndHint(t *testing.T) {
 		hint    string
 	}{
 		{ro, false, mini, "WithoutReadOnlyCommands()"},
-		{ro, false, "ERR unknown command 'EVALSHA_RO', with args beginning with: ", "no EVALSHA_RO"},
 		{ro, false, "ERR Write commands are not allowed from read-only scripts.", ""}, // Redis 7: the script wrote
 		{rw, false, mini, ""},
 		{ro, true, mini, ""}, // sent as EVALSHA: the option is already set
 		{rw, false, "ERR boom", ""},
+		// Sent again as EVALSHA, which fails the same: no option helps.
+		{ro, false, "ERR unknown command `EVALSHA_RO`, with args beginning with: ", ""},
+		{rw, false, "ERR Error running script (call to f_0123): @user_script:9: @user_script: 9: Write commands not allowed after non deterministic commands. Call redis.replicate_commands() at the start of your script in order to switch to single commands replication mode.", "Redis older than 3.2): give the limiter a Clock"},
 	} {
 		f := newFake()
 		f.err = errors.New(tt.server)
@@ -308,7 +484,7 @@ func TestErrorsWrapAndHint(t *testing.T) {
 		if !errors.Is(err, core.ErrStore) || !errors.Is(err, f.err) || !strings.Contains(err.Error(), `fake: script "`+tt.s.Name()+`"`) {
 			t.Errorf("%s: %v; want ErrStore wrapping the server's error", tt.server, err)
 		}
-		if got := strings.Contains(err.Error(), "WithoutReadOnlyCommands()"); got != (tt.hint != "") || !strings.Contains(err.Error(), tt.hint) {
+		if got := !strings.HasSuffix(err.Error(), tt.server); got != (tt.hint != "") || !strings.Contains(err.Error(), tt.hint) {
 			t.Errorf("%s (%s, plainRO %v): %v; want hint %q", tt.server, tt.s.Name(), tt.plainRO, err, tt.hint)
 		}
 	}

@@ -101,7 +101,7 @@ func cliBinary(t testing.TB) string {
 	return cli
 }
 
-func startCluster(bin, cli string) (c *Cluster, err error) {
+func startCluster(bin []string, cli string) (c *Cluster, err error) {
 	dir, err := os.MkdirTemp("", "redistest-cluster-")
 	if err != nil {
 		return nil, err
