@@ -64,7 +64,7 @@ type PolicyConfig struct {
 const DefaultPenaltyPrefix = "ratekit:penalty:"
 
 // MaxPolicyLimits is the most limits a policy holds.
-const MaxPolicyLimits = engine.MaxLimits
+const MaxPolicyLimits = 16
 
 // NewPolicy returns a Limiter that decides each request against several
 // limits of one key at once, in one script on the store: the request is

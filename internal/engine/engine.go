@@ -24,7 +24,7 @@ import (
 	"github.com/ratekit/ratekit/internal/params"
 )
 
-// MaxLimits is the most limits an Engine decides (a policy's).
+// MaxLimits is the most limits an Engine decides: ratekit.MaxPolicyLimits.
 const MaxLimits = 16
 
 // Config is what an Engine is built from.
