@@ -152,8 +152,22 @@ func (sh *shape) lua() string {
 		}
 	}
 	// at is the first cost. A call of one request has one cost.
+	if !sh.policy {
+		// One request of one limit, the most common call, goes straight,
+		// as a script of its own would: no loop, no table grown, and the
+		// reply made at once (a loop of one cost the server 6% more per
+		// decision: callgrind on redis-server, "What a script costs").
+		s := sh.specs[0]
+		fmt.Fprintf(&b, "if #KEYS == 1 then\n")
+		fmt.Fprintf(&b, "  local allowed, remaining, retry, reset, value, ttl, write = %s(KEYS[1], now, client_clock, ARGV[%d] + 0, mode%s)\n", s.Name, at, paramList(1, len(s.Params)))
+		b.WriteString("  commit(KEYS[1], value, ttl, client_clock, write)\n  return {allowed, remaining, retry, reset}\nend\n")
+	}
 	fmt.Fprintf(&b, "local one = #ARGV == %d\n", at)
-	fmt.Fprintf(&b, "local out\nif #KEYS == %d then out = {%s} else out = {} end\n", K, strings.TrimSuffix(strings.Repeat("0, ", R), ", "))
+	if sh.policy {
+		fmt.Fprintf(&b, "local out\nif #KEYS == %d then out = {%s} else out = {} end\n", K, strings.TrimSuffix(strings.Repeat("0, ", R), ", "))
+	} else {
+		b.WriteString("local out = {}\n")
+	}
 	fmt.Fprintf(&b, "for r = 0, #KEYS / %d - 1 do\n", K)
 	fmt.Fprintf(&b, "  local n = ARGV[%d + (one and 0 or r)] + 0\n", at)
 	fmt.Fprintf(&b, "  local k, o = r * %d, r * %d\n", K, R)
