@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"flag"
 	"runtime"
 	"strings"
 	"testing"
@@ -60,5 +61,41 @@ func TestMissingBinary(t *testing.T) {
 		if ci == "" && (r.skip == "" || r.fatal != "" || !strings.Contains(r.skip, "SKIPPING")) {
 			t.Errorf("CI unset: fatal %q, skip %q; want a loud skip", r.fatal, r.skip)
 		}
+	}
+}
+
+func TestExampleAddr(t *testing.T) {
+	addr := ExampleAddr()
+	if err := ping(addr); err != nil {
+		t.Fatal(err)
+	}
+	if again := ExampleAddr(); again == addr {
+		t.Fatalf("ExampleAddr returned %s twice; want a fresh server each call", addr)
+	}
+	stopExamples()
+	if err := ping(addr); err == nil {
+		t.Fatal("the example's server answers after stopExamples")
+	}
+}
+
+func TestSkipExamples(t *testing.T) {
+	f := flag.Lookup("test.skip")
+	old := f.Value.String()
+	t.Cleanup(func() { f.Value.Set(old) })
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("CI", "true")
+	if err := skipExamples(); err == nil || !strings.Contains(err.Error(), "CI=true") {
+		t.Errorf("CI=true: skipExamples() = %v, want an error naming CI=true", err)
+	}
+	if got := f.Value.String(); got != old {
+		t.Errorf("CI=true: -test.skip = %q, want it unchanged (%q)", got, old)
+	}
+	t.Setenv("CI", "")
+	f.Value.Set("TestX")
+	if err := skipExamples(); err != nil {
+		t.Fatalf("CI unset: skipExamples() = %v, want nil", err)
+	}
+	if got, want := f.Value.String(), "TestX|^Example"; got != want {
+		t.Errorf("CI unset: -test.skip = %q, want %q", got, want)
 	}
 }
