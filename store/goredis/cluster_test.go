@@ -1,7 +1,6 @@
 package goredisstore_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -11,12 +10,6 @@ import (
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
 )
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	redistest.StopSharedCluster()
-	os.Exit(code)
-}
 
 // TestCluster runs the conformance suite on a real local Redis Cluster
 // through *redis.ClusterClient, 64 goroutines pipelining, then the

@@ -3,7 +3,6 @@ package goredisstore_test
 import (
 	"testing"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratekit/conformance"
@@ -23,16 +22,6 @@ func newClient(t *testing.T, addr string) *redis.Client {
 func TestConformance(t *testing.T) {
 	srv := redistest.Start(t)
 	conformance.Run(t, conformance.Harness{Runner: goredisstore.New(newClient(t, srv.Addr))})
-}
-
-// Against miniredis in server-time mode: TIME inside the scripts and the
-// TTLs follow the suite's fake clock. miniredis' EVAL_RO refuses TIME, so
-// read-only scripts go through plain EVALSHA here.
-func TestConformanceMiniredisServerTime(t *testing.T) {
-	m := miniredis.RunT(t)
-	m.ClockTTL(true)
-	r := goredisstore.New(newClient(t, m.Addr()), goredisstore.WithoutReadOnlyCommands())
-	conformance.Run(t, conformance.Harness{Runner: r, SetTime: m.SetTime, ForwardOnlyTTL: true})
 }
 
 // A Ring (here of one shard) is a client like any other.

@@ -6,10 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/testkit/adaptertest"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
@@ -63,13 +61,4 @@ func TestUnusable(t *testing.T) {
 	adaptertest.Unusable(t, goredisstore.New((*redis.ClusterClient)(nil)), "nil *redis.ClusterClient")
 	adaptertest.Unusable(t, &goredisstore.Runner{}, "zero Runner")
 	adaptertest.Unusable(t, (*goredisstore.Runner)(nil), "nil Runner")
-}
-
-func TestMiniredis(t *testing.T) {
-	adaptertest.Miniredis(t, miniredis.RunT(t).Addr(), func(t *testing.T, addr string, plainRO bool) core.ScriptRunner {
-		if plainRO {
-			return goredisstore.New(newClient(t, addr), goredisstore.WithoutReadOnlyCommands())
-		}
-		return goredisstore.New(newClient(t, addr))
-	})
 }

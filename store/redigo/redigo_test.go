@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/ratekit/ratekit/conformance"
-	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/testkit/adaptertest"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	redigostore "github.com/ratekit/ratekit/store/redigo"
@@ -74,13 +72,4 @@ func TestUnusable(t *testing.T) {
 	adaptertest.Unusable(t, redigostore.New(nil), "nil *redis.Pool")
 	adaptertest.Unusable(t, &redigostore.Runner{}, "zero Runner")
 	adaptertest.Unusable(t, (*redigostore.Runner)(nil), "nil Runner")
-}
-
-func TestMiniredis(t *testing.T) {
-	adaptertest.Miniredis(t, miniredis.RunT(t).Addr(), func(t *testing.T, addr string, plainRO bool) core.ScriptRunner {
-		if plainRO {
-			return redigostore.New(pool(t, addr), redigostore.WithoutReadOnlyCommands())
-		}
-		return redigostore.New(pool(t, addr))
-	})
 }

@@ -1,7 +1,6 @@
 package rueidisstore_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/redis/rueidis"
@@ -11,12 +10,6 @@ import (
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	rueidisstore "github.com/ratekit/ratekit/store/rueidis"
 )
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	redistest.StopSharedCluster()
-	os.Exit(code)
-}
 
 // TestCluster runs the conformance suite on a real local Redis Cluster
 // through rueidis in cluster mode, then the cluster checks (which end with

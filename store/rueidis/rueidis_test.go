@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
 
-	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/testkit/adaptertest"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	rueidisstore "github.com/ratekit/ratekit/store/rueidis"
@@ -48,13 +46,4 @@ func TestUnusable(t *testing.T) {
 	adaptertest.Unusable(t, rueidisstore.New((*nilClient)(nil)), "nil *rueidisstore_test.nilClient")
 	adaptertest.Unusable(t, &rueidisstore.Runner{}, "zero Runner")
 	adaptertest.Unusable(t, (*rueidisstore.Runner)(nil), "nil Runner")
-}
-
-func TestMiniredis(t *testing.T) {
-	adaptertest.Miniredis(t, miniredis.RunT(t).Addr(), func(t *testing.T, addr string, plainRO bool) core.ScriptRunner {
-		if plainRO {
-			return rueidisstore.New(newClient(t, addr), rueidisstore.WithoutReadOnlyCommands())
-		}
-		return rueidisstore.New(newClient(t, addr))
-	})
 }

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/ratekit/ratekit/conformance"
-	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/testkit/adaptertest"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	valkeystore "github.com/ratekit/ratekit/store/valkey"
@@ -69,13 +67,4 @@ func TestUnusable(t *testing.T) {
 	adaptertest.Unusable(t, valkeystore.New((*nilClient)(nil)), "nil *valkeystore_test.nilClient")
 	adaptertest.Unusable(t, &valkeystore.Runner{}, "zero Runner")
 	adaptertest.Unusable(t, (*valkeystore.Runner)(nil), "nil Runner")
-}
-
-func TestMiniredis(t *testing.T) {
-	adaptertest.Miniredis(t, miniredis.RunT(t).Addr(), func(t *testing.T, addr string, plainRO bool) core.ScriptRunner {
-		if plainRO {
-			return valkeystore.New(client(t, addr), valkeystore.WithoutReadOnlyCommands())
-		}
-		return valkeystore.New(client(t, addr))
-	})
 }
