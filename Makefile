@@ -12,7 +12,7 @@ export RAPID_CHECKS RAPID_STEPS
 # nested module, so test and vet visit each one.
 MODULES := $(sort $(patsubst ./%,%,$(patsubst %/go.mod,%,$(shell find . -name go.mod -not -path './.git/*'))))
 
-.PHONY: test test-default test-servers fmt-check vet oldest-go soak bench gobench fuzz
+.PHONY: test test-default test-servers fmt-check vet oldest-go soak bench gobench fuzz release
 
 # The modules a program imports: all but the demo, the benchmark harness
 # and the test-only modules under internal/.
@@ -129,3 +129,35 @@ bench:
 gobench:
 	for d in store/*/; do (cd $$d && $(GO) test -run '^$$' -bench . -benchmem .) || exit 1; done
 	cd internal/testkit/faulttest && $(GO) test -run '^$$' -bench AutoPipeline -benchmem .
+
+# make release VERSION=vX.Y.Z: every go.mod's requirement on a ratekit
+# module set to VERSION (the replace directives stay, for work in the
+# repository), then the tags to push: VERSION for the root, <dir>/VERSION
+# for each other library module, which is how Go names a version of a
+# module in a subdirectory. A semantic version at major 0 or 1 only: v2
+# needs a /v2 module path. docs/design.md ("Releasing") says what follows.
+SEMVER_ID := (0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)
+SEMVER := ^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-$(SEMVER_ID)(\.$(SEMVER_ID))*)?$$
+# The ratekit modules a go.mod requires, one a line.
+RATEKIT_REQUIRES := /^require[ \t]*\(/ { b = 1; next } b && /^\)/ { b = 0; next } \
+	{ p = b ? $$1 : ($$1 == "require" ? $$2 : "") } p ~ /^github\.com\/ratekit\/ratekit(\/|$$)/ { print p }
+
+release:
+	@v='$(VERSION)'; \
+	if [ -z "$$v" ]; then echo "make release: say which version, e.g. make release VERSION=v0.2.0" >&2; exit 2; fi; \
+	if ! printf '%s\n' "$$v" | grep -Eq '$(SEMVER)'; then \
+		echo "make release: VERSION=$$v is not a semantic version vMAJOR.MINOR.PATCH[-PRERELEASE] (no +build suffix), e.g. v0.2.0 or v0.2.0-rc.1" >&2; exit 2; fi; \
+	case "$$v" in v0.*|v1.*) ;; *) \
+		echo "make release: VERSION=$$v is major version $${v%%.*}: from v2 on, Go requires every module path to end in /$${v%%.*} (github.com/ratekit/ratekit/$${v%%.*}, in every go.mod and import); ratekit's modules are at v0 and v1" >&2; exit 2;; esac; \
+	if git rev-parse -q --verify "refs/tags/$$v" >/dev/null 2>&1; then \
+		echo "make release: tag $$v exists; a published version never changes, choose a new one" >&2; exit 2; fi; \
+	for m in $(MODULES); do \
+		for p in $$(awk '$(RATEKIT_REQUIRES)' $$m/go.mod); do \
+			(cd $$m && $(GO) mod edit -require=$$p@$$v) || exit 1; \
+		done; \
+	done; \
+	tags=$$(for m in $(LIBRARY_MODULES); do if [ $$m = . ]; then echo $$v; else echo $$m/$$v; fi; done); \
+	echo "Every go.mod now requires the ratekit modules at $$v. Commit, tag that commit, push:"; \
+	echo "  git commit -am 'ratekit $$v'"; \
+	for t in $$tags; do echo "  git tag $$t"; done; \
+	echo "  git push origin" $$tags

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# footprint.sh [REPO]: what a program that uses ratekit carries. For three
-# tiny programs (the memory store; go-redis; rueidis), each a module at
+# footprint.sh [REPO]: what a program that uses ratekit carries. For tiny
+# programs (the memory store; each Redis store; otelratekit; grpclimit:
+# the last four only import their module), each a module at
 # "go 1.22" that uses ratekit from REPO (default: this repository) through
 # replace directives, after go mod tidy: the modules in its graph (go mod
 # graph, the program included), in go list -m all, its go.sum lines (none
@@ -28,7 +29,7 @@ prog() { # prog NAME < main.go: one program, measured
 	local all=$(cd "$d" && go list -m all | wc -l)
 	local sum=$( [ -f "$d/go.sum" ] && wc -l < "$d/go.sum" || echo 0)
 	local godir=$(grep '^go ' "$d/go.mod")
-	printf '%-8s graph %3d  list-m-all %3d  go.sum %3d  %s\n' "$1" "$graph" "$all" "$sum" "$godir"
+	printf '%-11s graph %3d  list-m-all %3d  go.sum %3d  %s\n' "$1" "$graph" "$all" "$sum" "$godir"
 	[ -n "${VERBOSE:-}" ] && (cd "$d" && go list -m all | sed 's/^/    /') || true
 }
 prog memory <<'G'
@@ -105,4 +106,20 @@ func main() {
 	fmt.Println(l.Allow(context.Background(), "k"))
 }
 G
+for m in valkey redigo; do prog "$m" <<G
+package main
+
+import _ "github.com/ratekit/ratekit/store/$m"
+
+func main() {}
+G
+done
+for m in otelratekit grpclimit; do prog "$m" <<G
+package main
+
+import _ "github.com/ratekit/ratekit/$m"
+
+func main() {}
+G
+done
 rm -rf "$work"

@@ -6,7 +6,7 @@ replace github.com/ratekit/ratekit => ..
 
 require (
 	github.com/prometheus/client_golang v1.23.2
-	github.com/ratekit/ratekit v0.0.0-00010101000000-000000000000
+	github.com/ratekit/ratekit v0.0.0
 	go.opentelemetry.io/otel v1.40.0
 	go.opentelemetry.io/otel/exporters/prometheus v0.62.0
 	go.opentelemetry.io/otel/metric v1.40.0

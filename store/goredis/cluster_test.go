@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -20,12 +19,6 @@ import (
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	"github.com/ratekit/ratekit/store/scriptproto"
 )
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	redistest.StopSharedCluster()
-	os.Exit(code)
-}
 
 // TestCluster runs the conformance suite on a real local Redis Cluster
 // through *redis.ClusterClient, 64 goroutines pipelining, then the

@@ -3,28 +3,16 @@ package goredisstore_test
 import (
 	"testing"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratekit/conformance"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
-	"github.com/ratekit/ratekit/store/scriptproto"
 )
 
 // Against a real redis-server, client-clock mode.
 func TestConformance(t *testing.T) {
 	srv := redistest.Start(t)
 	conformance.Run(t, conformance.Harness{Runner: newStore(t, newClient(t, srv.Addr))})
-}
-
-// Against miniredis in server-time mode: TIME inside the scripts and the
-// TTLs follow the suite's fake clock. miniredis' EVAL_RO refuses TIME, so
-// read-only scripts go through plain EVALSHA here.
-func TestConformanceMiniredisServerTime(t *testing.T) {
-	m := miniredis.RunT(t)
-	m.ClockTTL(true)
-	r := newStore(t, newClient(t, m.Addr()), scriptproto.WithoutReadOnlyCommands())
-	conformance.Run(t, conformance.Harness{Runner: r, SetTime: m.SetTime, ForwardOnlyTTL: true})
 }
 
 // A Ring (here of one shard) is a client like any other.

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratekit/core"
@@ -82,13 +81,4 @@ func TestNewRefusesNilClients(t *testing.T) {
 			t.Errorf("New(%T) = %v, %v; want ErrInvalidConfig saying %q", c, r, err, want)
 		}
 	}
-}
-
-func TestMiniredis(t *testing.T) {
-	adaptertest.Miniredis(t, miniredis.RunT(t).Addr(), func(t *testing.T, addr string, plainRO bool) core.ScriptRunner {
-		if plainRO {
-			return newStore(t, newClient(t, addr), scriptproto.WithoutReadOnlyCommands())
-		}
-		return newStore(t, newClient(t, addr))
-	})
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/ratekit/ratekit/algorithms/gcra"
@@ -13,9 +12,8 @@ import (
 )
 
 func ExampleNew() {
-	srv, _ := miniredis.Run()
-	defer srv.Close()
-	pool := &redis.Pool{Dial: func() (redis.Conn, error) { return redis.Dial("tcp", srv.Addr()) }}
+	addr := redisAddr()
+	pool := &redis.Pool{Dial: func() (redis.Conn, error) { return redis.Dial("tcp", addr) }}
 	defer pool.Close()
 
 	store, err := redigostore.New(pool)

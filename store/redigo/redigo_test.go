@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/ratekit/ratekit/conformance"
@@ -65,13 +64,4 @@ func TestNewRefusesANilPool(t *testing.T) {
 	if r, err := redigostore.New(nil); !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), "redigo: a nil *redis.Pool") || r != nil {
 		t.Errorf("New(nil) = %v, %v; want ErrInvalidConfig", r, err)
 	}
-}
-
-func TestMiniredis(t *testing.T) {
-	adaptertest.Miniredis(t, miniredis.RunT(t).Addr(), func(t *testing.T, addr string, plainRO bool) core.ScriptRunner {
-		if plainRO {
-			return store(t, addr, scriptproto.WithoutReadOnlyCommands())
-		}
-		return store(t, addr)
-	})
 }

@@ -1,7 +1,6 @@
 package rueidisstore_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/redis/rueidis"
@@ -10,12 +9,6 @@ import (
 	"github.com/ratekit/ratekit/internal/testkit/clustertest"
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
 )
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	redistest.StopSharedCluster()
-	os.Exit(code)
-}
 
 // TestCluster runs the conformance suite on a real local Redis Cluster
 // through rueidis in cluster mode, then the cluster checks (which end with

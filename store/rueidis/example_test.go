@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
 
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
@@ -14,11 +13,7 @@ import (
 )
 
 func ExampleNew() {
-	srv, _ := miniredis.Run()
-	defer srv.Close()
-	// DisableCache: miniredis has no CLIENT TRACKING. ForceSingleClient:
-	// miniredis answers CLUSTER SHARDS. A real Redis needs neither.
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true, ForceSingleClient: true})
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redisAddr()}})
 	if err != nil {
 		panic(err)
 	}
@@ -45,9 +40,7 @@ func ExampleNew() {
 // Redis before 7.0 and miniredis need read-only scripts sent as plain
 // EVALSHA.
 func ExampleNew_withoutReadOnlyCommands() {
-	srv, _ := miniredis.Run()
-	defer srv.Close()
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true, ForceSingleClient: true})
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redisAddr()}})
 	if err != nil {
 		panic(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
 
 	"github.com/ratekit/ratekit/core"
@@ -59,13 +58,4 @@ func TestNewRefusesANilClient(t *testing.T) {
 	if r, err := rueidisstore.New(nil); !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), "rueidis: a nil client") || r != nil {
 		t.Errorf("New(nil) = %v, %v; want ErrInvalidConfig", r, err)
 	}
-}
-
-func TestMiniredis(t *testing.T) {
-	adaptertest.Miniredis(t, miniredis.RunT(t).Addr(), func(t *testing.T, addr string, plainRO bool) core.ScriptRunner {
-		if plainRO {
-			return newStore(t, newClient(t, addr), scriptproto.WithoutReadOnlyCommands())
-		}
-		return newStore(t, newClient(t, addr))
-	})
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/ratekit/ratekit/algorithms/slidingcounter"
@@ -13,9 +12,7 @@ import (
 )
 
 func ExampleNew() {
-	srv, _ := miniredis.Run()
-	defer srv.Close()
-	client, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true, ForceSingleClient: true})
+	client, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{redisAddr()}})
 	if err != nil {
 		panic(err)
 	}

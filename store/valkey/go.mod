@@ -5,13 +5,11 @@ go 1.26.0
 replace github.com/ratekit/ratekit => ../..
 
 require (
-	github.com/alicebob/miniredis/v2 v2.36.0
 	github.com/ratekit/ratekit v0.0.0
 	github.com/valkey-io/valkey-go v1.0.67
 )
 
 require (
-	github.com/yuin/gopher-lua v1.1.1 // indirect
 	golang.org/x/sys v0.31.0 // indirect
 	pgregory.net/rapid v1.3.0 // indirect
 )

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/ratekit/ratekit/conformance"
@@ -66,13 +65,4 @@ func TestNewRefusesANilClient(t *testing.T) {
 	if r, err := valkeystore.New(nil); !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), "valkey: a nil client") || r != nil {
 		t.Errorf("New(nil) = %v, %v; want ErrInvalidConfig", r, err)
 	}
-}
-
-func TestMiniredis(t *testing.T) {
-	adaptertest.Miniredis(t, miniredis.RunT(t).Addr(), func(t *testing.T, addr string, plainRO bool) core.ScriptRunner {
-		if plainRO {
-			return store(t, addr, scriptproto.WithoutReadOnlyCommands())
-		}
-		return store(t, addr)
-	})
 }

@@ -52,21 +52,34 @@ const EnvServer = "RATEKIT_REDIS_SERVER"
 // prefix (see the package doc), or fails or skips t as described there.
 func Binary(t testing.TB) []string {
 	t.Helper()
+	bin, err := serverCommand()
+	switch {
+	case err == nil:
+		return bin
+	case os.Getenv(EnvServer) != "":
+		t.Fatalf("%v", err)
+	case os.Getenv("CI") == "true":
+		t.Fatalf("redistest: redis-server not found on PATH under CI=true: %v", err)
+	}
+	t.Skipf("redistest: SKIPPING real-Redis test: redis-server not found on PATH (%v); install it, e.g. apt-get install -y redis-server", err)
+	return nil
+}
+
+// serverCommand returns the command that starts a server (see the package
+// doc), or why there is none.
+func serverCommand() ([]string, error) {
 	if v := os.Getenv(EnvServer); v != "" {
 		words := strings.Fields(v)
 		if _, err := exec.LookPath(words[0]); err != nil {
-			t.Fatalf("redistest: %s=%q: %v", EnvServer, v, err)
+			return nil, fmt.Errorf("redistest: %s=%q: %v", EnvServer, v, err)
 		}
-		return words
+		return words, nil
 	}
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redistest: redis-server not found on PATH under CI=true: %v", err)
-		}
-		t.Skipf("redistest: SKIPPING real-Redis test: redis-server not found on PATH (%v); install it, e.g. apt-get install -y redis-server", err)
+		return nil, err
 	}
-	return []string{bin}
+	return []string{bin}, nil
 }
 
 // Version is what a server binary says of itself (--version): its name,

@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"bufio"
+	"flag"
 	"net"
 	"runtime"
 	"strconv"
@@ -176,4 +177,40 @@ func TestServerVersion(t *testing.T) {
 		t.Fatalf("ServerVersion = %v, but INFO server has no %q:\n%s", v, want, info)
 	}
 	t.Logf("server: %v", v)
+}
+
+func TestExampleAddr(t *testing.T) {
+	addr := ExampleAddr()
+	if err := ping(addr); err != nil {
+		t.Fatal(err)
+	}
+	if again := ExampleAddr(); again == addr {
+		t.Fatalf("ExampleAddr returned %s twice; want a fresh server each call", addr)
+	}
+	stopExamples()
+	if err := ping(addr); err == nil {
+		t.Fatal("the example's server answers after stopExamples")
+	}
+}
+
+func TestSkipExamples(t *testing.T) {
+	f := flag.Lookup("test.skip")
+	old := f.Value.String()
+	t.Cleanup(func() { f.Value.Set(old) })
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("CI", "true")
+	if err := skipExamples(); err == nil || !strings.Contains(err.Error(), "CI=true") {
+		t.Errorf("CI=true: skipExamples() = %v, want an error naming CI=true", err)
+	}
+	if got := f.Value.String(); got != old {
+		t.Errorf("CI=true: -test.skip = %q, want it unchanged (%q)", got, old)
+	}
+	t.Setenv("CI", "")
+	f.Value.Set("TestX")
+	if err := skipExamples(); err != nil {
+		t.Fatalf("CI unset: skipExamples() = %v, want nil", err)
+	}
+	if got, want := f.Value.String(), "TestX|^Example"; got != want {
+		t.Errorf("CI unset: -test.skip = %q, want %q", got, want)
+	}
 }
