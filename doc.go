@@ -1,6 +1,7 @@
-// Package ratekit is the limiter every ratekit algorithm returns
-// ([Limiter]), the ways to decide one request against several limits at
-// once ([Multi], [Policy], [Tiers]), [Coalesce], and the map of the
+// Package ratekit is the one limiter type every kind of ratekit limiter
+// is ([Limiter]: an algorithm's, a policy of several limits decided at
+// once, a tier's policy, a coalescing limiter), the ways to build the
+// composed kinds ([NewPolicy], [NewTiers], [Coalesce]), and the map of the
 // library.
 //
 // # Where to start
@@ -19,38 +20,41 @@
 //	d, err := lim.Allow(ctx, "user:42") // d.Allowed, d.Remaining, d.RetryAfter, d.ResetAfter
 //
 // The algorithms, each a package with a Config and a New that returns a
-// [*Limiter] (GCRA's adds AllowAtMost): algorithms/tokenbucket,
-// fixedwindow, slidinglog, slidingcounter, leakybucket and gcra;
-// package algorithms lists them all, by name, with their parameters.
-// algorithms/concurrency caps the requests in flight per key instead, with
-// leases (Acquire, Release, Extend).
+// [*Limiter]: algorithms/tokenbucket, fixedwindow, slidinglog,
+// slidingcounter, leakybucket and gcra (whose limiter also grants part of
+// a request: [Limiter.AllowAtMost]); package algorithms lists them all, by
+// name, with their parameters. algorithms/concurrency caps the requests in
+// flight per key instead, with leases (Acquire, Release, Extend).
 //
-// The stores, where the state lives; every store runs the same scripts,
-// and package conformance proves that they decide alike:
+// The stores, where the state lives; every store runs the same scripts, and
+// package conformance proves that they decide alike:
 //
 //   - store/memory: in process, no server (this module).
 //   - store/goredis (package goredisstore), store/rueidis (rueidisstore),
 //     store/redigo (redigostore), store/valkey (valkeystore): Redis through
-//     each client, each a module of its own.
+//     each client, each a module of its own, all built on store/scriptproto,
+//     the Redis protocol an adapter for another client uses too.
 //
-// Around a limiter:
+// Every limiter, and every wrapper of one, is a core.Limiter, so any
+// wrapper wraps any limiter:
 //
-//   - [Multi], [Policy] and [Tiers]: several limits of one key decided in
-//     one script, counted by all or by none; a Policy adds shadow limits
-//     and penalties, Tiers one policy per tier.
+//   - [NewPolicy] and [Tiers]: several limits of one key decided in one
+//     script, counted by all or by none, with shadow limits and penalties;
+//     Tiers holds one policy per tier.
 //   - [Coalesce]: the calls many goroutines make at once on a limiter,
 //     gathered into batch script calls, for throughput on Redis.
-//   - httplimit: net/http middleware with the IETF RateLimit fields.
-//   - failsafe: fail open, fail closed or fall back to a local limiter
-//     when the store fails; denycache: answer repeated denials in process;
+//   - httplimit: net/http middleware with the IETF RateLimit fields, every
+//     decision bounded by a timeout of its own.
+//   - failsafe: fail open, fail closed or fall back to a local limiter when
+//     the store fails; denycache: answer repeated denials in process;
 //     hotkey: decide a very hot key in process from units leased from the
 //     shared limit.
-//   - core: the contracts the others share (ScriptRunner, the one method a
-//     store implements; Decision; Clock; the sentinel errors ErrStore,
-//     ErrInvalidConfig, ...).
+//   - core: the contracts the others share (Limiter, Decision, the store
+//     contract whose one required method is ScriptRunner.RunScript, Clock,
+//     the sentinel errors ErrStore, ErrInvalidConfig, ...).
 //   - fakeclock: a clock that moves only when told, for tests of code that
-//     uses ratekit; conformance: the property-based suite a store, ours or
-//     a third party's, runs from its tests.
+//     uses ratekit; conformance: the property-based suite a store, ours or a
+//     third party's, runs from its tests.
 //
 // # Modules
 //
