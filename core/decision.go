@@ -9,7 +9,8 @@ import "time"
 // those of the limit that binds: when the request is denied, the enforced
 // limit whose RetryAfter is the longest (and the penalty block, if one
 // holds: RetryAfter is then the wait until the block ends and Remaining is
-// 0); when it is allowed, the enforced limit with the least Remaining.
+// 0); when it is allowed, the enforced limit with the least Remaining (of
+// all limits, when every one runs in shadow).
 type Decision struct {
 	// Allowed reports whether the request may proceed. An allowed request has
 	// been counted; a denied one consumed nothing.
