@@ -161,10 +161,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decisio
 			return core.Decision{}, err
 		}
 		l.hits.Add(1)
-		d := c.d
-		d.RetryAfter = time.Duration(c.until - now)
-		d.ResetAfter = max(d.ResetAfter-time.Duration(now-c.at), 0)
-		return d, nil
+		return c.countedDown(now), nil
 	}
 	d, err := l.next.AllowN(ctx, key, n)
 	if err != nil || d.Allowed || d.RetryAfter <= 0 {
@@ -177,6 +174,24 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decisio
 	}
 	sh.mu.Unlock()
 	return d, nil
+}
+
+// countedDown returns the cached denial as it reads at now: its waits,
+// and those of each limit of a policy, counted down since it was cached.
+func (c denial) countedDown(now int64) core.Decision {
+	passed := time.Duration(now - c.at)
+	d := c.d
+	d.RetryAfter = time.Duration(c.until - now)
+	d.ResetAfter = max(d.ResetAfter-passed, 0)
+	if d.Limits != nil {
+		d.Limits = append([]core.LimitDecision(nil), d.Limits...)
+		for i := range d.Limits {
+			l := &d.Limits[i]
+			l.RetryAfter = max(l.RetryAfter-passed, 0)
+			l.ResetAfter = max(l.ResetAfter-passed, 0)
+		}
+	}
+	return d
 }
 
 // sample is how many of a shard's keys room looks at for denials that

@@ -3,6 +3,7 @@ package denycache_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -267,10 +268,22 @@ func TestWrapsAPolicy(t *testing.T) {
 	if err != nil || d.Allowed || d.RetryAfter != time.Minute || len(d.Limits) != 2 || d.Limits[1].Allowed {
 		t.Fatalf("denial: %+v, %v", d, err)
 	}
+	first := d
 	clock.Advance(10 * time.Second)
 	d, err = l.Allow(ctx, "k")
 	if err != nil || d.Allowed || d.RetryAfter != 50*time.Second || len(d.Limits) != 2 || l.Hits() != 1 || next.calls.Load() != 2 {
 		t.Fatalf("cached: %+v, %v, %d hits, %d calls; want the denial from here", d, err, l.Hits(), next.calls.Load())
+	}
+	// Each limit's waits are counted down too, and the cached denial is
+	// not changed by the answer.
+	for i, ld := range d.Limits {
+		f := first.Limits[i]
+		if ld.RetryAfter != max(f.RetryAfter-10*time.Second, 0) || ld.ResetAfter != max(f.ResetAfter-10*time.Second, 0) {
+			t.Errorf("limit %s: RetryAfter %v, ResetAfter %v; want %v and %v less 10 s", ld.Name, ld.RetryAfter, ld.ResetAfter, f.RetryAfter, f.ResetAfter)
+		}
+	}
+	if again, _ := l.Allow(ctx, "k"); !reflect.DeepEqual(again, d) {
+		t.Fatalf("the same cached denial twice at one time: %+v, then %+v", d, again)
 	}
 	if d, err := l.Refund(ctx, "k", 2); err != nil || len(d.Limits) != 2 || d.Limits[0].Remaining != 5 || d.Limits[1].Remaining != 2 {
 		t.Fatalf("Refund: %+v, %v; want every limit refunded", d, err)

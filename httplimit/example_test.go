@@ -222,7 +222,7 @@ func ExampleConfig_logger() {
 	handler.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
 	fmt.Println(rec.Code)
 	// Output:
-	// level=ERROR msg="httplimit: limiter failed, request served without it (fail open)" error="httplimit: ratekit: store failed: dial tcp 127.0.0.1:6379: connection refused" key=ip4:192.0.2.1 suppressed=0
+	// level=ERROR msg="httplimit: limiter failed, request served without it (fail open)" error="httplimit: ratekit: store failed: dial tcp 127.0.0.1:6379: connection refused" limiter=api key=ip4:192.0.2.1 suppressed=0
 	// 200
 }
 

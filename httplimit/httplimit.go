@@ -111,9 +111,10 @@ type Config struct {
 	// out since the line before. The client's errors, answered with 400
 	// (a key or cost that cannot be read, or that the limiter refuses),
 	// and a store call cut short because the client went away are logged
-	// at slog.LevelDebug, every one. Every line carries the request's key
-	// when it is known ("key"). Clients get a short message of their own,
-	// never the error.
+	// at slog.LevelDebug, every one. Every line carries the middleware's
+	// Name ("limiter", so that stacked middlewares' lines tell apart) and
+	// the request's key when it is known ("key"). Clients get a short
+	// message of their own, never the error.
 	Logger *slog.Logger
 	// OnError, when set, receives every error instead of the Logger, with
 	// its request, none left out: store errors (which wrap core.ErrStore
@@ -385,7 +386,7 @@ func (m *middleware) report(r *http.Request, key string, level slog.Level, msg s
 		m.cfg.OnError(r, err)
 		return
 	}
-	attrs := []slog.Attr{slog.Any("error", err)}
+	attrs := []slog.Attr{slog.Any("error", err), slog.String("limiter", m.cfg.Name)}
 	if key != "" {
 		attrs = append(attrs, slog.String("key", key))
 	}

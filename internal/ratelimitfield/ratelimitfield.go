@@ -131,8 +131,14 @@ func Fields(limits []Limit, retryAfter int64) (policies, states []string) {
 // blocked by a penalty every limit is named with r=0 and, as t, the
 // block's end (d.RetryAfter): no quota is available before it, whatever
 // the limits would say. Any other decision is one limit named name, with
-// window as its w when window is positive and d.Window otherwise.
+// window as its w when window is positive and d.Window otherwise; one
+// whose Limit is 0 (failsafe's, while its store is down) names none.
 func Limits(name string, window time.Duration, d core.Decision) []Limit {
+	if d.Limits == nil && d.Limit == 0 {
+		// A decision made without the limiter (failsafe's while its store
+		// is down) says nothing of a quota: no item rather than q=0.
+		return nil
+	}
 	if d.Limits == nil {
 		if window <= 0 {
 			window = d.Window

@@ -152,6 +152,11 @@ func TestLimitsOfOneLimiter(t *testing.T) {
 	if want := []string{`"api";q=10`}; !slices.Equal(pol, want) {
 		t.Errorf("no Window: RateLimit-Policy %q, want %q", pol, want)
 	}
+	// A decision made without the limiter (failsafe's fail-open answer,
+	// Limit 0) names no limit: q=0 r=0 would tell a client it has none.
+	if ls := ratelimitfield.Limits("api", time.Minute, core.Decision{Allowed: true}); ls != nil {
+		t.Errorf("a decision without a Limit names %+v, want none", ls)
+	}
 }
 
 // A policy's decision names its enforced limits, each with its own w.

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"fmt"
 	"unsafe"
 
 	"github.com/ratekit/ratekit/core"
@@ -81,7 +82,7 @@ func (t *tx) Unlock() error {
 	}
 	t.sh.mu.Unlock()
 	if err != nil {
-		return scriptError("local", err)
+		return fmt.Errorf("%w: memory: a decision in process: %w", core.ErrStore, err)
 	}
 	return nil
 }
