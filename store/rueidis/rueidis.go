@@ -34,6 +34,10 @@
 //     write, so every decision runs at most once and a lost reply is an
 //     error; it retries the read-only EVALSHA_RO and EVAL_RO (a limiter's
 //     Peek) after a network error, unless DisableRetry is set.
+//
+// When the server closes a connection (a restart), the calls on it fail
+// and the next call dials again: no option is needed for decisions to
+// come from a restarted server.
 package rueidisstore
 
 import (
