@@ -67,16 +67,17 @@ const (
 )
 
 // outageClient opens a client of one store on addr, with the options
-// README.md gives, closed when t ends; fill, when not nil, makes its pool
+// README.md gives (for a store behind a failsafe.Limiter, when
+// behindFailsafe), closed when t ends; fill, when not nil, makes its pool
 // hold as many idle connections as it may keep (16), so that a restart
 // finds them all dead.
 type outageClient struct {
 	name string
-	open func(t *testing.T, addr string) (s core.ScriptRunner, fill func(*testing.T))
+	open func(t *testing.T, addr string, behindFailsafe bool) (s core.ScriptRunner, fill func(*testing.T))
 }
 
 var outageClients = []outageClient{
-	{"goredis", func(t *testing.T, addr string) (core.ScriptRunner, func(*testing.T)) {
+	{"goredis", func(t *testing.T, addr string, _ bool) (core.ScriptRunner, func(*testing.T)) {
 		c := goredis.NewClient(&goredis.Options{
 			Addr:                  addr,
 			MaxRetries:            -1,
@@ -101,8 +102,8 @@ var outageClients = []outageClient{
 			}
 		}
 	}},
-	{"rueidis", func(t *testing.T, addr string) (core.ScriptRunner, func(*testing.T)) {
-		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+	{"rueidis", func(t *testing.T, addr string, behindFailsafe bool) (core.ScriptRunner, func(*testing.T)) {
+		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true, AlwaysPipelining: behindFailsafe})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,8 +114,8 @@ var outageClients = []outageClient{
 		}
 		return s, nil // one pipelined connection, no pool to fill
 	}},
-	{"valkey", func(t *testing.T, addr string) (core.ScriptRunner, func(*testing.T)) {
-		c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+	{"valkey", func(t *testing.T, addr string, behindFailsafe bool) (core.ScriptRunner, func(*testing.T)) {
+		c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, DisableCache: true, AlwaysPipelining: behindFailsafe})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +126,7 @@ var outageClients = []outageClient{
 		}
 		return s, nil
 	}},
-	{"redigo", func(t *testing.T, addr string) (core.ScriptRunner, func(*testing.T)) {
+	{"redigo", func(t *testing.T, addr string, _ bool) (core.ScriptRunner, func(*testing.T)) {
 		p := &redis.Pool{MaxIdle: 16, DialContext: func(ctx context.Context) (redis.Conn, error) {
 			return redis.DialContext(ctx, "tcp", addr, redis.DialReadTimeout(time.Second), redis.DialWriteTimeout(time.Second))
 		}}
@@ -341,7 +342,7 @@ func outage(t *testing.T, oc outageClient) {
 			if shape == "policy" {
 				svc.store, svc.local = `"second";q=1000000;w=1, "day";q=1000000000;w=86400`, `"second";q=500000;w=1, "day";q=500000000;w=86400`
 			}
-			s, fill := oc.open(t, srv.Addr)
+			s, fill := oc.open(t, srv.Addr, mode == "local")
 			svc.fill = fill
 			mux.Handle("/"+shape+"/"+mode, svc.handler(t, s, mem))
 			svcs = append(svcs, svc)
