@@ -3,7 +3,9 @@
 // store/redigo and is named redigostore so that it never clashes with
 // redigo's own package, redis:
 //
-//	pool := &redis.Pool{Dial: func() (redis.Conn, error) { return redis.Dial("tcp", "localhost:6379") }}
+//	pool := &redis.Pool{MaxIdle: 16, DialContext: func(ctx context.Context) (redis.Conn, error) {
+//		return redis.DialContext(ctx, "tcp", "localhost:6379", redis.DialReadTimeout(time.Second), redis.DialWriteTimeout(time.Second))
+//	}}
 //	store, err := redigostore.New(pool)
 //	lim, err := tokenbucket.New(store, cfg)
 //
