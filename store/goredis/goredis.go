@@ -3,7 +3,7 @@
 // goredisstore so that it reads well beside the client, which is imported
 // as redis and often aliased goredis:
 //
-//	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", MaxRetries: -1})
+//	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", MaxRetries: -1, ContextTimeoutEnabled: true, DialerRetries: 1})
 //	store, err := goredisstore.New(rdb)
 //	lim, err := tokenbucket.New(store, cfg)
 //
@@ -53,9 +53,18 @@
 //     process, a partition). With it a call ends at its deadline; a
 //     context with no deadline (a net/http request's) still waits the
 //     timeouts out, so bound the call (failsafe, or httplimit's Timeout).
-//   - DialTimeout (5 s), DialerRetries (5 attempts) and DialerRetryTimeout
-//     (100 ms between them): while the server is down, a call that needs
-//     a new connection dials up to DialerRetries times before it fails.
+//   - DialerRetries (5) and DialerRetryTimeout (100 ms): how many times a
+//     call that needs a new connection dials, and the wait between two,
+//     before it fails. With the defaults a call on a server that is down
+//     (killed, restarting) fails after 0.4 s or more, not at once;
+//     DialerRetries: 1 dials once, so that it fails at the first refused
+//     dial and the failure mode applies at once. A bound (failsafe, or
+//     httplimit's Timeout) ends the wait either way. DialTimeout (5 s)
+//     bounds each dial.
+//   - Connections after a restart: go-redis checks an idle connection
+//     before a call takes it and drops it when the server closed it; once
+//     PoolSize dials have failed, it fails calls without dialing and dials
+//     once a second itself until the server answers. No option is needed.
 //   - PoolSize (10 per GOMAXPROCS) and PoolTimeout (ReadTimeout + 1 s): the
 //     connections open at once, and how long a call waits for one.
 package goredisstore

@@ -3,7 +3,9 @@
 // store/redigo and is named redigostore so that it never clashes with
 // redigo's own package, redis:
 //
-//	pool := &redis.Pool{Dial: func() (redis.Conn, error) { return redis.Dial("tcp", "localhost:6379") }}
+//	pool := &redis.Pool{MaxIdle: 16, DialContext: func(ctx context.Context) (redis.Conn, error) {
+//		return redis.DialContext(ctx, "tcp", "localhost:6379", redis.DialReadTimeout(time.Second), redis.DialWriteTimeout(time.Second))
+//	}}
 //	store, err := redigostore.New(pool)
 //	lim, err := tokenbucket.New(store, cfg)
 //
@@ -16,28 +18,44 @@
 // client: one node, or the primary behind Sentinel through the pool's
 // Dial, so a batch's keys may span slots.
 //
-// Pool and dial options that matter to a limiter:
-//   - A call ends with its context: redigo gives the read the context's
-//     deadline, and closes the connection when the context ends first.
-//     redis.DialReadTimeout and redis.DialWriteTimeout bound a call whose
-//     context has no deadline (a net/http request's); without them such a
-//     call on a server that stopped answering waits as long as the server
-//     does, so bound the call (failsafe, or httplimit's Timeout).
-//   - redis.DialConnectTimeout: how long a dial may take.
-//   - MaxIdle: the connections kept between calls. A connection whose call
-//     failed is closed, not kept, but one that died while idle (a server
-//     restart) is found out by the next call that takes it, which fails;
-//     TestOnBorrow (a PING for a connection idle longer than a second,
-//     say) finds it first and drops it, for a round trip.
-//   - MaxActive and Wait: at most MaxActive connections at once; with
-//     Wait, a call waits for one (until its context ends) instead of
-//     failing with redis.ErrPoolExhausted.
+// A call that breaks its connection (the server closed it: a restart, a
+// crash; not a timeout) tells the store that the connections idle in the
+// pool may be dead too: before that call returns its error, the store
+// takes the pool's idle connections, sends each a PING, and closes those
+// that do not answer within 200 ms (drainTimeout), so that the next call
+// gets a live connection or dials one, instead of drawing dead ones one
+// by one (failsafe's one probe a second would otherwise take as many
+// seconds as the pool held idle connections to come back). One such drain
+// runs at a time; a call on a healthy server sends nothing more.
+//
+// Pool and dial options that matter to a limiter, with redigo's defaults:
+//   - DialContext (rather than Dial), with redis.DialContext: the dial
+//     ends with the call's context. Pool.Dial is given no context, and
+//     redis.Dial waits up to redis.DialConnectTimeout (30 s) on a server
+//     that does not answer its SYN (a partition).
+//   - redis.DialReadTimeout and redis.DialWriteTimeout (none): bound a call
+//     whose context has no deadline (a net/http request's); without them
+//     such a call on a server that stopped answering waits as long as the
+//     server does. A call whose context has a deadline ends at it, and
+//     redigo closes the connection. Bound the call anyway (failsafe, or
+//     httplimit's Timeout), since the calls that wait hold connections.
+//   - MaxIdle (0): the connections kept between calls; with 0 every call
+//     dials. A connection whose call failed is closed, not kept, and the
+//     idle ones are checked as above; TestOnBorrow (a PING before a call
+//     takes a connection) is not needed for that, and costs a round trip.
+//   - MaxActive (no limit) and Wait (false): at most MaxActive connections
+//     at once; with Wait, a call waits for one (until its context ends)
+//     instead of failing with redis.ErrPoolExhausted.
 package redigostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/gomodule/redigo/redis"
 
@@ -53,18 +71,26 @@ func New(pool *redis.Pool, opts ...scriptproto.Option) (*scriptproto.Runner, err
 		return nil, fmt.Errorf("%w: redigo: a nil *redis.Pool", core.ErrInvalidConfig)
 	}
 	own := []scriptproto.Option{scriptproto.SingleNode(true)} // redigo has no cluster client
-	return scriptproto.New("redigo", client{pool}, append(own, opts...)...)
+	return scriptproto.New("redigo", &client{pool: pool}, append(own, opts...)...)
 }
 
-// client is the scriptproto.Client of a redigo pool.
-type client struct{ pool *redis.Pool }
+// drainTimeout bounds the PINGs of a drain: a live server answers a PING
+// in well under a millisecond, and a dead connection fails at once.
+const drainTimeout = 200 * time.Millisecond
 
-func (k client) Do(ctx context.Context, c scriptproto.Cmd, reply []int64) ([]int64, error) {
+// client is the scriptproto.Client of a redigo pool.
+type client struct {
+	pool *redis.Pool
+	// draining is set while a call drains the pool (drain).
+	draining atomic.Bool
+}
+
+func (k *client) Do(ctx context.Context, c scriptproto.Cmd, reply []int64) ([]int64, error) {
 	conn, err := k.pool.GetContext(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
+	defer k.release(conn)
 	v, err := redis.DoContext(conn, ctx, c.Name.String(), args(c)...)
 	if err != nil {
 		return nil, err
@@ -73,13 +99,13 @@ func (k client) Do(ctx context.Context, c scriptproto.Cmd, reply []int64) ([]int
 }
 
 // DoMulti pipelines cmds on one connection.
-func (k client) DoMulti(ctx context.Context, cmds []scriptproto.Cmd, out []core.ScriptResult) {
+func (k *client) DoMulti(ctx context.Context, cmds []scriptproto.Cmd, out []core.ScriptResult) {
 	conn, err := k.pool.GetContext(ctx)
 	if err != nil {
 		fail(out, err)
 		return
 	}
-	defer conn.Close()
+	defer k.release(conn)
 	for i, c := range cmds {
 		if err := conn.Send(c.Name.String(), args(c)...); err != nil {
 			// Nothing from here on was sent; what was sent is read below.
@@ -99,6 +125,66 @@ func (k client) DoMulti(ctx context.Context, cmds []scriptproto.Cmd, out []core.
 			continue
 		}
 		out[i].Reply, out[i].Err = scriptproto.DecodeAny(v, out[i].Reply)
+	}
+}
+
+// release gives conn back to the pool, which closes it if it broke; if it
+// broke otherwise than by a timeout, it drains the pool.
+func (k *client) release(conn redis.Conn) {
+	err := conn.Err()
+	conn.Close()
+	if err != nil && !timedOut(err) {
+		k.drain()
+	}
+}
+
+// timedOut reports whether err, a connection's error, is a timeout: the
+// call's context ended, or a read or write deadline passed. A server
+// that is slow or paused has not dropped the other connections.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.As(err, &ne) && ne.Timeout()
+}
+
+// drain takes the connections idle in the pool, sends each a PING, and
+// returns those that answer within drainTimeout: the pool closes the
+// others. Only one call drains at a time; the others go on. It takes as
+// many connections as were idle when it began, fewer if other calls take
+// some meanwhile, and never dials for one.
+func (k *client) drain() {
+	if !k.draining.CompareAndSwap(false, true) {
+		return
+	}
+	defer k.draining.Store(false)
+	n := k.pool.Stats().IdleCount
+	if n == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	conns := make([]redis.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close() // back to the pool, or closed if it broke
+		}
+	}()
+	// All PINGs are sent before any reply is read, so that the drain takes
+	// one round trip, not one per connection. An error breaks its
+	// connection, which the pool then closes.
+	for len(conns) < n && k.pool.Stats().IdleCount > 0 {
+		c, err := k.pool.GetContext(ctx)
+		if err != nil {
+			break
+		}
+		conns = append(conns, c)
+		if c.Send("PING") == nil {
+			_ = c.Flush()
+		}
+	}
+	for _, c := range conns {
+		if c.Err() == nil {
+			_, _ = redis.ReceiveContext(c, ctx)
+		}
 	}
 }
 

@@ -34,6 +34,20 @@
 //     write, so every decision runs at most once and a lost reply is an
 //     error; it retries the read-only EVALSHA_RO and EVAL_RO (a limiter's
 //     Peek) after a network error, unless DisableRetry is set.
+//   - AlwaysPipelining (false): every connection reads in the background,
+//     so that one the server closed (a restart) is dropped at once and the
+//     next call dials. Without it, a connection that has only carried one
+//     call at a time, from contexts with a deadline (httplimit's and
+//     failsafe's calls have one) or that cannot end, has no background
+//     reader and is found closed by the next call on it, which fails: one
+//     failed call for each connection the client keeps to the node
+//     (PipelineMultiplex: 4 to one node by default), and so, behind
+//     failsafe, which probes once a RetryInterval, up to one RetryInterval
+//     each before decisions come from a restarted server. The hand-off to
+//     the background goroutines costs a lone caller some microseconds per
+//     call (BenchmarkTokenBucket/serial against
+//     BenchmarkTokenBucketAlwaysPipelining/serial); calls that overlap on
+//     a connection start them anyway.
 package rueidisstore
 
 import (

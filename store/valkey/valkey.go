@@ -10,8 +10,8 @@
 // valkey-go has the API of rueidis under other type names, and the store
 // is the same: a *scriptproto.Runner built by scriptproto.NewRueidis, with
 // the same auto pipelining, topologies and client options (DisableCache,
-// ForceSingleClient, Dialer.Timeout, ConnWriteTimeout, DisableRetry), which
-// store/rueidis's package doc describes.
+// ForceSingleClient, Dialer.Timeout, ConnWriteTimeout, DisableRetry,
+// AlwaysPipelining), which store/rueidis's package doc describes.
 package valkeystore
 
 import (
