@@ -5,8 +5,10 @@
 //
 // Everything that offers every algorithm reads this list: the demo, the
 // conformance suite, the fault and fuzz tests and the benchmarks. Adding an
-// algorithm is its folder (algorithms/<name>) and one line in All; a test
-// fails while a folder with a step is missing from the list.
+// algorithm is its folder (algorithms/<name>: its step, its Go twin and
+// the guarantee the conformance suite checks, declared together) and one
+// line in All; a test fails while a folder with a step is missing from
+// the list.
 //
 // A parameter is a field of the package's Config, named in snake case
 // ("refill_interval" for RefillInterval): Config's fields other than
@@ -33,6 +35,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms/fixedwindow"
 	"github.com/ratekit/ratekit/algorithms/gcra"
 	"github.com/ratekit/ratekit/algorithms/leakybucket"
@@ -83,7 +86,7 @@ type Algorithm struct {
 	// fields; exactly one has Limit set.
 	Params []Param
 
-	build func(runner core.ScriptRunner, p Params, clock core.Clock, prefix string) (core.Limiter, error)
+	build func(runner core.ScriptRunner, p Params, clock core.Clock, prefix string) (*ratekit.Limiter, error)
 }
 
 // Kind is what a parameter's value is.
@@ -148,11 +151,11 @@ func Names() []string {
 
 // New returns a limiter of the algorithm with the parameters p, storing
 // its state through runner under prefix (the package's default prefix when
-// empty), deciding at clock's time (nil: the store's). p must give every
-// parameter and nothing else. The limiter is what the package's New
-// returns (*ratekit.Limiter). An error wraps
-// core.ErrInvalidConfig and names the parameter or the Config field.
-func (a Algorithm) New(runner core.ScriptRunner, p Params, clock core.Clock, prefix string) (core.Limiter, error) {
+// empty), deciding at clock's time (nil: the store's): what the package's
+// New returns, so that it can be a limit of a policy. p must give every
+// parameter and nothing else. An error wraps core.ErrInvalidConfig and
+// names the parameter or the Config field.
+func (a Algorithm) New(runner core.ScriptRunner, p Params, clock core.Clock, prefix string) (*ratekit.Limiter, error) {
 	if a.build == nil {
 		return nil, fmt.Errorf("%w: algorithms: Algorithm %q is not one of All (take it from All or Lookup)", core.ErrInvalidConfig, a.Name)
 	}
@@ -218,7 +221,7 @@ var durationType = reflect.TypeFor[time.Duration]()
 // is a Count, a time.Duration a Duration. A Config that does not fit (a
 // field of another type, no Prefix or Clock, no limit field) panics when
 // the program starts, so that no such entry ever gets used.
-func define[C any, L core.Limiter](newFn func(core.ScriptRunner, C) (L, error), defaults C, ab about) Algorithm {
+func define[C any](newFn func(core.ScriptRunner, C) (*ratekit.Limiter, error), defaults C, ab about) Algorithm {
 	t := reflect.TypeFor[C]()
 	a := Algorithm{Name: path.Base(t.PkgPath()), Title: ab.title, Doc: ab.doc, Unit: ab.unit, Remaining: ab.remaining}
 	var index []int // Config field of each parameter
@@ -250,7 +253,7 @@ func define[C any, L core.Limiter](newFn func(core.ScriptRunner, C) (L, error), 
 		panic(fmt.Sprintf("algorithms: %s: the limit %q is not a count parameter of %s", a.Name, ab.limit, t))
 	}
 	params := a.Params
-	a.build = func(runner core.ScriptRunner, p Params, clock core.Clock, prefix string) (core.Limiter, error) {
+	a.build = func(runner core.ScriptRunner, p Params, clock core.Clock, prefix string) (*ratekit.Limiter, error) {
 		var cfg C
 		v := reflect.ValueOf(&cfg).Elem()
 		for i, prm := range params {
@@ -260,11 +263,7 @@ func define[C any, L core.Limiter](newFn func(core.ScriptRunner, C) (L, error), 
 		if clock != nil {
 			v.FieldByName("Clock").Set(reflect.ValueOf(clock))
 		}
-		l, err := newFn(runner, cfg)
-		if err != nil {
-			return nil, err // not a typed nil in the interface
-		}
-		return l, nil
+		return newFn(runner, cfg)
 	}
 	return a
 }

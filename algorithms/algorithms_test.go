@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -119,6 +120,10 @@ func TestEntries(t *testing.T) {
 			if d, err := l.Allow(ctx, "k"); err != nil || !d.Allowed || d.Limit != a.Limit().Default || d.Window <= 0 {
 				t.Fatalf("Allow with the defaults: %+v, %v; want allowed with Limit %d, and a Window", d, err, a.Limit().Default)
 			}
+			// Its step declares the guarantee the conformance suite checks.
+			if s := engine.Of(l).Limits()[0].Spec; s.Bound == nil {
+				t.Errorf("%s's engine.Spec declares no Bound: the conformance suite cannot check it", a.Name)
+			}
 
 			// Distinct values, one per parameter, reach the script: each
 			// count as is, each duration in µs; the limit is the Limit.
@@ -217,14 +222,10 @@ func TestEntries(t *testing.T) {
 	}
 }
 
-// The parameter names are the Config fields in snake case.
+// The parameter names are the Config fields in snake case, and stay what
+// they are: pinned here for these algorithms (Example prints every
+// algorithm's, a new one's too).
 func TestParamNames(t *testing.T) {
-	var got []string
-	for _, a := range algorithms.All {
-		for _, p := range a.Params {
-			got = append(got, a.Name+"."+p.Name+"="+p.Field+":"+p.Kind.String())
-		}
-	}
 	want := []string{
 		"tokenbucket.capacity=Capacity:count", "tokenbucket.refill_rate=RefillRate:count", "tokenbucket.refill_interval=RefillInterval:duration",
 		"fixedwindow.limit=Limit:count", "fixedwindow.window=Window:duration",
@@ -232,6 +233,18 @@ func TestParamNames(t *testing.T) {
 		"slidingcounter.limit=Limit:count", "slidingcounter.window=Window:duration",
 		"leakybucket.capacity=Capacity:count", "leakybucket.leak_rate=LeakRate:count", "leakybucket.per=Per:duration",
 		"gcra.rate=Rate:count", "gcra.period=Period:duration", "gcra.burst=Burst:count",
+	}
+	pinned := map[string]bool{}
+	for _, w := range want {
+		pinned[w[:strings.IndexByte(w, '.')]] = true
+	}
+	var got []string
+	for _, a := range algorithms.All {
+		for _, p := range a.Params {
+			if pinned[a.Name] {
+				got = append(got, a.Name+"."+p.Name+"="+p.Field+":"+p.Kind.String())
+			}
+		}
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("parameters:\n got  %q\n want %q", got, want)
@@ -308,5 +321,42 @@ func TestZeroAlgorithm(t *testing.T) {
 	}
 	if p := unknown.Limit(); p != (algorithms.Param{}) {
 		t.Errorf("the zero Algorithm's Limit: %+v", p)
+	}
+}
+
+// TestDocsListEveryAlgorithm keeps the docs that list the algorithms in
+// step with All: the README's table has one row per algorithm and says
+// how many there are, and the root package doc names each package.
+func TestDocsListEveryAlgorithm(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("../doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := algorithms.Names()
+	var rows []string
+	for _, m := range regexp.MustCompile("(?m)^\\| [^|]+ \\| `algorithms/(\\w+)` \\|").FindAllStringSubmatch(string(readme), -1) {
+		rows = append(rows, m[1])
+	}
+	if !slices.Equal(rows, names) {
+		t.Errorf("README.md's algorithm table has rows for %v, algorithms.All %v (in its order)", rows, names)
+	}
+	words := []string{"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"}
+	counts := regexp.MustCompile(`(?i)\b(`+strings.Join(words, "|")+`) algorithms\b`).FindAllStringSubmatch(string(readme), -1)
+	if len(counts) == 0 {
+		t.Error(`README.md never says how many algorithms there are ("Six algorithms")`)
+	}
+	for _, m := range counts {
+		if len(names) >= len(words) || !strings.EqualFold(m[1], words[len(names)]) {
+			t.Errorf("README.md says %q; algorithms.All has %d", m[0], len(names))
+		}
+	}
+	for _, n := range names {
+		if !regexp.MustCompile(`\b` + n + `\b`).Match(doc) {
+			t.Errorf("doc.go (the root package doc) does not name algorithms/%s among the algorithms", n)
+		}
 	}
 }

@@ -17,18 +17,10 @@ func TestLimitersNameTheirAlgorithm(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	type described interface {
-		Algorithm() string
-		Store() core.ScriptRunner
-	}
 	for _, a := range algorithms.All {
-		lim, err := a.New(store, a.Defaults(), nil, "")
+		d, err := a.New(store, a.Defaults(), nil, "")
 		if err != nil {
 			t.Fatalf("%s: %v", a.Name, err)
-		}
-		d, ok := lim.(described)
-		if !ok {
-			t.Fatalf("%s: %T has no Algorithm and Store methods", a.Name, lim)
 		}
 		if got := d.Algorithm(); got != a.Name {
 			t.Errorf("%s: Algorithm() = %q, want %q", a.Name, got, a.Name)

@@ -1,233 +1,162 @@
 package conformance
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"testing"
 	"time"
 
 	"pgregory.net/rapid"
 
 	"github.com/ratekit/ratekit"
-	"github.com/ratekit/ratekit/algorithms/fixedwindow"
-	"github.com/ratekit/ratekit/algorithms/gcra"
-	"github.com/ratekit/ratekit/algorithms/leakybucket"
-	"github.com/ratekit/ratekit/algorithms/slidingcounter"
-	"github.com/ratekit/ratekit/algorithms/slidinglog"
+	registry "github.com/ratekit/ratekit/algorithms"
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/params"
+	"github.com/ratekit/ratekit/internal/engine"
 )
 
-func micros(d time.Duration) int64 { return int64(d / time.Microsecond) }
-
-func drawFixedWindow(t *rapid.T, periods []time.Duration) variant {
-	if periods == nil {
-		periods = defaultPeriods
-	}
-	cfg := fixedwindow.Config{
-		Limit:  rapid.Int64Range(1, 20).Draw(t, "limit"),
-		Window: rapid.SampledFrom(periods).Draw(t, "window"),
-	}
-	limit, w := cfg.Limit, micros(cfg.Window)
-	return variant{
-		tag:        "fw:",
-		looseBound: rolling(2*cfg.Limit, micros(cfg.Window)),
-		wait:       cfg.Window,
-		desc:       fmt.Sprintf("fixedwindow limit=%d window=%v", cfg.Limit, cfg.Window),
-		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (*ratekit.Limiter, error) {
-			c := cfg
-			c.Prefix, c.Clock = prefix+"fw:", clock
-			return fixedwindow.New(r, c)
-		},
-		maxCost: cfg.Limit,
-		period:  cfg.Window,
-		window:  cfg.Window,
-		// A window opens at the first allowed request at or after the end
-		// of the previous one and holds at most limit.
-		bound: func(h []event) error {
-			start, sum := h[0].at, int64(0)
-			for _, e := range h {
-				if e.at >= start+w {
-					start, sum = e.at, 0
-				}
-				sum += e.cost
-				if sum > limit {
-					return fmt.Errorf("%d allowed in the window opened at %d, limit %d", sum, start, limit)
-				}
-			}
-			return nil
-		},
-	}
+// An algorithm is one entry of algorithms.All, as the suite checks it.
+type algorithm struct {
+	name string
+	reg  registry.Algorithm
+	// spec is the algorithm's declaration, read from a limiter of its
+	// defaults (nil when the registry could not build one): the suite
+	// checks an algorithm only when it declares a Bound.
+	spec *engine.Spec
 }
 
-func drawSlidingLog(t *rapid.T, periods []time.Duration) variant {
-	if periods == nil {
-		periods = defaultPeriods
-	}
-	cfg := slidinglog.Config{
-		Limit:  rapid.Int64Range(1, 20).Draw(t, "limit"),
-		Window: rapid.SampledFrom(periods).Draw(t, "window"),
-	}
-	limit, w := cfg.Limit, micros(cfg.Window)
-	return variant{
-		tag:  "sl:",
-		wait: cfg.Window,
-		desc: fmt.Sprintf("slidinglog limit=%d window=%v", cfg.Limit, cfg.Window),
-		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (*ratekit.Limiter, error) {
-			c := cfg
-			c.Prefix, c.Clock = prefix+"sl:", clock
-			return slidinglog.New(r, c)
-		},
-		maxCost: cfg.Limit,
-		period:  cfg.Window,
-		window:  cfg.Window,
-		// Any interval (t-window, t] holds at most limit.
-		bound: func(h []event) error {
-			last := h[len(h)-1].at
-			var sum int64
-			for i := len(h) - 1; i >= 0 && h[i].at > last-w; i-- {
-				sum += h[i].cost
-			}
-			if sum > limit {
-				return fmt.Errorf("%d allowed in (%d, %d], limit %d", sum, last-w, last, limit)
-			}
-			return nil
-		},
-	}
-}
-
-func drawSlidingCounter(t *rapid.T, periods []time.Duration) variant {
-	if periods == nil {
-		periods = defaultPeriods
-	}
-	cfg := slidingcounter.Config{
-		Limit:  rapid.Int64Range(1, 20).Draw(t, "limit"),
-		Window: rapid.SampledFrom(periods).Draw(t, "window"),
-	}
-	limit, w := cfg.Limit, micros(cfg.Window)
-	return variant{
-		tag:        "sc:",
-		looseBound: rolling(2*cfg.Limit, micros(cfg.Window)),
-		wait:       2 * cfg.Window,
-		desc:       fmt.Sprintf("slidingcounter limit=%d window=%v", cfg.Limit, cfg.Window),
-		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (*ratekit.Limiter, error) {
-			c := cfg
-			c.Prefix, c.Clock = prefix+"sc:", clock
-			return slidingcounter.New(r, c)
-		},
-		maxCost: cfg.Limit,
-		period:  cfg.Window,
-		window:  cfg.Window,
-		// At most limit per aligned window; and in the rolling interval
-		// (t-window, t], fewer than limit + 1 + prev*e/window, where prev
-		// is the previous aligned window's count and e = t mod window.
-		bound: func(h []event) error {
-			last := h[len(h)-1].at
-			wn, e := last/w, last%w
-			var curr, prev, rolling int64
-			for _, ev := range h {
-				switch ev.at / w {
-				case wn:
-					curr += ev.cost
-				case wn - 1:
-					prev += ev.cost
-				}
-				if ev.at > last-w {
-					rolling += ev.cost
-				}
-			}
-			if curr > limit {
-				return fmt.Errorf("%d allowed in aligned window %d, limit %d", curr, wn, limit)
-			}
-			if rolling*w >= (limit+1)*w+prev*e {
-				return fmt.Errorf("%d allowed in (%d, %d]: not below limit+1+prev*e/W = %d+1+%d*%d/%d", rolling, last-w, last, limit, prev, e, w)
-			}
-			return nil
-		},
-	}
-}
-
-// rateBound checks that over every closed interval [a, b] ending at the
-// newest request, allowed*per <= burst*per + rate*(b-a).
-func rateBound(burst, rate, per int64) func(h []event) error {
-	return func(h []event) error {
-		last := h[len(h)-1].at
-		var sum int64
-		for i := len(h) - 1; i >= 0; i-- {
-			sum += h[i].cost
-			if sum*per > burst*per+rate*(last-h[i].at) {
-				return fmt.Errorf("%d allowed in [%d, %d], more than %d + %d per %dµs", sum, h[i].at, last, burst, rate, per)
-			}
+// suite is every algorithm of algorithms.All, in its order.
+var suite = func() []algorithm {
+	var list []algorithm
+	for _, a := range registry.All {
+		s := algorithm{name: a.Name, reg: a}
+		if l, err := a.New(probe{}, a.Defaults(), nil, ""); err == nil {
+			s.spec = engine.Of(l).Limits()[0].Spec
 		}
-		return nil
+		list = append(list, s)
 	}
-}
+	return list
+}()
 
-func drawLeakyBucket(t *rapid.T, periods []time.Duration) variant {
-	if periods == nil {
-		periods = defaultPeriods
-	}
-	cfg := leakybucket.Config{
-		Capacity: rapid.Int64Range(1, 20).Draw(t, "capacity"),
-		LeakRate: rapid.Int64Range(1, 10).Draw(t, "rate"),
-		Per:      rapid.SampledFrom(periods).Draw(t, "per"),
-	}
-	// A full bucket drains in wait: that is its Window too.
-	wait := time.Duration(params.CeilDiv(cfg.Capacity*micros(cfg.Per), cfg.LeakRate)) * time.Microsecond
-	return variant{
-		tag:  "lb:",
-		wait: wait,
-		desc: fmt.Sprintf("leakybucket capacity=%d rate=%d per=%v", cfg.Capacity, cfg.LeakRate, cfg.Per),
-		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (*ratekit.Limiter, error) {
-			c := cfg
-			c.Prefix, c.Clock = prefix+"lb:", clock
-			return leakybucket.New(r, c)
-		},
-		maxCost: cfg.Capacity,
-		period:  cfg.Per,
-		window:  wait,
-		bound:   rateBound(cfg.Capacity, cfg.LeakRate, micros(cfg.Per)),
-	}
-}
-
-func drawGCRA(t *rapid.T, periods []time.Duration) variant {
-	if periods == nil {
-		periods = defaultPeriods
-	}
-	cfg := gcra.Config{
-		Rate:   rapid.Int64Range(1, 10).Draw(t, "rate"),
-		Period: rapid.SampledFrom(periods).Draw(t, "period"),
-		Burst:  rapid.Int64Range(1, 20).Draw(t, "burst"),
-	}
-	// A burst comes back in wait: that is its Window too.
-	wait := time.Duration(params.CeilDiv(cfg.Burst*micros(cfg.Period), cfg.Rate)) * time.Microsecond
-	return variant{
-		tag:  "gcra:",
-		wait: wait,
-		desc: fmt.Sprintf("gcra rate=%d period=%v burst=%d", cfg.Rate, cfg.Period, cfg.Burst),
-		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (*ratekit.Limiter, error) {
-			c := cfg
-			c.Prefix, c.Clock = prefix+"gcra:", clock
-			return gcra.New(r, c)
-		},
-		maxCost: cfg.Burst,
-		period:  cfg.Period,
-		window:  wait,
-		atMost:  true,
-		bound:   rateBound(cfg.Burst, cfg.Rate, micros(cfg.Period)),
-	}
-}
-
-// rolling checks that the window (last - w, last] before the newest request
-// holds at most max.
-func rolling(max, w int64) func(h []event) error {
-	return func(h []event) error {
-		last := h[len(h)-1].at
-		var sum int64
-		for i := len(h) - 1; i >= 0 && h[i].at > last-w; i-- {
-			sum += h[i].cost
+// drawable is the algorithms of suite that the suite can check.
+var drawable = func() []algorithm {
+	var list []algorithm
+	for _, a := range suite {
+		if a.unchecked() == "" {
+			list = append(list, a)
 		}
-		if sum > max {
-			return fmt.Errorf("%d allowed in (%d, %d], at most %d may pass", sum, last-w, last, max)
-		}
-		return nil
 	}
+	return list
+}()
+
+// unchecked says why the suite cannot check a, "" when it can: an
+// algorithm of the registry whose limiters do not build or declare no
+// bound must not pass unchecked.
+func (a algorithm) unchecked() string {
+	switch {
+	case a.spec == nil:
+		_, err := a.reg.New(probe{}, a.reg.Defaults(), nil, "")
+		return fmt.Sprintf("its defaults build no limiter (%v)", err)
+	case a.spec.Bound == nil:
+		return "its engine.Spec declares no Bound: declare the guarantee the suite checks in its folder"
+	}
+	return ""
+}
+
+// noBound fails a subtest named after a, and reports true, when the suite
+// cannot check a (see unchecked).
+func noBound(t *testing.T, a algorithm) bool {
+	why := a.unchecked()
+	if why == "" {
+		return false
+	}
+	t.Run(a.name, func(t *testing.T) {
+		t.Fatalf("conformance: algorithm %q (algorithms.All) cannot be checked: %s", a.name, why)
+	})
+	return true
+}
+
+// drawnPeriods are the durations the suite configures algorithms with:
+// the default periods and a day.
+var drawnPeriods = append(slices.Clone(defaultPeriods), 24*time.Hour)
+
+// draw draws a configuration of a from the registry's parameters: the
+// limit a count in 1..20; every other count in 1..10, or up to the limit
+// + 2 when that is more (a rate may exceed a capacity); every duration
+// one of periods (nil: drawnPeriods).
+func (a algorithm) draw(t *rapid.T, periods []time.Duration) variant {
+	if periods == nil {
+		periods = drawnPeriods
+	}
+	p := registry.Params{}
+	lim := a.reg.Limit()
+	p[lim.Name] = rapid.Int64Range(1, 20).Draw(t, lim.Name)
+	var desc strings.Builder
+	desc.WriteString(a.name)
+	var period time.Duration
+	for _, prm := range a.reg.Params {
+		switch {
+		case prm.Limit:
+		case prm.Kind == registry.Count:
+			p[prm.Name] = rapid.Int64Range(1, max(10, p[lim.Name]+2)).Draw(t, prm.Name)
+		case prm.Kind == registry.Duration:
+			p[prm.Name] = int64(rapid.SampledFrom(periods).Draw(t, prm.Name))
+		default:
+			t.Fatalf("conformance: %s: no rule to draw parameter %s of kind %v", a.name, prm.Name, prm.Kind)
+		}
+		if prm.Kind == registry.Duration {
+			d := time.Duration(p[prm.Name])
+			fmt.Fprintf(&desc, " %s=%v", prm.Name, d)
+			if period == 0 || d < period {
+				period = d
+			}
+		} else {
+			fmt.Fprintf(&desc, " %s=%d", prm.Name, p[prm.Name])
+		}
+	}
+	built, err := a.reg.New(probe{}, p, nil, "")
+	if err != nil {
+		t.Fatalf("conformance: %s: %v", desc.String(), err)
+	}
+	// What the suite checks, the limiter declares (engine.Spec): its
+	// bound, its longest wait, its state's size, AllowAtMost.
+	l := engine.Of(built).Limits()[0]
+	spec := l.Spec
+	if period == 0 {
+		period = l.Window
+	}
+	wait := l.Window
+	if spec.MaxWait != nil {
+		wait = spec.MaxWait(l.Params, l.Window)
+	}
+	bound, loose := spec.Bound, spec.LooseBound
+	if loose == nil {
+		loose = bound
+	}
+	tag := a.name + ":"
+	return variant{
+		tag:  tag,
+		desc: desc.String(),
+		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (*ratekit.Limiter, error) {
+			return a.reg.New(r, p, clock, prefix+tag)
+		},
+		maxCost:    l.Max,
+		window:     l.Window,
+		atMost:     spec.AtMost,
+		stateLen:   spec.StateLen,
+		period:     period,
+		wait:       wait,
+		bound:      func(h []engine.Event) error { return bound(l.Params, h) },
+		looseBound: func(h []engine.Event) error { return loose(l.Params, h) },
+	}
+}
+
+// probe is a store that runs nothing: the suite builds limiters on it
+// only to read their configuration (a limiter's New sends nothing).
+type probe struct{}
+
+func (probe) RunScript(context.Context, *core.Script, []string, []int64, []int64) ([]int64, error) {
+	return nil, errors.New("conformance: the probe store runs no script")
 }

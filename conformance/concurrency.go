@@ -42,6 +42,8 @@ type ccConfig struct {
 	ttl   time.Duration
 }
 
+func micros(d time.Duration) int64 { return int64(d / time.Microsecond) }
+
 func drawConcurrency(t *rapid.T) ccConfig {
 	return ccConfig{
 		limit: rapid.Int64Range(1, 12).Draw(t, "limit"),

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,9 +12,9 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/ratekit/ratekit"
-	registry "github.com/ratekit/ratekit/algorithms"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/fakeclock"
+	"github.com/ratekit/ratekit/internal/engine"
 	"github.com/ratekit/ratekit/internal/keyspace"
 	"github.com/ratekit/ratekit/store/memory"
 )
@@ -53,7 +52,7 @@ func Run(t *testing.T, h Harness) {
 		t.Fatal("conformance: Harness.Runner is nil")
 	}
 	for _, a := range suite {
-		if noDraw(t, a) {
+		if noBound(t, a) {
 			continue
 		}
 		t.Run(a.name, func(t *testing.T) {
@@ -93,78 +92,33 @@ type variant struct {
 	// (ratekit.Limiter.AllowAtMost); the others refuse it with
 	// errors.ErrUnsupported.
 	atMost bool
-	// period is the algorithm's natural time scale (refill interval, window).
+	// period is the configuration's time scale: its shortest duration
+	// parameter (refill interval, window).
 	period time.Duration
 	// wait is the longest RetryAfter or ResetAfter the configuration
 	// allows, once the clock has caught up with the key's last write.
 	wait time.Duration
-	// bound checks the algorithm's bound over the allowed requests of one
-	// key since its last reset or reconfiguration, the newest last.
-	bound func(history []event) error
-	// looseBound is bound where it holds for inexact times (see
-	// RunServerClock): every gap between the newest request and an older
-	// one may be longer than it was. nil means bound.
-	looseBound func(history []event) error
+	// bound checks the algorithm's bound (engine.Spec.Bound) over the
+	// allowed requests of one key since its last reset or
+	// reconfiguration, the newest last. Each request's time is the key's
+	// own: the clock, or the time of the key's last write when the clock
+	// is behind it (a key's time never runs backwards), so bounds hold
+	// across clock steps.
+	bound func(history []engine.Event) error
+	// looseBound is the bound for inexact times (engine.Spec.LooseBound,
+	// RunServerClock).
+	looseBound func(history []engine.Event) error
+	// stateLen is how many integers the algorithm's state holds, 0 for a
+	// sorted set (engine.Spec.StateLen).
+	stateLen int
 }
 
-// draws holds each algorithm's draw, by its name in algorithms.All. The
-// suite checks every algorithm of the registry, in its order, and fails
-// for one that has no draw here (see suite).
-var draws = map[string]func(t *rapid.T, periods []time.Duration) variant{
-	"tokenbucket":    drawTokenBucket,
-	"fixedwindow":    drawFixedWindow,
-	"slidinglog":     drawSlidingLog,
-	"slidingcounter": drawSlidingCounter,
-	"leakybucket":    drawLeakyBucket,
-	"gcra":           drawGCRA,
-}
-
-// suite is every algorithm of algorithms.All, in its order, with its draw
-// (nil when draws has none).
-var suite = func() []algorithm {
-	var list []algorithm
-	for _, a := range registry.All {
-		list = append(list, algorithm{name: a.Name, draw: draws[a.Name]})
-	}
-	return list
-}()
-
-// drawable is the algorithms of suite that have a draw.
-var drawable = slices.DeleteFunc(slices.Clone(suite), func(a algorithm) bool { return a.draw == nil })
-
-// noDraw fails a subtest named after a, and reports true, when the suite
-// cannot check a: an algorithm of the registry without a draw here must
-// not pass unchecked.
-func noDraw(t *testing.T, a algorithm) bool {
-	if a.draw != nil {
-		return false
-	}
-	t.Run(a.name, func(t *testing.T) {
-		t.Fatalf("conformance: algorithm %q (algorithms.All) has no draw: add one to the draws of github.com/ratekit/ratekit/conformance", a.name)
-	})
-	return true
-}
-
-// periods are whole seconds or more: against a real server in client-clock
-// mode, TTLs run on the server's real clock (with a minute of slack).
+// defaultPeriods are whole seconds or more: against a real server in
+// client-clock mode, TTLs run on the server's real clock (with a minute of
+// slack).
 var defaultPeriods = []time.Duration{
 	time.Second, 7 * time.Second, 13*time.Second + 370*time.Millisecond + 11*time.Microsecond,
 	time.Minute, time.Hour,
-}
-
-// An event is one allowed request. Its time is the key's own time: the
-// clock, or the time of the key's last write when the clock is behind it
-// (a key's time never runs backwards), so bounds hold across clock steps.
-type event struct {
-	at   int64 // Unix µs
-	cost int64
-}
-
-type algorithm struct {
-	name string
-	// draw draws a configuration whose period (refill interval, window)
-	// is one of periods, or of the algorithm's usual ones when nil.
-	draw func(t *rapid.T, periods []time.Duration) variant
 }
 
 var prefixSeq atomic.Int64
@@ -230,7 +184,7 @@ func runMachine(t *rapid.T, h Harness, a algorithm) {
 	// history holds each key's allowed requests since its last reset or
 	// reconfiguration; high each key's time (the latest time at which it
 	// was written) since its last reset.
-	history := map[string][]event{}
+	history := map[string][]engine.Event{}
 	high := map[string]int64{}
 	// tainted[key] is the time until which state written under an earlier
 	// configuration may shape the key's decisions: bounds speak of one
@@ -287,7 +241,7 @@ func runMachine(t *rapid.T, h Harness, a algorithm) {
 			tainted[key] = max(tainted[key], at+int64(v.wait/time.Microsecond))
 			return
 		}
-		history[key] = append(history[key], event{at: at, cost: n})
+		history[key] = append(history[key], engine.Event{At: at, Cost: n})
 		if err := v.bound(history[key]); err != nil {
 			t.Fatalf("%s: key %q: bound violated: %v", v.desc, key, err)
 		}

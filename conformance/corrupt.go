@@ -40,16 +40,6 @@ var stringPoisons = []poison{
 	newPoison("another type", `redis.call('HSET', KEYS[1], 'f', 'v'); redis.call('PEXPIRE', KEYS[1], 3600000)`, -1),
 }
 
-// stateLen is how many integers each algorithm that keeps one string per
-// key stores in it (its twin's params.State count).
-var stateLen = map[string]int{
-	"tokenbucket":    3,
-	"fixedwindow":    3,
-	"slidingcounter": 5,
-	"leakybucket":    4,
-	"gcra":           4,
-}
-
 // packedPoisons spoil state of n integers in its packed form (the byte 255,
 // then big-endian doubles; internal/engine/prelude.lua), which a server
 // with Lua's struct library reads without a parse. Where the server has
@@ -91,7 +81,8 @@ redis.call('SET', KEYS[1], struct.pack('>B%s', %s, %s), 'PX', 3600000)`,
 	}
 }
 
-// logPoisons spoil the sliding log's sorted set.
+// logPoisons spoil a sorted set of entries: the sliding log's, the state
+// of every algorithm whose engine.Spec.StateLen is 0.
 var logPoisons = []poison{
 	newPoison("another type", `redis.call('SET', KEYS[1], 'abc', 'PX', 3600000)`, -5, 3),
 	newPoison("a member ratekit did not write", `redis.call('ZADD', KEYS[1], 1, 'foreign'); redis.call('PEXPIRE', KEYS[1], 3600000)`, 5, 3),
@@ -102,19 +93,16 @@ var logPoisons = []poison{
 // checkCorrupt puts each poison at a key of the algorithm on the store
 // under test and on the reference, and checks that both refuse it in
 // AllowN, Peek, Refund and AllowMany with an error wrapping core.ErrCorruptState
-// that names the algorithm.
+// that names the algorithm. The poisons follow the state the algorithm
+// declares (engine.Spec.StateLen): StateLen integers in one string, or,
+// with 0, a sorted set.
 func checkCorrupt(t *rapid.T, h Harness, a algorithm) {
 	v := a.draw(t, nil)
 	_, ref, limClock := reference(t, h)
 	defer ref.Close()
-	var poisons []poison
-	switch n, ok := stateLen[a.name]; {
-	case a.name == "slidinglog":
-		poisons = logPoisons
-	case ok:
+	poisons := logPoisons
+	if n := v.stateLen; n > 0 {
 		poisons = append(slices.Clone(stringPoisons), packedPoisons(n)...)
-	default:
-		t.Fatalf("conformance: no stateLen for %s: add its state's count to corrupt.go", a.name)
 	}
 	ctx := context.Background()
 	for _, p := range poisons {

@@ -27,8 +27,12 @@
 // then larger than one batch script call holds, so that a key's requests
 // span calls; and a script call whose context has ended must fail with
 // core.ErrStore and change nothing.
-// An algorithm of the registry that the suite has no configurations for
-// fails the suite, by name. The concurrency limiter (algorithms/concurrency,
+// Configurations are drawn from the registry's parameters (the limit 1 to
+// 20, other counts 1 to 10 or to the limit + 2, durations from a second to
+// a day), and each algorithm is held to what its step declares
+// (engine.Spec): its bound, its longest wait, the size of its state. An
+// algorithm of the registry that declares no bound fails the suite, by
+// name. The concurrency limiter (algorithms/concurrency,
 // not in the registry) has a state machine of its own: random acquires,
 // releases and extensions of live, expired, forged and other keys' leases,
 // peeks, resets, clock steps and configuration changes, where both stores

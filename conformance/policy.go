@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/engine"
 )
 
 // A policyLimit is one drawn limit of a policy: its algorithm, one
@@ -85,11 +86,11 @@ func runPolicy(t *rapid.T, h Harness) {
 	// Per limit and key, as in runMachine: the requests the limit counted
 	// since its bounds last applied, the key's time, and the time until
 	// which state from another tier or a refund may shape decisions.
-	history := make([]map[string][]event, size)
+	history := make([]map[string][]engine.Event, size)
 	high := make([]map[string]int64, size)
 	tainted := make([]map[string]int64, size)
 	for i := range history {
-		history[i], high[i], tainted[i] = map[string][]event{}, map[string]int64{}, map[string]int64{}
+		history[i], high[i], tainted[i] = map[string][]engine.Event{}, map[string]int64{}, map[string]int64{}
 	}
 	wait := func(i int) int64 {
 		return int64(max(limits[i].tiers[0].wait, limits[i].tiers[1].wait) / time.Microsecond)
@@ -193,7 +194,7 @@ func runPolicy(t *rapid.T, h Harness) {
 				tainted[i][key] = max(tainted[i][key], at+wait(i))
 				continue
 			}
-			history[i][key] = append(history[i][key], event{at: at, cost: n})
+			history[i][key] = append(history[i][key], engine.Event{At: at, Cost: n})
 			if err := v.bound(history[i][key]); err != nil {
 				t.Fatalf("%s: limit %s (%s), key %q: bound violated: %v", what, limits[i].name, v.desc, key, err)
 			}
@@ -317,7 +318,7 @@ func runPolicy(t *rapid.T, h Harness) {
 					tainted[i][key] = max(tainted[i][key], at+wait(i))
 					return
 				}
-				history[i][key] = append(history[i][key], event{at: at, cost: 1})
+				history[i][key] = append(history[i][key], engine.Event{At: at, Cost: 1})
 				if err := limits[i].tiers[tier].bound(history[i][key]); err != nil {
 					t.Fatalf("limit %s, key %q: bound violated: %v", limits[i].name, key, err)
 				}

@@ -10,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/engine"
 )
 
 // RunServerClock runs each algorithm against a store that decides on its
@@ -37,7 +38,7 @@ func RunServerClock(t *testing.T, runner core.ScriptRunner, runs int) {
 		t.Fatal("conformance: runner is nil")
 	}
 	for _, a := range suite {
-		if noDraw(t, a) {
+		if noBound(t, a) {
 			continue
 		}
 		t.Run(a.name, func(t *testing.T) {
@@ -88,9 +89,6 @@ func runServerClock(t *testing.T, runner core.ScriptRunner, a algorithm, seed ui
 		return r[0]
 	}
 	bound := v.looseBound
-	if bound == nil {
-		bound = v.bound
-	}
 	history := map[string][]span{}
 	check := func(what, key string, d core.Decision) {
 		t.Helper()
@@ -152,11 +150,11 @@ func runServerClock(t *testing.T, runner core.ScriptRunner, a algorithm, seed ui
 // widest turns spans into the events that make every gap between the
 // newest request and an older one as long as the readings allow: the
 // newest at its latest possible time, the others at their earliest.
-func widest(h []span) []event {
-	out := make([]event, len(h))
+func widest(h []span) []engine.Event {
+	out := make([]engine.Event, len(h))
 	for i, s := range h {
-		out[i] = event{at: s.lo, cost: s.cost}
+		out[i] = engine.Event{At: s.lo, Cost: s.cost}
 	}
-	out[len(out)-1].at = h[len(h)-1].hi
+	out[len(out)-1].At = h[len(h)-1].hi
 	return out
 }

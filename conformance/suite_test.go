@@ -10,20 +10,15 @@ import (
 	"github.com/ratekit/ratekit/store/memory"
 )
 
-// The suite checks exactly the algorithms of the registry: each has a
-// draw, and no draw is for an algorithm the registry does not have.
+// The suite checks exactly the algorithms of the registry, in its order,
+// and can check each: its limiter builds and declares a bound.
 func TestSuiteIsTheRegistry(t *testing.T) {
 	if len(suite) != len(registry.All) {
 		t.Fatalf("suite has %d algorithms, the registry %d", len(suite), len(registry.All))
 	}
 	for i, a := range suite {
-		if a.name != registry.All[i].Name || a.draw == nil {
-			t.Errorf("suite[%d] = %q (draw %v), registry %q", i, a.name, a.draw != nil, registry.All[i].Name)
-		}
-	}
-	for name := range draws {
-		if _, ok := registry.Lookup(name); !ok {
-			t.Errorf("a draw for %q, which is not in algorithms.All", name)
+		if a.name != registry.All[i].Name || a.unchecked() != "" {
+			t.Errorf("suite[%d] = %q (%s), registry %q", i, a.name, a.unchecked(), registry.All[i].Name)
 		}
 	}
 	if len(drawable) != len(suite) {
@@ -31,16 +26,19 @@ func TestSuiteIsTheRegistry(t *testing.T) {
 	}
 }
 
-// TestNoDrawChild runs the suite with one algorithm's draw removed, when
-// TestMissingDrawFails asks for it (in a child process, since it must fail).
-func TestNoDrawChild(t *testing.T) {
-	name := os.Getenv("CONFORMANCE_NO_DRAW")
+// TestNoBoundChild runs the suite with one algorithm's Bound removed from
+// its Spec, when TestMissingBoundFails asks for it (in a child process,
+// since it must fail).
+func TestNoBoundChild(t *testing.T) {
+	name := os.Getenv("CONFORMANCE_NO_BOUND")
 	if name == "" {
-		t.Skip("run by TestMissingDrawFails")
+		t.Skip("run by TestMissingBoundFails")
 	}
 	for i := range suite {
 		if suite[i].name == name {
-			suite[i].draw = nil
+			s := *suite[i].spec
+			s.Bound = nil
+			suite[i].spec = &s
 		}
 	}
 	s, err := memory.New()
@@ -51,16 +49,16 @@ func TestNoDrawChild(t *testing.T) {
 	Run(t, Harness{Runner: s})
 }
 
-// An algorithm of the registry that the suite cannot draw fails the suite,
-// by name, instead of passing unchecked.
-func TestMissingDrawFails(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestNoDrawChild$/^gcra$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "CONFORMANCE_NO_DRAW=gcra")
+// An algorithm of the registry that declares no bound fails the suite, by
+// name, instead of passing unchecked.
+func TestMissingBoundFails(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestNoBoundChild$/^gcra$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "CONFORMANCE_NO_BOUND=gcra")
 	out, err := cmd.CombinedOutput()
 	if err == nil {
-		t.Fatalf("the suite passed an algorithm it has no draw for:\n%s", out)
+		t.Fatalf("the suite passed an algorithm without a bound:\n%s", out)
 	}
-	if !strings.Contains(string(out), `--- FAIL: TestNoDrawChild/gcra`) || !strings.Contains(string(out), `"gcra" (algorithms.All) has no draw`) {
-		t.Fatalf("the suite failed, but not by naming the algorithm without a draw:\n%s", out)
+	if !strings.Contains(string(out), `--- FAIL: TestNoBoundChild/gcra`) || !strings.Contains(string(out), `"gcra" (algorithms.All) cannot be checked: its engine.Spec declares no Bound`) {
+		t.Fatalf("the suite failed, but not by naming the algorithm without a bound:\n%s", out)
 	}
 }

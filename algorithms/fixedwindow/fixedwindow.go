@@ -57,8 +57,11 @@ var spec = engine.NewSpec(engine.Spec{
 		window:        {Name: "window_us", Field: "Window", Kind: engine.Micros},
 		calendarStart: {Name: "start_us", Field: "Calendar", Kind: engine.Scheduled},
 	},
-	Lua:  lua,
-	Step: step,
+	Lua:        lua,
+	Step:       step,
+	StateLen:   stateLen,
+	Bound:      bound,
+	LooseBound: looseBound,
 })
 
 // DefaultPrefix is the key prefix used when Config.Prefix is empty.

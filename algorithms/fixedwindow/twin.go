@@ -6,6 +6,10 @@ import (
 	"github.com/ratekit/ratekit/internal/params"
 )
 
+// stateLen is how many integers the stored value holds
+// (engine.Spec.StateLen).
+const stateLen = 3
+
 // step is fixedwindow.lua in Go. The stored value is {count, start_us,
 // end_us}.
 func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engine.State) {
@@ -18,7 +22,7 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 	}
 	count, start, stop := int64(0), open, open+window
 	if v, ok := tx.Get(key); ok {
-		if !params.State(v, 3) {
+		if !params.State(v, stateLen) {
 			return params.CorruptReply, engine.State{}
 		}
 		count, start, stop = min(v[0], limit), v[1], min(v[1]+window, v[2])

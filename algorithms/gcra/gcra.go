@@ -59,9 +59,11 @@ var spec = engine.NewSpec(engine.Spec{
 		period: {Name: "period_us", Field: "Period", Kind: engine.Micros},
 		burst:  {Name: "burst", Field: "Burst", Kind: engine.Count},
 	},
-	Lua:    lua,
-	Step:   step,
-	AtMost: true,
+	Lua:      lua,
+	Step:     step,
+	AtMost:   true,
+	StateLen: stateLen,
+	Bound:    bound,
 })
 
 // DefaultPrefix is the key prefix used when Config.Prefix is empty.

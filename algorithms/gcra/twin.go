@@ -6,6 +6,10 @@ import (
 	"github.com/ratekit/ratekit/internal/params"
 )
 
+// stateLen is how many integers the stored value holds
+// (engine.Spec.StateLen).
+const stateLen = 4
+
 // step is gcra.lua in Go. The stored value is {tat_us, frac, rate,
 // written_us}: the theoretical arrival time tat_us + frac/rate µs, and the
 // time of the write.
@@ -16,7 +20,7 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 	limit := burst * period
 	x, t := int64(0), now
 	if v, ok := tx.Get(key); ok {
-		if !params.State(v, 4) || v[1] >= v[2] || v[0] < v[3] {
+		if !params.State(v, stateLen) || v[1] >= v[2] || v[0] < v[3] {
 			return params.CorruptReply, engine.State{}
 		}
 		tat, frac, oldRate, written := v[0], v[1], v[2], v[3]

@@ -59,8 +59,10 @@ var spec = engine.NewSpec(engine.Spec{
 		leakRate: {Name: "leak_rate", Field: "LeakRate", Kind: engine.Count},
 		per:      {Name: "per_us", Field: "Per", Kind: engine.Micros},
 	},
-	Lua:  lua,
-	Step: step,
+	Lua:      lua,
+	Step:     step,
+	StateLen: stateLen,
+	Bound:    bound,
 })
 
 // DefaultPrefix is the key prefix used when Config.Prefix is empty.

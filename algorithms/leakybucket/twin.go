@@ -6,6 +6,10 @@ import (
 	"github.com/ratekit/ratekit/internal/params"
 )
 
+// stateLen is how many integers the stored value holds
+// (engine.Spec.StateLen).
+const stateLen = 4
+
 // step is leakybucket.lua in Go. The stored value is
 // {level scaled by per_us, last_leak_us, per_us, fresh_at_us}.
 func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engine.State) {
@@ -14,7 +18,7 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 
 	full := capacity * per
 	level, t, fresh := int64(0), now, int64(-1)
-	if v, ok := tx.Get(key); ok && (!params.State(v, 4) || v[2] < 1) {
+	if v, ok := tx.Get(key); ok && (!params.State(v, stateLen) || v[2] < 1) {
 		return params.CorruptReply, engine.State{}
 	} else if ok && max(now, v[1]) < v[3] {
 		last, oldPer := v[1], v[2]

@@ -69,8 +69,12 @@ var spec = engine.NewSpec(engine.Spec{
 		limit:  {Name: "limit", Field: "Limit", Kind: engine.Count},
 		window: {Name: "window_us", Field: "Window", Kind: engine.Micros},
 	},
-	Lua:  lua,
-	Step: step,
+	Lua:        lua,
+	Step:       step,
+	StateLen:   stateLen,
+	Bound:      bound,
+	LooseBound: looseBound,
+	MaxWait:    maxWait,
 })
 
 // DefaultPrefix is the key prefix used when Config.Prefix is empty.

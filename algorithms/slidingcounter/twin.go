@@ -6,6 +6,10 @@ import (
 	"github.com/ratekit/ratekit/internal/params"
 )
 
+// stateLen is how many integers the stored value holds
+// (engine.Spec.StateLen).
+const stateLen = 5
+
 // step is slidingcounter.lua in Go. The stored value is
 // {window_number, previous, current, window_us, fresh_at_us}.
 func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engine.State) {
@@ -15,7 +19,7 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 	wn := now / W
 	var prev, curr int64
 	fresh := int64(-1)
-	if v, ok := tx.Get(key); ok && (!params.State(v, 5) || v[3] < 1 || v[0] > params.MaxState/v[3]) {
+	if v, ok := tx.Get(key); ok && (!params.State(v, stateLen) || v[3] < 1 || v[0] > params.MaxState/v[3]) {
 		return params.CorruptReply, engine.State{}
 	} else if ok && now < v[4] {
 		a, b, c, w := v[0], min(v[1], limit), min(v[2], limit), v[3]

@@ -56,8 +56,9 @@ var spec = engine.NewSpec(engine.Spec{
 		limit:  {Name: "limit", Field: "Limit", Kind: engine.Count},
 		window: {Name: "window_us", Field: "Window", Kind: engine.Micros},
 	},
-	Lua:  lua,
-	Step: step,
+	Lua:   lua,
+	Step:  step,
+	Bound: bound,
 })
 
 // DefaultPrefix is the key prefix used when Config.Prefix is empty.

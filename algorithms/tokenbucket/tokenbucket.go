@@ -66,8 +66,10 @@ var spec = engine.NewSpec(engine.Spec{
 		refillRate:     {Name: "refill_rate", Field: "RefillRate", Kind: engine.Count},
 		refillInterval: {Name: "refill_interval_us", Field: "RefillInterval", Kind: engine.Micros},
 	},
-	Lua:  lua,
-	Step: step,
+	Lua:      lua,
+	Step:     step,
+	StateLen: stateLen,
+	Bound:    bound,
 })
 
 // DefaultPrefix is the key prefix used when Config.Prefix is empty.

@@ -6,6 +6,10 @@ import (
 	"github.com/ratekit/ratekit/internal/params"
 )
 
+// stateLen is how many integers the stored value holds
+// (engine.Spec.StateLen).
+const stateLen = 3
+
 // step is tokenbucket.lua in Go: same arguments, same reply, same steps.
 // The stored value is {tokens, last_refill_us, fresh_at_us}.
 func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engine.State) {
@@ -14,7 +18,7 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 
 	tokens, last, fresh := capacity, now, int64(-1)
 	if v, ok := tx.Get(key); ok {
-		if !params.State(v, 3) {
+		if !params.State(v, stateLen) {
 			return params.CorruptReply, engine.State{}
 		}
 		if now < v[2] {

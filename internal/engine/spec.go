@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -64,6 +65,12 @@ type Param struct {
 	Kind  Kind
 }
 
+// Event is one request a limit allowed, as a Spec's Bound reads it.
+type Event struct {
+	At   int64 // µs
+	Cost int64
+}
+
 // Call is what every step is given besides its key and parameters.
 type Call struct {
 	Now         int64 // µs: the limiter's clock, or the store's
@@ -117,6 +124,28 @@ type Spec struct {
 	Step StepFunc
 	// AtMost says that the step grants part of a request in ModeAtMost.
 	AtMost bool
+	// StateLen is how many integers the step stores at its key (prelude's
+	// state() and read_state(key, StateLen)); its twin checks the same
+	// count with params.State. 0: the step keeps another kind of value
+	// (the sliding log's sorted set). NewSpec checks the Lua against it.
+	StateLen int
+
+	// The guarantee of a rate algorithm, which the conformance suite
+	// checks on every store (each algorithm's bound.go says why it holds).
+	// Bound returns an error when allowed, the requests a limit
+	// configured with p (Limit.Params) allowed on one key since it was
+	// last reset, oldest first, break the limit by the newest of them.
+	// Each request is at its key's time: the clock, or the key's last
+	// write when the clock is behind it.
+	Bound func(p []int64, allowed []Event) error
+	// LooseBound is the bound where each gap between the newest request
+	// and an older one may be longer than it was (times read from a
+	// server's clock, conformance.RunServerClock); nil: Bound.
+	LooseBound func(p []int64, allowed []Event) error
+	// MaxWait returns the longest RetryAfter or ResetAfter a decision of
+	// a limit configured with p and window (Limit.Window) may have once
+	// the clock has caught up with the key's last write; nil: window.
+	MaxWait func(p []int64, window time.Duration) time.Duration
 
 	// The scripts of a limiter of this algorithm alone (read-write, and
 	// read-only for Peek), composed by NewSpec.
@@ -128,6 +157,7 @@ type Spec struct {
 // program starts, so that every test of the package fails.
 func NewSpec(s Spec) *Spec {
 	checkSignature(&s, true)
+	checkStateLen(&s)
 	sh := shape{specs: []*Spec{&s}}
 	s.rw, s.ro = sh.compose()
 	return &s
@@ -231,5 +261,21 @@ func checkSignature(s *Spec, open bool, extra ...string) {
 	want := "local function " + s.Name + "(" + strings.Join(names, ", ")
 	if !strings.Contains(s.Lua, want+")") && (!open || !strings.Contains(s.Lua, want+", ")) {
 		panic(fmt.Sprintf("engine: the Lua step of %s does not begin with %q", s.Name, want+")"))
+	}
+}
+
+// checkStateLen panics unless s.Lua reads its key's state with
+// read_state(key, StateLen), and only so, or, with StateLen 0, never
+// reads it that way: the count is declared once, in StateLen, which the
+// twin checks too.
+func checkStateLen(s *Spec) {
+	const call = "read_state(key, "
+	want := call + strconv.Itoa(s.StateLen) + ")"
+	reads := strings.Count(s.Lua, call)
+	switch {
+	case s.StateLen > 0 && reads == 0:
+		panic(fmt.Sprintf("engine: the Lua step of %s never calls %s (Spec.StateLen)", s.Name, want))
+	case reads != strings.Count(s.Lua, want) || s.StateLen == 0 && reads > 0:
+		panic(fmt.Sprintf("engine: the Lua step of %s calls read_state(key, ...) with another count than its Spec.StateLen (%d)", s.Name, s.StateLen))
 	}
 }

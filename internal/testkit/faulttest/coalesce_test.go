@@ -17,8 +17,8 @@ import (
 )
 
 // coalesce returns the coalescing form of a limiter of the registry.
-func coalesce(t *testing.T, l core.Limiter) core.Limiter {
-	c, err := ratekit.Coalesce(baseLimiter(t, l))
+func coalesce(t *testing.T, l *ratekit.Limiter) core.Limiter {
+	c, err := ratekit.Coalesce(l)
 	if err != nil {
 		t.Fatal(err)
 	}

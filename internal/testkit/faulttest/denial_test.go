@@ -43,11 +43,7 @@ func denialLimiter(a algorithms.Algorithm, r core.ScriptRunner, prefix string, c
 	if err != nil {
 		return nil, err
 	}
-	bl, ok := l.(batchLimiter)
-	if !ok {
-		return nil, fmt.Errorf("%s: %T has no AllowMany", a.Name, l)
-	}
-	return bl, nil
+	return l, nil
 }
 
 // serverTimePeriods are the periods, in server-time mode, of the

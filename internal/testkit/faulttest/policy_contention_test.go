@@ -14,16 +14,6 @@ import (
 	"github.com/ratekit/ratekit/internal/testkit/redistest"
 )
 
-// baseLimiter returns an algorithm's limiter as the *ratekit.Limiter it
-// is, which Coalesce and a policy's limits take.
-func baseLimiter(t *testing.T, l core.Limiter) *ratekit.Limiter {
-	if l, ok := l.(*ratekit.Limiter); ok {
-		return l
-	}
-	t.Fatalf("%T is not a ratekit limiter", l)
-	return nil
-}
-
 // deniedBy returns the names of the enforced limits that denied a
 // policy's request.
 func deniedBy(d core.Decision) []string {
@@ -72,9 +62,9 @@ func TestPolicyContention(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					looseLims = append(looseLims, baseLimiter(t, ll))
+					looseLims = append(looseLims, ll)
 					policies[c], err = ratekit.NewPolicy(ratekit.PolicyConfig{Limits: []ratekit.Limit{
-						{Name: "tight", Limiter: baseLimiter(t, tl)},
+						{Name: "tight", Limiter: tl},
 						{Name: "loose", Limiter: looseLims[c]},
 					}})
 					if err != nil {
@@ -143,7 +133,7 @@ func TestPolicyDenialWritesNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			limits := []ratekit.Limit{{Name: "tight", Limiter: baseLimiter(t, tl)}, {Name: "loose", Limiter: baseLimiter(t, ll)}}
+			limits := []ratekit.Limit{{Name: "tight", Limiter: tl}, {Name: "loose", Limiter: ll}}
 			p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: limits})
 			if err != nil {
 				t.Fatal(err)
