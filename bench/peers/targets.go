@@ -27,6 +27,7 @@ import (
 	"github.com/ratekit/ratekit/store/memory"
 	redigostore "github.com/ratekit/ratekit/store/redigo"
 	rueidisstore "github.com/ratekit/ratekit/store/rueidis"
+	"github.com/ratekit/ratekit/store/scriptproto"
 	valkeystore "github.com/ratekit/ratekit/store/valkey"
 )
 
@@ -41,10 +42,14 @@ func openStore(name string, t *target) (core.ScriptRunner, func(), error) {
 	switch name {
 	case "memory":
 		s, err := memory.New()
-		return s, func() { s.Close() }, err
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, func() { s.Close() }, nil
 	case "goredis":
 		c := t.goredis(-1)
-		return goredisstore.New(c), func() { c.Close() }, nil
+		s, err := goredisstore.New(c)
+		return opened(s, err, func() { c.Close() })
 	case "goredis-auto":
 		c := t.goredis(-1)
 		var ap *goredis.AutoPipeliner
@@ -59,32 +64,47 @@ func openStore(name string, t *target) (core.ScriptRunner, func(), error) {
 			c.Close()
 			return nil, nil, fmt.Errorf("AutoPipeline: %v", err)
 		}
-		return goredisstore.New(ap), func() { ap.Close(); c.Close() }, nil
+		s, err := goredisstore.New(ap)
+		return opened(s, err, func() { ap.Close(); c.Close() })
 	case "rueidis":
 		c, err := t.rueidis()
 		if err != nil {
 			return nil, nil, err
 		}
-		return rueidisstore.New(c), c.Close, nil
+		s, err := rueidisstore.New(c)
+		return opened(s, err, c.Close)
 	case "redigo":
 		p, err := t.redigo()
 		if err != nil {
 			return nil, nil, err
 		}
-		return redigostore.New(p), func() { p.Close() }, nil
+		s, err := redigostore.New(p)
+		return opened(s, err, func() { p.Close() })
 	case "valkey":
 		c, err := t.valkey()
 		if err != nil {
 			return nil, nil, err
 		}
-		return valkeystore.New(c), c.Close, nil
+		s, err := valkeystore.New(c)
+		return opened(s, err, c.Close)
 	}
 	return nil, nil, fmt.Errorf("unknown store %q", name)
 }
 
+// opened returns a Redis store and the function that closes its client,
+// or closes the client at once when the store's New failed.
+func opened(s *scriptproto.Runner, err error, closeFn func()) (core.ScriptRunner, func(), error) {
+	if err != nil {
+		closeFn()
+		return nil, nil, err
+	}
+	return s, closeFn, nil
+}
+
 // algo builds a limiter that never denies (open) and one that denies
 // everything after a key's first request (tight). The ceiling takes the
-// open limiter's script and arguments from its Call (ceilings.go).
+// open limiter's script and arguments from its engine's Call
+// (ceilings.go).
 type algo struct {
 	name  string
 	open  func(core.ScriptRunner, string) (core.Limiter, error)
@@ -160,8 +180,9 @@ func allowFunc(l core.Limiter) decideFunc {
 	}
 }
 
-// policyFunc decides with a ratekit.Policy of two limits that never deny:
-// the open token bucket and a fixed window, in one script per decision.
+// policyFunc decides with a policy (ratekit.NewPolicy) of two limits that
+// never deny: the open token bucket and a fixed window, in one script per
+// decision.
 func policyFunc(runner core.ScriptRunner, prefix string) (decideFunc, error) {
 	tb, err := tokenbucket.New(runner, tokenbucket.Config{Capacity: 1 << 40, RefillRate: 1 << 40, RefillInterval: time.Second, Prefix: prefix + "tb:"})
 	if err != nil {
