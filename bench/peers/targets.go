@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"time"
 
@@ -20,7 +19,6 @@ import (
 	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms"
 	"github.com/ratekit/ratekit/algorithms/fixedwindow"
-	"github.com/ratekit/ratekit/algorithms/slidinglog"
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
@@ -111,18 +109,47 @@ type algo struct {
 	tight func(core.ScriptRunner, string) (core.Limiter, error)
 }
 
+// big is the open limiters' counts, and the peers': far more than a key
+// is asked for in a run.
 const big = int64(1) << 30
 
-// openParams are each algorithm's parameters for a limit so high that
-// nothing is denied, by its name in algorithms.All. Every algorithm there
-// needs one: ratekitAlgos fails, naming it, without.
-var openParams = map[string]algorithms.Params{
-	"tokenbucket":    {"capacity": big, "refill_rate": big, "refill_interval": int64(time.Second)},
-	"fixedwindow":    {"limit": big, "window": int64(time.Hour)},
-	"slidinglog":     {"limit": slidinglog.MaxLimit, "window": int64(time.Second)},
-	"slidingcounter": {"limit": big, "window": int64(time.Second)},
-	"leakybucket":    {"capacity": big, "leak_rate": big, "per": int64(time.Second)},
-	"gcra":           {"rate": big, "period": int64(time.Second), "burst": big},
+// openParams returns a's parameters for a limit so high that nothing is
+// denied: every duration a second, every count big or, when a's New
+// refuses that (the sliding log keeps an entry per unit and takes at most
+// slidinglog.MaxLimit), the largest count it takes, found by bisection on
+// New with runner. Only the registry's kinds are needed, no entry per
+// algorithm; TestAlgos checks that the limiter never denies.
+func openParams(a algorithms.Algorithm, runner core.ScriptRunner) (algorithms.Params, error) {
+	with := func(count int64) algorithms.Params {
+		p := algorithms.Params{}
+		for _, prm := range a.Params {
+			p[prm.Name] = count
+			if prm.Kind == algorithms.Duration {
+				p[prm.Name] = int64(time.Second)
+			}
+		}
+		return p
+	}
+	takes := func(count int64) error {
+		_, err := a.New(runner, with(count), nil, "bench:probe:")
+		return err
+	}
+	if takes(big) == nil {
+		return with(big), nil
+	}
+	if err := takes(1); err != nil {
+		return nil, fmt.Errorf("bench: %s: no open configuration (every duration a second) is accepted: %w", a.Name, err)
+	}
+	lo, hi := int64(1), big // New takes lo, refuses hi
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if takes(mid) == nil {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return with(lo), nil
 }
 
 // tightParams are a's parameters for a limiter that allows a key's first
@@ -144,16 +171,19 @@ func tightParams(a algorithms.Algorithm) algorithms.Params {
 var algos []algo
 
 // ratekitAlgos returns every algorithm of the registry with its open and
-// tight limiters, or an error naming the algorithms openParams lacks (or
-// has but the registry does not).
+// tight limiters, or an error naming an algorithm for which openParams
+// finds no configuration.
 func ratekitAlgos() ([]algo, error) {
+	store, err := memory.New()
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
 	var out []algo
-	var missing []string
 	for _, a := range algorithms.All {
-		open, ok := openParams[a.Name]
-		if !ok {
-			missing = append(missing, a.Name)
-			continue
+		open, err := openParams(a, store)
+		if err != nil {
+			return nil, err
 		}
 		tight := tightParams(a)
 		out = append(out, algo{
@@ -161,14 +191,6 @@ func ratekitAlgos() ([]algo, error) {
 			open:  func(r core.ScriptRunner, prefix string) (core.Limiter, error) { return a.New(r, open, nil, prefix) },
 			tight: func(r core.ScriptRunner, prefix string) (core.Limiter, error) { return a.New(r, tight, nil, prefix) },
 		})
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("bench: no open configuration for %s (in algorithms.All): add it to openParams in bench/peers/targets.go", strings.Join(missing, ", "))
-	}
-	for name := range openParams {
-		if _, ok := algorithms.Lookup(name); !ok {
-			return nil, fmt.Errorf("bench: openParams has %q, which is not in algorithms.All", name)
-		}
 	}
 	return out, nil
 }
