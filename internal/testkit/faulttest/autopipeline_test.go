@@ -27,7 +27,11 @@ func TestConformanceAutoPipeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ap.Close() })
-	conformance.Run(t, conformance.Harness{Runner: goredisstore.New(ap)})
+	store, err := goredisstore.New(ap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance.Run(t, conformance.Harness{Runner: store})
 }
 
 func BenchmarkTokenBucketAutoPipeline(b *testing.B) {
@@ -39,5 +43,9 @@ func BenchmarkTokenBucketAutoPipeline(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer ap.Close()
-	benchutil.TokenBucket(b, goredisstore.New(ap))
+	store, err := goredisstore.New(ap)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchutil.TokenBucket(b, store)
 }
