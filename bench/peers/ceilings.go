@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/engine"
 	"github.com/ratekit/ratekit/store/memory"
 )
 
@@ -36,13 +36,11 @@ func ceilingScript(a algo) (lua string, args []string, err error) {
 	if err != nil {
 		return "", nil, err
 	}
-	b, ok := l.(interface {
-		Call(key string, n int64) (core.ScriptCall, error)
-	})
-	if !ok {
-		return "", nil, fmt.Errorf("%s: %T has no Call", a.name, l)
+	e := engine.Of(l)
+	if e == nil {
+		return "", nil, fmt.Errorf("%s: %T is not a limiter of ratekit's engine", a.name, l)
 	}
-	c, err := b.Call("k", 1)
+	c, err := e.Call("k", 1)
 	if err != nil {
 		return "", nil, err
 	}

@@ -27,7 +27,10 @@ func coalesceJobs(store string, open core.Limiter, goroutines []int) ([]job, err
 	if !ok {
 		return nil, fmt.Errorf("coalesce: %T is not a *ratekit.Limiter", open)
 	}
-	c := ratekit.Coalesce(l)
+	c, err := ratekit.Coalesce(l)
+	if err != nil {
+		return nil, fmt.Errorf("coalesce: %w", err)
+	}
 	var jobs []job
 	for _, g := range goroutines {
 		jobs = append(jobs, job{key: caseKey{coalesced(store), "tokenbucket", "open", g}, decide: allowFunc(c), per: 1,

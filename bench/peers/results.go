@@ -194,7 +194,7 @@ func (r *results) markdown(o options, withChart bool) string {
 		}
 	}
 
-	w("\n## A policy of two limits, one script per decision\n\nA `ratekit.Policy` of the token bucket and a fixed window, neither denying, against the token bucket alone (decisions/s, medians).\n\n| store | goroutines | policy | single limit | ratio |\n|---|---|---|---|---|\n")
+	w("\n## A policy of two limits, one script per decision\n\nA policy (`ratekit.NewPolicy`) of the token bucket and a fixed window, neither denying, against the token bucket alone (decisions/s, medians).\n\n| store | goroutines | policy | single limit | ratio |\n|---|---|---|---|---|\n")
 	for _, st := range storeNames {
 		for _, g := range o.goroutines {
 			pk, sk := caseKey{"ratekit/" + st, "tokenbucket", "policy2", g}, caseKey{"ratekit/" + st, "tokenbucket", "open", g}

@@ -312,7 +312,11 @@ func runAll(ctx context.Context, o options, t *target, m *meter) (*results, erro
 			}
 			jobs = append(jobs, job{key: caseKey{"ratekit/" + st, a.name, "deny90", 64}, decide: d90, per: 1})
 			if o.denyCache && a.name == "tokenbucket" {
-				dc, err := deny90(ctx, open, denycache.New(tight), keys)
+				cached, err := denycache.New(tight)
+				if err != nil {
+					return nil, err
+				}
+				dc, err := deny90(ctx, open, cached, keys)
 				if err != nil {
 					return nil, err
 				}

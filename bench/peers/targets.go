@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"time"
 
@@ -20,13 +19,13 @@ import (
 	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms"
 	"github.com/ratekit/ratekit/algorithms/fixedwindow"
-	"github.com/ratekit/ratekit/algorithms/slidinglog"
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
 	"github.com/ratekit/ratekit/store/memory"
 	redigostore "github.com/ratekit/ratekit/store/redigo"
 	rueidisstore "github.com/ratekit/ratekit/store/rueidis"
+	"github.com/ratekit/ratekit/store/scriptproto"
 	valkeystore "github.com/ratekit/ratekit/store/valkey"
 )
 
@@ -41,10 +40,14 @@ func openStore(name string, t *target) (core.ScriptRunner, func(), error) {
 	switch name {
 	case "memory":
 		s, err := memory.New()
-		return s, func() { s.Close() }, err
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, func() { s.Close() }, nil
 	case "goredis":
 		c := t.goredis(-1)
-		return goredisstore.New(c), func() { c.Close() }, nil
+		s, err := goredisstore.New(c)
+		return opened(s, err, func() { c.Close() })
 	case "goredis-auto":
 		c := t.goredis(-1)
 		var ap *goredis.AutoPipeliner
@@ -59,50 +62,94 @@ func openStore(name string, t *target) (core.ScriptRunner, func(), error) {
 			c.Close()
 			return nil, nil, fmt.Errorf("AutoPipeline: %v", err)
 		}
-		return goredisstore.New(ap), func() { ap.Close(); c.Close() }, nil
+		s, err := goredisstore.New(ap)
+		return opened(s, err, func() { ap.Close(); c.Close() })
 	case "rueidis":
 		c, err := t.rueidis()
 		if err != nil {
 			return nil, nil, err
 		}
-		return rueidisstore.New(c), c.Close, nil
+		s, err := rueidisstore.New(c)
+		return opened(s, err, c.Close)
 	case "redigo":
 		p, err := t.redigo()
 		if err != nil {
 			return nil, nil, err
 		}
-		return redigostore.New(p), func() { p.Close() }, nil
+		s, err := redigostore.New(p)
+		return opened(s, err, func() { p.Close() })
 	case "valkey":
 		c, err := t.valkey()
 		if err != nil {
 			return nil, nil, err
 		}
-		return valkeystore.New(c), c.Close, nil
+		s, err := valkeystore.New(c)
+		return opened(s, err, c.Close)
 	}
 	return nil, nil, fmt.Errorf("unknown store %q", name)
 }
 
+// opened returns a Redis store and the function that closes its client,
+// or closes the client at once when the store's New failed.
+func opened(s *scriptproto.Runner, err error, closeFn func()) (core.ScriptRunner, func(), error) {
+	if err != nil {
+		closeFn()
+		return nil, nil, err
+	}
+	return s, closeFn, nil
+}
+
 // algo builds a limiter that never denies (open) and one that denies
 // everything after a key's first request (tight). The ceiling takes the
-// open limiter's script and arguments from its Call (ceilings.go).
+// open limiter's script and arguments from its engine's Call
+// (ceilings.go).
 type algo struct {
 	name  string
 	open  func(core.ScriptRunner, string) (core.Limiter, error)
 	tight func(core.ScriptRunner, string) (core.Limiter, error)
 }
 
+// big is the open limiters' counts, and the peers': far more than a key
+// is asked for in a run.
 const big = int64(1) << 30
 
-// openParams are each algorithm's parameters for a limit so high that
-// nothing is denied, by its name in algorithms.All. Every algorithm there
-// needs one: ratekitAlgos fails, naming it, without.
-var openParams = map[string]algorithms.Params{
-	"tokenbucket":    {"capacity": big, "refill_rate": big, "refill_interval": int64(time.Second)},
-	"fixedwindow":    {"limit": big, "window": int64(time.Hour)},
-	"slidinglog":     {"limit": slidinglog.MaxLimit, "window": int64(time.Second)},
-	"slidingcounter": {"limit": big, "window": int64(time.Second)},
-	"leakybucket":    {"capacity": big, "leak_rate": big, "per": int64(time.Second)},
-	"gcra":           {"rate": big, "period": int64(time.Second), "burst": big},
+// openParams returns a's parameters for a limit so high that nothing is
+// denied: every duration a second, every count big or, when a's New
+// refuses that (the sliding log keeps an entry per unit and takes at most
+// slidinglog.MaxLimit), the largest count it takes, found by bisection on
+// New with runner. Only the registry's kinds are needed, no entry per
+// algorithm; TestAlgos checks that the limiter never denies.
+func openParams(a algorithms.Algorithm, runner core.ScriptRunner) (algorithms.Params, error) {
+	with := func(count int64) algorithms.Params {
+		p := algorithms.Params{}
+		for _, prm := range a.Params {
+			p[prm.Name] = count
+			if prm.Kind == algorithms.Duration {
+				p[prm.Name] = int64(time.Second)
+			}
+		}
+		return p
+	}
+	takes := func(count int64) error {
+		_, err := a.New(runner, with(count), nil, "bench:probe:")
+		return err
+	}
+	if takes(big) == nil {
+		return with(big), nil
+	}
+	if err := takes(1); err != nil {
+		return nil, fmt.Errorf("bench: %s: no open configuration (every duration a second) is accepted: %w", a.Name, err)
+	}
+	lo, hi := int64(1), big // New takes lo, refuses hi
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if takes(mid) == nil {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return with(lo), nil
 }
 
 // tightParams are a's parameters for a limiter that allows a key's first
@@ -124,16 +171,19 @@ func tightParams(a algorithms.Algorithm) algorithms.Params {
 var algos []algo
 
 // ratekitAlgos returns every algorithm of the registry with its open and
-// tight limiters, or an error naming the algorithms openParams lacks (or
-// has but the registry does not).
+// tight limiters, or an error naming an algorithm for which openParams
+// finds no configuration.
 func ratekitAlgos() ([]algo, error) {
+	store, err := memory.New()
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
 	var out []algo
-	var missing []string
 	for _, a := range algorithms.All {
-		open, ok := openParams[a.Name]
-		if !ok {
-			missing = append(missing, a.Name)
-			continue
+		open, err := openParams(a, store)
+		if err != nil {
+			return nil, err
 		}
 		tight := tightParams(a)
 		out = append(out, algo{
@@ -141,14 +191,6 @@ func ratekitAlgos() ([]algo, error) {
 			open:  func(r core.ScriptRunner, prefix string) (core.Limiter, error) { return a.New(r, open, nil, prefix) },
 			tight: func(r core.ScriptRunner, prefix string) (core.Limiter, error) { return a.New(r, tight, nil, prefix) },
 		})
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("bench: no open configuration for %s (in algorithms.All): add it to openParams in bench/peers/targets.go", strings.Join(missing, ", "))
-	}
-	for name := range openParams {
-		if _, ok := algorithms.Lookup(name); !ok {
-			return nil, fmt.Errorf("bench: openParams has %q, which is not in algorithms.All", name)
-		}
 	}
 	return out, nil
 }
@@ -160,8 +202,9 @@ func allowFunc(l core.Limiter) decideFunc {
 	}
 }
 
-// policyFunc decides with a ratekit.Policy of two limits that never deny:
-// the open token bucket and a fixed window, in one script per decision.
+// policyFunc decides with a policy (ratekit.NewPolicy) of two limits that
+// never deny: the open token bucket and a fixed window, in one script per
+// decision.
 func policyFunc(runner core.ScriptRunner, prefix string) (decideFunc, error) {
 	tb, err := tokenbucket.New(runner, tokenbucket.Config{Capacity: 1 << 40, RefillRate: 1 << 40, RefillInterval: time.Second, Prefix: prefix + "tb:"})
 	if err != nil {

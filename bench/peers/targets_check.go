@@ -201,8 +201,9 @@ const why = `## Why targets are missed here
   formatting.
 * **The memory store against the in-process peers.** A limiter on the
   memory store decides one key in process: the engine locks the key's
-  shard through internal/inproc and runs the algorithm's step and commit
-  (the same Go the composed script's twin runs) on the shard's Tx, with
+  shard through the store's core.LocalStore and runs the algorithm's
+  step and commit (the same Go the composed script's twin runs) on the
+  shard's Tx, with
   no script call, no pooled frame and no key built for a known key (it
   is hashed and compared by its parts). That took a token bucket
   decision from about 2 150 to about 1 500 instructions (cachegrind),

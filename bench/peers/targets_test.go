@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ratekit/ratekit/algorithms"
+	"github.com/ratekit/ratekit/algorithms/slidinglog"
 	"github.com/ratekit/ratekit/store/memory"
 )
 
@@ -50,14 +53,43 @@ func TestAlgos(t *testing.T) {
 	}
 }
 
-// An algorithm of the registry with no open configuration stops the
-// benchmark, by name.
-func TestAlgosMissing(t *testing.T) {
-	name := algorithms.All[len(algorithms.All)-1].Name
-	saved := openParams[name]
-	delete(openParams, name)
-	defer func() { openParams[name] = saved }()
-	if _, err := ratekitAlgos(); err == nil || !strings.Contains(err.Error(), name) {
-		t.Fatalf("ratekitAlgos without %s: %v", name, err)
+// The open configuration takes every count as big as New accepts: big,
+// or the sliding log's MaxLimit, found by bisection.
+func TestOpenParams(t *testing.T) {
+	store, err := memory.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	tests := []struct {
+		give string
+		want algorithms.Params
+	}{
+		{"tokenbucket", algorithms.Params{"capacity": big, "refill_rate": big, "refill_interval": int64(time.Second)}},
+		{"slidinglog", algorithms.Params{"limit": slidinglog.MaxLimit, "window": int64(time.Second)}},
+	}
+	for _, tt := range tests {
+		a, ok := algorithms.Lookup(tt.give)
+		if !ok {
+			t.Fatalf("algorithms.Lookup(%q) found nothing", tt.give)
+		}
+		if got, err := openParams(a, store); err != nil || !maps.Equal(got, tt.want) {
+			t.Errorf("openParams(%s) = %v, %v; want %v", tt.give, got, err, tt.want)
+		}
+	}
+}
+
+// An algorithm whose New takes no open configuration stops the benchmark,
+// by name.
+func TestOpenParamsRefused(t *testing.T) {
+	store, err := memory.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	// Not one of All: its New refuses every configuration.
+	a := algorithms.Algorithm{Name: "madeup", Params: algorithms.All[0].Params}
+	if p, err := openParams(a, store); err == nil || !strings.Contains(err.Error(), "madeup") {
+		t.Fatalf("openParams(an algorithm New refuses) = %v, %v; want an error naming it", p, err)
 	}
 }
