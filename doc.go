@@ -1,7 +1,6 @@
 // Package ratekit is the limiter every ratekit algorithm returns
-// ([Limiter]), the ways to decide one request against several limits at
-// once ([Multi], [Policy], [Tiers]), [Coalesce], and the map of the
-// library.
+// ([Limiter]), policies that decide one request against several limits at
+// once ([NewPolicy], [Tiers]), [Coalesce], and the map of the library.
 //
 // # Where to start
 //
@@ -35,9 +34,9 @@
 //
 // Around a limiter:
 //
-//   - [Multi], [Policy] and [Tiers]: several limits of one key decided in
-//     one script, counted by all or by none; a Policy adds shadow limits
-//     and penalties, Tiers one policy per tier.
+//   - [NewPolicy] and [Tiers]: several limits of one key decided in one
+//     script, counted by all or by none, with shadow limits and penalties;
+//     Tiers holds one policy per tier.
 //   - [Coalesce]: the calls many goroutines make at once on a limiter,
 //     gathered into batch script calls, for throughput on Redis.
 //   - httplimit: net/http middleware with the IETF RateLimit fields.
@@ -71,6 +70,7 @@
 //   - github.com/ratekit/ratekit/cmd/demo: the demo, a web page over every
 //     algorithm (cd cmd/demo && go run .).
 //
-// The repository's README has the tour, with Redis; docs/design.md the
+// The repository's README has the tour; docs/ has a page per topic (Redis,
+// failures, HTTP and gRPC, performance, testing), and docs/design.md the
 // design and the module footprints.
 package ratekit
