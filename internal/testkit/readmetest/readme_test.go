@@ -489,3 +489,19 @@ func TestSnippets(t *testing.T) {
 	}
 	t.Logf("%d snippets compiled", len(list))
 }
+
+// maxREADMEWords bounds README.md (issue 27): a newcomer reads it in five
+// minutes, and depth goes to docs/.
+const maxREADMEWords = 1500
+
+// README.md stays short: its words, code included, are at most
+// maxREADMEWords.
+func TestREADMEIsShort(t *testing.T) {
+	md, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(strings.Fields(string(md))); n > maxREADMEWords {
+		t.Errorf("README.md has %d words, more than %d: move the depth to a page of docs/", n, maxREADMEWords)
+	}
+}
