@@ -155,8 +155,8 @@ func wholeFile(code string) bool {
 // comment), or reports why it cannot. A whole file is compiled as it is;
 // declarations are compiled as a file; statements become the body of a
 // function returning an error. Every package the snippet uses, it imports
-// itself; pkgs (package name to path) only names the packages of given
-// types, and the import a snippet that forgot one should show.
+// itself; pkgs (package name to path) names the packages of given types,
+// and the import to show when a snippet forgot one.
 func source(s snippet, pkg string, pkgs map[string]string) (code, given string, err error) {
 	fset := token.NewFileSet()
 	if wholeFile(s.code) {
@@ -230,16 +230,17 @@ func source(s snippet, pkg string, pkgs map[string]string) (code, given string, 
 		}
 		return true
 	})
-	// For now a package readmetest.go imports is imported for the block.
-	var auto []string
-	for _, m := range missing {
-		p, ok := pkgs[m]
-		if !ok {
-			return "", "", fmt.Errorf("%s: the block uses %s, which is neither defined, nor given (<!-- given: %s Type --> above the fence), nor imported", s.pos(s.line), m, m)
+	if len(missing) > 0 {
+		var show []string
+		for _, m := range missing {
+			if p, ok := pkgs[m]; ok {
+				show = append(show, strconv.Quote(p))
+			} else {
+				show = append(show, m+": defined nowhere, and given by no <!-- given: "+m+" Type --> above the fence")
+			}
 		}
-		auto = append(auto, fmt.Sprintf("\t%s %q\n", m, p))
+		return "", "", fmt.Errorf("%s: the block uses %s without importing it: show its import (%s)", s.pos(s.line), strings.Join(missing, ", "), strings.Join(show, "; "))
 	}
-	sort.Strings(auto)
 
 	if err := checkErrors(fset, file, at); err != nil {
 		return "", "", err
@@ -252,9 +253,6 @@ func source(s snippet, pkg string, pkgs map[string]string) (code, given string, 
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "package %s\n\n", pkg)
-	if len(auto) > 0 {
-		fmt.Fprintf(&b, "import (\n%s)\n\n", strings.Join(auto, ""))
-	}
 	if decls {
 		fmt.Fprintf(&b, "//line %s\n%s\n", s.pos(s.line), s.code)
 		return b.String(), given, nil

@@ -14,9 +14,11 @@
 //     compiled as it is: nothing is added, so a reader can paste it and run
 //     it. Declarations (a test function, say) are compiled as a file of
 //     their own package; statements as the body of a function that returns
-//     an error, so `return err` works. Either may open with import
-//     declarations; a package it uses without importing it is imported for
-//     it, by its name, when this file imports that package below.
+//     an error, so `return err` works.
+//
+//   - A block imports every package it uses, so that a reader sees where
+//     each name comes from: import declarations open it, as in a file,
+//     statements after them. Nothing is imported for it.
 //
 //   - ctx (a context.Context) is always defined; any other name a block
 //     uses without defining it is declared, with its type, in an HTML
@@ -24,7 +26,8 @@
 //
 //     <!-- given: store *memory.Store, handler http.Handler -->
 //
-//     A given type may name any package this file imports below.
+//     A given type may name any package this file imports below; the
+//     block does not import it for that.
 //
 //   - Errors are checked: a block may not discard a call's last result
 //     with _, and the statement after one that assigns err must use it.
@@ -33,9 +36,9 @@
 // own because the blocks use every Redis client, OpenTelemetry and gRPC.
 package readmetest
 
-// The packages a block may use without importing them itself, and that
-// given types may name: a new one is one line here (and, if its module is
-// new, a requirement in go.mod).
+// The packages given types may name, and that keep their modules in
+// go.mod for the blocks that import them: a new one is one line here (and,
+// if its module is new, a requirement in go.mod).
 import (
 	_ "context"
 	_ "errors"
