@@ -75,6 +75,7 @@
 //   - github.com/ratekit/ratekit/cmd/demo: the demo, a web page over every
 //     algorithm (cd cmd/demo && go run .).
 //
-// The repository's README has the tour, with Redis; docs/design.md the
+// The repository's README has the tour; docs/ has a page per topic (Redis,
+// failures, HTTP and gRPC, performance, testing), and docs/design.md the
 // design and the module footprints.
 package ratekit

@@ -3,6 +3,7 @@ package failsafe_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
@@ -55,4 +56,27 @@ func ExampleNew() {
 	// true true
 	// true true
 	// false true
+}
+
+// FailClosed denies while the store fails, with RetryAfter set to the
+// RetryInterval, after which one call probes the store again; State says
+// where it stands, for metrics. FailOpen would allow instead.
+func Example_failClosed() {
+	remote, err := tokenbucket.New(unreachable{}, tokenbucket.Config{Capacity: 10, RefillRate: 1, RefillInterval: time.Second})
+	if err != nil {
+		panic(err)
+	}
+	lim, err := failsafe.New(failsafe.Config{
+		Limiter: remote, Mode: failsafe.FailClosed, RetryInterval: 5 * time.Second,
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(lim.State())
+	d, err := lim.Allow(context.Background(), "user:42")
+	fmt.Println(d.Allowed, d.RetryAfter, err, lim.State())
+	// Output:
+	// up
+	// false 5s <nil> down
 }

@@ -102,3 +102,31 @@ func ExampleBudget_AllowN() {
 	// 7 false 60ms
 	// 8 true 0s
 }
+
+// With MinLease below Lease, a key's lease size adapts to its demand: it
+// starts at MinLease and doubles while leases are spent within half their
+// TTL, so a busy key asks the store less and less often.
+func ExampleNew() {
+	ctx := context.Background()
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	store, _ := memory.New(memory.WithClock(clock))
+	defer store.Close()
+	limit, err := gcra.New(store, gcra.Config{Rate: 100_000, Period: time.Second, Burst: 10_000, Clock: clock})
+	if err != nil {
+		panic(err)
+	}
+	budget, err := hotkey.New(limit, hotkey.Config{Lease: 64, MinLease: 4, TTL: 100 * time.Millisecond, Clock: clock})
+	if err != nil {
+		panic(err)
+	}
+	defer budget.Close(ctx)
+
+	for range 200 {
+		if _, err := budget.Allow(ctx, "global"); err != nil {
+			panic(err)
+		}
+	}
+	st := budget.Stats()
+	fmt.Printf("200 requests, %d leases of %d units in all\n", st.Leases, st.Granted) // 4, 8, 16, 32, then 64
+	// Output: 200 requests, 7 leases of 252 units in all
+}

@@ -46,9 +46,9 @@ const (
 // is the last address read before it. X-Real-IP holds one address, set by
 // the nearest proxy; of several lines, the last is read.
 //
-// New checks the settings of a ClientIP given as Config.Key or Policy.Key
-// and refuses bad ones with an error wrapping core.ErrInvalidConfig that
-// names the field.
+// New and Concurrency check the settings of a ClientIP given as their
+// Key, and refuse bad ones with an error wrapping core.ErrInvalidConfig
+// that names the field.
 type ClientIP struct {
 	// TrustedProxies are the addresses of the proxies in front of this
 	// server. Empty: the remote address is the client and no header is

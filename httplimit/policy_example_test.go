@@ -9,6 +9,7 @@ import (
 	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms/fixedwindow"
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
+	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/httplimit"
 	"github.com/ratekit/ratekit/store/memory"
 )
@@ -52,4 +53,50 @@ func ExampleConfig_policy() {
 	// 1 404 "burst";r=9;t=1, "daily";r=1;t=86400
 	// 2 500 "burst";r=8;t=2, "daily";r=0;t=86400
 	// 3 429 "burst";r=8;t=2, "daily";r=0;t=86400
+}
+
+// LimiterFor picks each request's limiter: here its tenant's tier, from
+// a ratekit.Tiers. The tenants' plans are the application's own record.
+func ExampleConfig_limiterFor() {
+	store, _ := memory.New()
+	defer store.Close()
+	tier := func(perMinute int64) *ratekit.Limiter {
+		l, err := fixedwindow.New(store, fixedwindow.Config{Limit: perMinute, Window: time.Minute, Prefix: "api:minute:"})
+		if err != nil {
+			panic(err)
+		}
+		p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "minute", Limiter: l}}})
+		if err != nil {
+			panic(err)
+		}
+		return p
+	}
+	tiers, err := ratekit.NewTiers(map[string]*ratekit.Limiter{"free": tier(1), "paid": tier(100)})
+	if err != nil {
+		panic(err)
+	}
+	plans := map[string]string{"acme": "paid", "tiny": "free"}
+	limit, err := httplimit.New(httplimit.Config{
+		Key: httplimit.Header("X-Tenant"),
+		LimiterFor: func(r *http.Request) (core.Limiter, error) {
+			return tiers.Policy(plans[r.Header.Get("X-Tenant")])
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	handler := limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+
+	for _, tenant := range []string{"acme", "tiny", "acme", "tiny"} {
+		req := httptest.NewRequest("GET", "/", nil)
+		req.Header.Set("X-Tenant", tenant)
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		fmt.Println(tenant, rec.Code, rec.Header().Get("RateLimit-Policy"))
+	}
+	// Output:
+	// acme 200 "minute";q=100;w=60
+	// tiny 200 "minute";q=1;w=60
+	// acme 200 "minute";q=100;w=60
+	// tiny 429 "minute";q=1;w=60
 }

@@ -55,7 +55,7 @@ type CalendarConfig struct {
 	// Clock gives the time of every decision; nil means the system clock
 	// of this process. A calendar window never decides at the store's
 	// clock: the time zone's rules live here, not in Redis. In a
-	// ratekit.Policy every limit then needs a Clock (see ratekit.Limit).
+	// policy (ratekit.NewPolicy) every limit then needs a Clock (see ratekit.Limit).
 	Clock core.Clock
 }
 

@@ -105,7 +105,7 @@ func TestCompareAPI(t *testing.T) {
 	}
 }
 
-// TestCompareShowsTheTable: what the README's algorithm table says can be
+// TestCompareShowsTheTable: what docs/algorithms.md's table says can be
 // seen in the side-by-side view.
 func TestCompareShowsTheTable(t *testing.T) {
 	ts := newTestServer(t)

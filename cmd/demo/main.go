@@ -119,7 +119,7 @@ func openStore(redisURL, client string) (core.ScriptRunner, string, func(), erro
 		if err != nil {
 			return nil, "", nil, err
 		}
-		// What the README asks of a go-redis client: a decision never
+		// What docs/redis.md asks of a go-redis client: a decision never
 		// runs twice, and a call ends at its context's deadline.
 		opt.MaxRetries, opt.ContextTimeoutEnabled = -1, true
 		c := redis.NewClient(opt)
@@ -134,7 +134,7 @@ func openStore(redisURL, client string) (core.ScriptRunner, string, func(), erro
 		if err != nil {
 			return nil, "", nil, err
 		}
-		opt.DisableCache = true // no CLIENT TRACKING, which the README asks
+		opt.DisableCache = true // no CLIENT TRACKING, as docs/redis.md asks
 		c, err := rueidis.NewClient(opt)
 		if err != nil {
 			return nil, "", nil, err

@@ -1,27 +1,44 @@
-// Package readmetest compiles every Go snippet of the repository's
-// README.md (every ```go block), so that none refers to a name it does not
-// define, ignores an error, or falls behind the API.
+// Package readmetest checks the repository's Markdown: every Go block of
+// README.md and docs/*.md compiles, and every relative link names a file
+// (and, into a Markdown file, a heading) that exists.
 //
-// A snippet is either Go declarations (a test function, say) or
-// statements; statements are compiled as the body of a function that
-// returns an error, so `return err` works. A snippet may import packages
-// itself (redigo's, named redis like go-redis', must be); any other
-// package it uses must be one this file imports below, and is imported for
-// it by its package name. ctx (a context.Context) is
-// always defined; any other name a snippet uses without defining it is
-// declared, with its type, in an HTML comment on the line above the fence:
+// The rules for a Go block:
 //
-//	<!-- given: store *memory.Store, handler http.Handler -->
+//   - A block fenced as ```go is compiled. One fenced as ```go-sketch is
+//     illustrative (design notes, pseudo-code) and is not; any other info
+//     string starting with "go" is an error, so that no block escapes by a
+//     typo.
 //
-// Errors must be checked: a snippet may not discard a call's last result
-// with _, and the statement after one that assigns err must use it.
+//   - A block is a whole file, declarations, or statements. A whole file
+//     opens with its package clause (after blank lines and comments) and is
+//     compiled as it is: nothing is added, so a reader can paste it and run
+//     it. Declarations (a test function, say) are compiled as a file of
+//     their own package; statements as the body of a function that returns
+//     an error, so `return err` works.
 //
-// It is a module of its own because the snippets use every Redis client,
-// OpenTelemetry and gRPC.
+//   - A block imports every package it uses, so that a reader sees where
+//     each name comes from: import declarations open it, as in a file,
+//     statements after them. Nothing is imported for it.
+//
+//   - ctx (a context.Context) is always defined; any other name a block
+//     uses without defining it is declared, with its type, in an HTML
+//     comment on the line above the fence:
+//
+//     <!-- given: store *memory.Store, handler http.Handler -->
+//
+//     A given type may name any package this file imports below; the
+//     block does not import it for that.
+//
+//   - Errors are checked: a block may not discard a call's last result
+//     with _, and the statement after one that assigns err must use it.
+//
+// Compiler errors name the Markdown file and line. It is a module of its
+// own because the blocks use every Redis client, OpenTelemetry and gRPC.
 package readmetest
 
-// The packages a snippet may use without importing them itself: a new one
-// is one line here (and, if its module is new, a requirement in go.mod).
+// The packages given types may name, and that keep their modules in
+// go.mod for the blocks that import them: a new one is one line here (and,
+// if its module is new, a requirement in go.mod).
 import (
 	_ "context"
 	_ "errors"
