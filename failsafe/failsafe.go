@@ -24,7 +24,7 @@
 // the client's options: the store call runs in its own goroutine, and the
 // caller gets the Mode's decision at the deadline even if the client
 // ignores its context (go-redis without ContextTimeoutEnabled waits for
-// its ReadTimeout, 3 s by default). The abandoned call goes on in the
+// its ReadTimeout, 5 s by default). The abandoned call goes on in the
 // background until the client gives up or the store answers; its late
 // answer is dropped, never returned, never reported a second time, and it
 // does not mark the store up again. A store call that panics panics in the

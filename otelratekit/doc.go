@@ -6,7 +6,8 @@
 // Wrap the store, build the limiter on it, then wrap the limiter:
 //
 //	tel, err := otelratekit.New(otelratekit.Config{MeterProvider: mp, TracerProvider: tp})
-//	store, err := tel.Store(goredisstore.New(rdb))    // store latency, errors, a span per store call
+//	redisStore, err := goredisstore.New(rdb)
+//	store, err := tel.Store(redisStore)                // store latency, errors, a span per store call
 //	lim, err := tokenbucket.New(store, cfg)
 //	api, err := tel.Limiter("api", lim)                // decisions, a span per decision
 //	d, err := api.Allow(ctx, key)

@@ -113,7 +113,7 @@ const why = `## Why targets are missed here
   goroutine hand-offs of auto pipelining, parsing the reply) is CPU taken
   from the single Redis thread. rueidis pipelines concurrent calls, and so
   does the go-redis store (a call that finds four in flight queues, and the
-  queue goes as one pipeline); redigo, and go-redis WithoutPipelining, send
+  queue goes as one pipeline); redigo, and go-redis Pipelining(false), send
   one command per pooled connection and wait for each reply.
 * **AllowMany from one goroutine against the ceiling.** The ceiling is
   one decision per script call; a batch on one server makes up to 64
@@ -189,7 +189,7 @@ const why = `## Why targets are missed here
   (store/goredis BenchmarkAgainstBareScript: about 16-22 µs of client CPU
   per call at 64-256 goroutines, mostly the write and read system calls
   and goroutine wake-ups, the same for the bare call and for the store
-  WithoutPipelining, which made 0.7-0.9x the bare call). The store
+  Pipelining(false), which made 0.7-0.9x the bare call). The store
   pipelines concurrent calls, which brings that to 5-8 µs and puts it
   ahead of the bare call at 64 and 256 goroutines (1.4x and 1.7x in that
   benchmark), where the server's time per call bounds it. At 1 goroutine

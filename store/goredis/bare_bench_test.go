@@ -23,7 +23,7 @@ import (
 // same client options, ratekit's token bucket on go-redis beside the
 // bare call a go-redis user would write without ratekit:
 // redis.NewScript(the guide's token bucket).Run, at 1, 64 and 256
-// goroutines (ratekit-unpipelined: the store WithoutPipelining; the bare
+// goroutines (ratekit-unpipelined: the store Pipelining(false); the bare
 // call is never pipelined). Besides ns/op it reports the server's own
 // time per script call (server-µs/op, from INFO commandstats) and the
 // client's CPU time per call (client-cpu-ns/op, the benchmark process),

@@ -370,7 +370,7 @@ func TestPipeliningScriptFlush(t *testing.T) {
 	}
 }
 
-// WithoutPipelining sends every call alone.
+// scriptproto.Pipelining(false) sends every call alone.
 func TestWithoutPipelining(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := redisClient(t, srv.Addr)
