@@ -101,29 +101,24 @@ type StoreNamer interface {
 // LocalStore is implemented by a store that keeps its state in this
 // process (store/memory). A limiter on one decides without a script: it
 // locks the request's user key, runs its algorithms' Go steps (the code
-// the scripts' Go twins run) on the [LocalTx] it gets, and unlocks. The
+// the scripts' Go twins run) on the [Tx] it gets, and unlocks. The
 // decisions are those of the scripts; what is saved is the script call
 // (its arguments, its reply buffer, their packing and unpacking).
 type LocalStore interface {
 	ScriptRunner
 	// Lock locks the state of the user key key: every storage key whose
-	// Redis Cluster hash tag is key. It returns a LocalTx on them at the
-	// store's time, valid until its Unlock, or, locking nothing, an error
+	// Redis Cluster hash tag is key. It returns a Tx on them at the
+	// store's time, valid until Unlock, or, locking nothing, an error
 	// wrapping ErrStore (the store's clock out of range, say). key is not
 	// empty; the caller holds no other lock of the store.
-	Lock(key string) (LocalTx, error)
-}
-
-// LocalTx is the [Tx] of a user key that a [LocalStore] locked.
-type LocalTx interface {
-	Tx
-	// Key returns the storage key of the locked user key under prefix,
+	Lock(key string) (Tx, error)
+	// Key returns the storage key of tx's locked user key under prefix,
 	// prefix + "{" + the key, escaped + "}", as the limiter's scripts
 	// name it: the key to Get, Put and Del. The string is valid until
 	// Unlock. prefix holds no brace.
-	Key(prefix string) string
-	// Unlock unlocks the user key. It returns an error wrapping ErrStore
-	// when the call misused the Tx (a Put the store refused), and nil
-	// otherwise; the Tx is not used again.
-	Unlock() error
+	Key(tx Tx, prefix string) string
+	// Unlock unlocks tx's user key. It returns an error wrapping
+	// ErrStore when the call misused the Tx (a Put the store refused),
+	// and nil otherwise; the Tx is not used again.
+	Unlock(tx Tx) error
 }

@@ -412,12 +412,12 @@ func (e *Engine) Reset(ctx context.Context, key string) error {
 			return err
 		}
 		for i := range e.limits {
-			tx.Del(tx.Key(e.limits[i].Prefix))
+			tx.Del(e.local.Key(tx, e.limits[i].Prefix))
 		}
 		if e.penalty != "" {
-			tx.Del(tx.Key(e.penalty))
+			tx.Del(e.local.Key(tx, e.penalty))
 		}
-		return tx.Unlock()
+		return e.local.Unlock(tx)
 	}
 	f.keys, f.key = e.appendKeys(f.keys[:0], f.key[:0], key)
 	_, err := e.runner.RunScript(ctx, keyspace.ResetScript, f.keys, nil, f.reply[:0])

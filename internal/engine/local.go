@@ -23,11 +23,11 @@ func (e *Engine) inProcess(key string, n int64, mode Mode, now int64, reply []in
 	defer func() {
 		if !done {
 			p := recover()
-			tx.Unlock()
+			e.local.Unlock(tx)
 			out, err = nil, fmt.Errorf("%w: %s: the step panicked: %v", core.ErrStore, e.sh.name(), p)
 		}
 	}()
-	var t core.Tx = tx // once: each conversion of the LocalTx is a lookup
+	t := tx
 	c := call(t, now)
 	c.N, c.Mode = n, mode
 	args := e.args
@@ -41,24 +41,24 @@ func (e *Engine) inProcess(key string, n int64, mode Mode, now int64, reply []in
 	} else {
 		// shape.decide's one limit, written out: the call would cost a
 		// tenth of a decision (go test -bench InProcess, store/memory).
-		key := tx.Key(e.limits[0].Prefix)
+		key := e.local.Key(tx, e.limits[0].Prefix)
 		r, st := e.sh.specs[0].Step(t, key, c, args)
 		commit(t, key, &st)
 		out = append(reply, r[0], r[1], r[2], r[3])
 	}
 	done = true
-	return out, tx.Unlock()
+	return out, e.local.Unlock(tx)
 }
 
 // policyKeys returns a policy's storage keys for the locked user key: one
 // per limit, then the penalty block's.
-func (e *Engine) policyKeys(tx core.LocalTx) []string {
+func (e *Engine) policyKeys(tx core.Tx) []string {
 	keys := make([]string, 0, len(e.limits)+1)
 	for i := range e.limits {
-		keys = append(keys, tx.Key(e.limits[i].Prefix))
+		keys = append(keys, e.local.Key(tx, e.limits[i].Prefix))
 	}
 	if e.penalty != "" {
-		keys = append(keys, tx.Key(e.penalty))
+		keys = append(keys, e.local.Key(tx, e.penalty))
 	}
 	return keys
 }

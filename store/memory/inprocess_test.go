@@ -238,7 +238,7 @@ type locker struct {
 	scripts int
 }
 
-func (l *locker) Lock(key string) (core.LocalTx, error) {
+func (l *locker) Lock(key string) (core.Tx, error) {
 	l.locked = append(l.locked, strings.Clone(key))
 	return l.Store.Lock(key)
 }

@@ -20,7 +20,7 @@ var _ core.LocalStore = (*Store)(nil)
 // store's time now; or, with nothing locked, the error RunScript returns
 // for a clock that reads a time ratekit cannot compute with
 // (core.LocalStore). On a nil or zero Store it returns RunScript's error.
-func (s *Store) Lock(key string) (core.LocalTx, error) {
+func (s *Store) Lock(key string) (core.Tx, error) {
 	if !s.usable() {
 		return nil, s.unusable()
 	}
@@ -39,18 +39,26 @@ func (s *Store) Lock(key string) (core.LocalTx, error) {
 // lock readies t for a call at now on the user key key, whose hash is th.
 func (t *tx) lock(now int64, key string, th uint64) {
 	t.nowUS, t.user, t.tagHash = now, key, th
-	t.lastKey, t.last = "", nil
+	t.forget()
 	t.scratch.reset()
-	t.sh.key = t.sh.key[:0]
+	if len(t.sh.key) != 0 { // a write only when needed: see shardFields
+		t.sh.key = t.sh.key[:0]
+	}
 }
 
-// Key returns the storage key of the locked user key under prefix. It
+// Key returns the storage key of tx's locked user key under prefix
+// (core.LocalStore); tx is what Lock returned. It
 // hashes the key from its parts (hasher) and finds its entry by comparing
 // the parts with the entry's key (table.findParts): only a key that is not
 // stored yet, or needs escapes, is built, in the shard's buffer, after the
 // keys built before it in this call, which stay as they are. A decision
 // on a known key allocates nothing and copies no key.
-func (t *tx) Key(prefix string) string {
+func (s *Store) Key(ctx core.Tx, prefix string) string {
+	return ctx.(*tx).key(prefix)
+}
+
+// key is Key on the shard's tx.
+func (t *tx) key(prefix string) string {
 	// A limiter passes the same string at every call: the same bytes mean
 	// the same prefix, compared without reading them.
 	if unsafe.StringData(prefix) != unsafe.StringData(t.prefix) || len(prefix) != len(t.prefix) {
@@ -59,7 +67,7 @@ func (t *tx) Key(prefix string) string {
 	h := mix(t.prefixHash, t.tagHash, t.hash.none)
 	e, sure := t.sh.t.findParts(h, prefix, t.user)
 	if e != nil {
-		t.lastKey, t.lastHash, t.last = e.key, h, e
+		t.remember(e.key, h, e)
 		return e.key
 	}
 	at := len(t.sh.key)
@@ -68,15 +76,17 @@ func (t *tx) Key(prefix string) string {
 	if !sure {
 		e = t.sh.t.find(h, skey)
 	}
-	t.lastKey, t.lastHash, t.last = skey, h, e
+	t.remember(skey, h, e)
 	return skey
 }
 
-// Unlock ends the call Lock began on t and unlocks its shard: the error of
-// a Put the store refused, or nil.
-func (t *tx) Unlock() error {
+// Unlock ends the call Lock began on tx and unlocks its shard
+// (core.LocalStore): the error of a Put the store refused, or nil.
+func (s *Store) Unlock(t core.Tx) error { return t.(*tx).unlock() }
+
+// unlock is Unlock on the shard's tx.
+func (t *tx) unlock() error {
 	err := t.takeErr()
-	t.lastKey, t.last, t.user = "", nil, ""
 	if cap(t.sh.key) > keepScratch {
 		t.sh.key = nil
 	}

@@ -121,6 +121,7 @@ func TestLayout(t *testing.T) {
 		{"entry's plain and length", unsafe.Offsetof(e.plain), unsafe.Offsetof(e.n) + unsafe.Sizeof(e.n) - 1, 0},
 		{"entry's written fields", unsafe.Offsetof(e.expireAt), unsafe.Offsetof(e.inline) + unsafe.Sizeof(e.inline) - 1, 1},
 		{"shard's written fields", unsafe.Offsetof(sh.mu), unsafe.Offsetof(sh.tx) + unsafe.Offsetof(sh.tx.scratch) + unsafe.Offsetof(sh.tx.scratch.used) + unsafe.Sizeof(sh.tx.scratch.used) - 1, 0},
+		{"shard's in-process fields", unsafe.Offsetof(sh.tx) + unsafe.Offsetof(sh.tx.tagHash), unsafe.Offsetof(sh.tx) + unsafe.Offsetof(sh.tx.last) + unsafe.Sizeof(sh.tx.last) - 1, 0},
 	} {
 		if c.first/64 != c.wantLine || c.last/64 != c.wantLine {
 			t.Errorf("%s: bytes %d-%d, want them on line %d", c.what, c.first, c.last, c.wantLine)

@@ -26,20 +26,21 @@ type tx struct {
 	// What every call writes comes first, on the line of the shard's
 	// lock (see shardFields); the rest is written only when it changes.
 	nowUS int64
-	// The key the call's last Get looked up, its hash and its entry (nil
-	// when absent), so that the usual Get-then-Put of one key hashes and
-	// looks it up once.
-	lastKey  string
+	// In a call in process (Lock): the user key and its hash.
+	tagHash uint64
+	user    string
+	// The entry the call's last lookup found and its key's hash, so that
+	// the usual Get-then-Put of one key hashes and looks it up once; when
+	// the key was absent, last is nil and lastKey is the key (written only
+	// then: a new key is rare, and lastKey is on the shard's next line).
 	lastHash uint64
 	last     *entry
 	scratch  scratch // its count of integers handed out, on the same line
+	lastKey  string
 	sh       *shard
 	bad      error // the twin's misuse of Put: errBadTTL or errBadLen
 	hash     *hasher
-	// In a call in process (Lock): the user key, its hash, and the last
-	// prefix Key was asked for, with its hash.
-	user       string
-	tagHash    uint64
+	// The last prefix Key was asked for, and its hash.
 	prefix     string
 	prefixHash uint64
 }
@@ -47,8 +48,8 @@ type tx struct {
 // begin readies t for a call at now whose first key, key, has hash h:
 // the twin's first Get, of that key, then finds it already looked up.
 func (t *tx) begin(now int64, key string, h uint64) {
-	t.nowUS, t.lastKey, t.lastHash = now, key, h
-	t.last = t.sh.t.find(h, key)
+	t.nowUS = now
+	t.remember(key, h, t.sh.t.find(h, key))
 	t.scratch.reset()
 }
 
@@ -65,16 +66,40 @@ func (t *tx) Now() int64 { return t.nowUS }
 // lookup returns key's hash and entry, from the last Get when it was the
 // same key.
 func (t *tx) lookup(key string) (uint64, *entry) {
-	// A step's Get and the commit's Put pass the very string Lock
-	// returned: the same bytes, compared without reading them.
-	if len(key) == len(t.lastKey) && key != "" &&
+	// A step's Get and the commit's Put pass the very string Key returned
+	// (the entry's own key, when it exists): the same bytes, compared
+	// without reading them.
+	if e := t.last; e != nil {
+		if len(key) == len(e.key) && (unsafe.StringData(key) == unsafe.StringData(e.key) || key == e.key) {
+			return t.lastHash, e
+		}
+	} else if len(key) == len(t.lastKey) && key != "" &&
 		(unsafe.StringData(key) == unsafe.StringData(t.lastKey) || key == t.lastKey) {
-		return t.lastHash, t.last
+		return t.lastHash, nil
 	}
 	h, _ := t.hash.key(key)
 	e := t.sh.t.find(h, key)
-	t.lastKey, t.lastHash, t.last = key, h, e
+	t.remember(key, h, e)
 	return h, e
+}
+
+// remember keeps key's hash and entry (nil when absent) for the next
+// lookup of the same key.
+func (t *tx) remember(key string, h uint64, e *entry) {
+	t.lastHash, t.last = h, e
+	if e == nil {
+		t.lastKey = key
+	} else if t.lastKey != "" {
+		t.lastKey = ""
+	}
+}
+
+// forget drops what lookup remembered.
+func (t *tx) forget() {
+	t.last = nil
+	if t.lastKey != "" {
+		t.lastKey = ""
+	}
 }
 
 func (t *tx) Get(key string) ([]int64, bool) {
@@ -93,7 +118,7 @@ func (t *tx) Put(key string, n int, ttl time.Duration) []int64 {
 	h, e := t.lookup(key)
 	if e == nil {
 		e = t.sh.t.insert(h, key)
-		t.lastKey, t.last = e.key, e
+		t.remember(e.key, h, e)
 	}
 	return fill(e, n, ttl, t.nowUS)
 }
@@ -123,7 +148,7 @@ func discard(n int) []int64 {
 
 func (t *tx) Del(key string) bool {
 	h, _ := t.lookup(key)
-	t.lastKey, t.last = "", nil
+	t.forget()
 	return t.sh.t.remove(h, key, t.nowUS)
 }
 
