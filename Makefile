@@ -15,8 +15,8 @@ MODULES := $(sort $(patsubst ./%,%,$(patsubst %/go.mod,%,$(shell find . -name go
 .PHONY: test test-default test-servers fmt-check vet oldest-go soak bench gobench fuzz release
 
 # The modules a program imports: all but the demo, the benchmark harness
-# and the test-only modules under internal/.
-LIBRARY_MODULES := $(filter-out cmd/% bench/% internal/%,$(MODULES))
+# and the test-only modules under testkit/.
+LIBRARY_MODULES := $(filter-out cmd/% bench/% testkit/%,$(MODULES))
 
 # The oldest Go the modules support: their go directive (the same in every
 # go.mod; TestGoDirective checks it). oldest-go vets the library modules
@@ -50,14 +50,14 @@ test-default:
 # The other servers: RATEKIT_REDIS_SERVERS holds their command prefixes
 # separated by ';' (.ci/servers.sh installs them and prints it; .ci/run
 # sets it), each given to the tests as RATEKIT_REDIS_SERVER (see
-# internal/testkit/redistest). On each, SERVER_MODULES' tests run, the
+# testkit/redistest). On each, SERVER_MODULES' tests run, the
 # stores' conformance suites among them, with SERVER_RAPID_CHECKS checks
 # per property, without -race (the Go code is the default run's; what
 # differs here is the server) and without the tests on miniredis (named
 # *Miniredis*), which never reach the server. Unset, it says loudly that
 # the stores were tested on the default server only, and fails under
 # CI=true. SERVER_JOBS runs are at once.
-SERVER_MODULES := store/goredis store/rueidis store/valkey store/redigo internal/testkit/redistest
+SERVER_MODULES := store/goredis store/rueidis store/valkey store/redigo testkit/redistest
 SERVER_RAPID_CHECKS ?= 25
 SERVER_JOBS ?= 2
 test-servers:
@@ -112,7 +112,7 @@ soak:
 FUZZTIME ?= 30s
 fuzz:
 	for f in FuzzConfig FuzzKeyAndCost FuzzClientIP FuzzConcurrencyConfig FuzzConcurrencyLease; do \
-		(cd internal/testkit/faulttest && $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) .) || exit 1; \
+		(cd testkit/faulttest && $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) .) || exit 1; \
 	done
 
 # The benchmark harness (its own module, bench/peers): every algorithm on
@@ -128,7 +128,7 @@ bench:
 # (in faulttest, whose go-redis is new enough to have it).
 gobench:
 	for d in store/*/; do (cd $$d && $(GO) test -run '^$$' -bench . -benchmem .) || exit 1; done
-	cd internal/testkit/faulttest && $(GO) test -run '^$$' -bench AutoPipeline -benchmem .
+	cd testkit/faulttest && $(GO) test -run '^$$' -bench AutoPipeline -benchmem .
 
 # make release VERSION=vX.Y.Z: every go.mod's requirement on a ratekit
 # module set to VERSION (the replace directives stay, for work in the

@@ -3,7 +3,7 @@
 # servers the Redis stores are tested on besides the system redis-server,
 # from Debian's packages only, and prints on stdout the value of
 # RATEKIT_REDIS_SERVERS for them: one command prefix per server, separated
-# by ';' (see internal/testkit/redistest).
+# by ';' (see testkit/redistest).
 #
 # Each server is its release's package unpacked with dpkg-deb -x, with the
 # shared libraries it needs (its Depends on lib* and lua-* packages,

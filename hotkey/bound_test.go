@@ -13,8 +13,8 @@ import (
 	"github.com/ratekit/ratekit/fakeclock"
 	"github.com/ratekit/ratekit/hotkey"
 	"github.com/ratekit/ratekit/internal/params"
-	"github.com/ratekit/ratekit/internal/testkit/limitertest"
 	"github.com/ratekit/ratekit/store/memory"
+	"github.com/ratekit/ratekit/testkit/limitertest"
 )
 
 // limit is a shared limit for the bound test: how to build it, and B(L),

@@ -20,7 +20,7 @@ import (
 	"github.com/ratekit/ratekit/failsafe"
 	"github.com/ratekit/ratekit/fakeclock"
 	"github.com/ratekit/ratekit/hotkey"
-	"github.com/ratekit/ratekit/internal/testkit/limitertest"
+	"github.com/ratekit/ratekit/testkit/limitertest"
 )
 
 var ctx = context.Background()

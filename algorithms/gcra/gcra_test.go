@@ -9,7 +9,7 @@ import (
 
 	"github.com/ratekit/ratekit/algorithms/gcra"
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/testkit/limitertest"
+	"github.com/ratekit/ratekit/testkit/limitertest"
 )
 
 const ms = time.Millisecond

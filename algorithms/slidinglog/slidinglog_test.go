@@ -6,7 +6,7 @@ import (
 
 	"github.com/ratekit/ratekit/algorithms/slidinglog"
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/testkit/limitertest"
+	"github.com/ratekit/ratekit/testkit/limitertest"
 )
 
 const s = time.Second

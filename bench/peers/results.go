@@ -247,7 +247,7 @@ func (r *results) markdown(o options, withChart bool) string {
 				median(field(ss, func(s sample) float64 { return s.allocs })))
 		}
 	}
-	w("\n## One hot key: every request on one key, GCRA, nothing denied\n\nWithout a Budget every decision is a round trip to the one server that holds the key; a `hotkey.Budget` (leases of %d to %d units, TTL %v) decides in process from units leased from the key's limit. One process here; `BenchmarkHotKeyProcesses` in `internal/testkit/faulttest` runs three.\n\n| store | goroutines | one key | one key, hotkey.Budget | ratio |\n|---|---|---|---|---|\n", hotKeyMinLease, hotKeyLease, hotKeyTTL)
+	w("\n## One hot key: every request on one key, GCRA, nothing denied\n\nWithout a Budget every decision is a round trip to the one server that holds the key; a `hotkey.Budget` (leases of %d to %d units, TTL %v) decides in process from units leased from the key's limit. One process here; `BenchmarkHotKeyProcesses` in `testkit/faulttest` runs three.\n\n| store | goroutines | one key | one key, hotkey.Budget | ratio |\n|---|---|---|---|---|\n", hotKeyMinLease, hotKeyLease, hotKeyTTL)
 	for _, st := range storeNames {
 		for _, g := range o.goroutines {
 			pk, hk := caseKey{"ratekit/" + st, "gcra", "onekey", g}, caseKey{"ratekit/" + st, "gcra", "hotkey", g}

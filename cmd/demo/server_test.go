@@ -18,8 +18,8 @@ import (
 
 	registry "github.com/ratekit/ratekit/algorithms"
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	"github.com/ratekit/ratekit/store/memory"
+	"github.com/ratekit/ratekit/testkit/redistest"
 )
 
 // flakyStore is the memory store, or a dead store while down is set: every

@@ -15,8 +15,8 @@ import (
 
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	"github.com/ratekit/ratekit/store/scriptproto"
+	"github.com/ratekit/ratekit/testkit/redistest"
 )
 
 // BenchmarkAgainstBareScript measures, in one run on one server with the
@@ -31,7 +31,7 @@ import (
 //
 //	go test -run '^$' -bench AgainstBareScript -count 6 ./store/goredis/
 func BenchmarkAgainstBareScript(b *testing.B) {
-	seed, err := os.ReadFile("../../internal/testkit/luatest/seedtest/testdata/seed_tokenbucket.lua")
+	seed, err := os.ReadFile("../../testkit/luatest/seedtest/testdata/seed_tokenbucket.lua")
 	if err != nil {
 		b.Fatal(err)
 	}

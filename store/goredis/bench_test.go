@@ -12,8 +12,8 @@ import (
 
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/testkit/benchutil"
-	"github.com/ratekit/ratekit/internal/testkit/redistest"
+	"github.com/ratekit/ratekit/testkit/benchutil"
+	"github.com/ratekit/ratekit/testkit/redistest"
 )
 
 func BenchmarkTokenBucket(b *testing.B) {

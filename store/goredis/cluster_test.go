@@ -15,9 +15,9 @@ import (
 
 	"github.com/ratekit/ratekit/conformance"
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/testkit/clustertest"
-	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	"github.com/ratekit/ratekit/store/scriptproto"
+	"github.com/ratekit/ratekit/testkit/clustertest"
+	"github.com/ratekit/ratekit/testkit/redistest"
 )
 
 // TestCluster runs the conformance suite on a real local Redis Cluster

@@ -6,7 +6,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratekit/conformance"
-	"github.com/ratekit/ratekit/internal/testkit/redistest"
+	"github.com/ratekit/ratekit/testkit/redistest"
 )
 
 // Against a real redis-server, client-clock mode.

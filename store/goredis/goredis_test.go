@@ -11,10 +11,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/testkit/adaptertest"
-	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
 	"github.com/ratekit/ratekit/store/scriptproto"
+	"github.com/ratekit/ratekit/testkit/adaptertest"
+	"github.com/ratekit/ratekit/testkit/redistest"
 )
 
 // newClient returns a go-redis client for addr, closed when t ends.

@@ -3,7 +3,7 @@ package goredisstore_test
 import (
 	"testing"
 
-	"github.com/ratekit/ratekit/internal/testkit/redistest"
+	"github.com/ratekit/ratekit/testkit/redistest"
 )
 
 // TestMain stops the servers the examples and the cluster tests started.

@@ -16,8 +16,8 @@ import (
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/fakeclock"
-	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	"github.com/ratekit/ratekit/store/scriptproto"
+	"github.com/ratekit/ratekit/testkit/redistest"
 )
 
 // watch is a go-redis hook that sees what the Runner sends: the

@@ -9,8 +9,8 @@ import (
 
 	"github.com/ratekit/ratekit/algorithms"
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/testkit/benchutil"
 	"github.com/ratekit/ratekit/store/memory"
+	"github.com/ratekit/ratekit/testkit/benchutil"
 )
 
 func BenchmarkTokenBucket(b *testing.B) {

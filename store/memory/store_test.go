@@ -15,8 +15,8 @@ import (
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/fakeclock"
 	"github.com/ratekit/ratekit/internal/slot"
-	"github.com/ratekit/ratekit/internal/testkit/adaptertest"
 	"github.com/ratekit/ratekit/store/memory"
+	"github.com/ratekit/ratekit/testkit/adaptertest"
 )
 
 // counter increments the integer at each key and replies with the new

@@ -13,8 +13,8 @@ import (
 
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	redigostore "github.com/ratekit/ratekit/store/redigo"
+	"github.com/ratekit/ratekit/testkit/redistest"
 )
 
 // drainPool returns a pool of at most 16 idle connections to addr, filled:

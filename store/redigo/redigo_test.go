@@ -11,10 +11,10 @@ import (
 
 	"github.com/ratekit/ratekit/conformance"
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/testkit/adaptertest"
-	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	redigostore "github.com/ratekit/ratekit/store/redigo"
 	"github.com/ratekit/ratekit/store/scriptproto"
+	"github.com/ratekit/ratekit/testkit/adaptertest"
+	"github.com/ratekit/ratekit/testkit/redistest"
 )
 
 // store returns a store on a pool of connections to addr, closed when t

@@ -5,8 +5,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/ratekit/ratekit/internal/testkit/benchutil"
-	"github.com/ratekit/ratekit/internal/testkit/redistest"
+	"github.com/ratekit/ratekit/testkit/benchutil"
+	"github.com/ratekit/ratekit/testkit/redistest"
 )
 
 func BenchmarkTokenBucket(b *testing.B) {

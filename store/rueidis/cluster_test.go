@@ -6,8 +6,8 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ratekit/ratekit/conformance"
-	"github.com/ratekit/ratekit/internal/testkit/clustertest"
-	"github.com/ratekit/ratekit/internal/testkit/redistest"
+	"github.com/ratekit/ratekit/testkit/clustertest"
+	"github.com/ratekit/ratekit/testkit/redistest"
 )
 
 // TestCluster runs the conformance suite on a real local Redis Cluster

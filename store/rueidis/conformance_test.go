@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/ratekit/ratekit/conformance"
-	"github.com/ratekit/ratekit/internal/testkit/redistest"
+	"github.com/ratekit/ratekit/testkit/redistest"
 )
 
 // Against a real redis-server, client-clock mode.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/testkit/redistest"
+	"github.com/ratekit/ratekit/testkit/redistest"
 )
 
 // recorder is a ScriptRunner that keeps the last call it runs.

@@ -9,10 +9,10 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/testkit/adaptertest"
-	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	rueidisstore "github.com/ratekit/ratekit/store/rueidis"
 	"github.com/ratekit/ratekit/store/scriptproto"
+	"github.com/ratekit/ratekit/testkit/adaptertest"
+	"github.com/ratekit/ratekit/testkit/redistest"
 )
 
 // newClient returns a rueidis client for addr, closed when t ends.

@@ -10,10 +10,10 @@ import (
 
 	"github.com/ratekit/ratekit/conformance"
 	"github.com/ratekit/ratekit/core"
-	"github.com/ratekit/ratekit/internal/testkit/adaptertest"
-	"github.com/ratekit/ratekit/internal/testkit/redistest"
 	"github.com/ratekit/ratekit/store/scriptproto"
 	valkeystore "github.com/ratekit/ratekit/store/valkey"
+	"github.com/ratekit/ratekit/testkit/adaptertest"
+	"github.com/ratekit/ratekit/testkit/redistest"
 )
 
 // store returns a store on a valkey-go client for addr, closed when t

@@ -1,0 +1,31 @@
+module github.com/ratekit/ratekit/testkit/faulttest
+
+go 1.26.0
+
+replace (
+	github.com/ratekit/ratekit => ../..
+	github.com/ratekit/ratekit/store/goredis => ../../store/goredis
+	github.com/ratekit/ratekit/store/redigo => ../../store/redigo
+	github.com/ratekit/ratekit/store/rueidis => ../../store/rueidis
+	github.com/ratekit/ratekit/store/valkey => ../../store/valkey
+)
+
+require (
+	github.com/gomodule/redigo v1.9.3
+	github.com/ratekit/ratekit v0.0.0
+	github.com/ratekit/ratekit/store/goredis v0.0.0
+	github.com/ratekit/ratekit/store/redigo v0.0.0
+	github.com/ratekit/ratekit/store/rueidis v0.0.0
+	github.com/ratekit/ratekit/store/valkey v0.0.0
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/redis/rueidis v1.0.79
+	github.com/valkey-io/valkey-go v1.0.80
+	go.uber.org/goleak v1.3.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+	pgregory.net/rapid v1.3.0 // indirect
+)

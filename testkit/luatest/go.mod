@@ -1,0 +1,23 @@
+module github.com/ratekit/ratekit/testkit/luatest
+
+go 1.26.0
+
+replace (
+	github.com/ratekit/ratekit => ../..
+	github.com/ratekit/ratekit/store/goredis => ../../store/goredis
+)
+
+require (
+	github.com/alicebob/miniredis/v2 v2.40.0
+	github.com/ratekit/ratekit v0.0.0
+	github.com/ratekit/ratekit/store/goredis v0.0.0
+	github.com/redis/go-redis/v9 v9.23.0
+	pgregory.net/rapid v1.3.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/yuin/gopher-lua v1.1.1 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)
