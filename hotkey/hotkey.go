@@ -356,11 +356,21 @@ func (b *Budget) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Refund gives n back to the source (the shared state): units taken from
-// this process's leases are not given back to them.
+// Refund gives n back to the source (the shared state) and forgets this
+// process's cached denial of key, so that the next request asks for a
+// lease again; units taken from this process's leases are not given back
+// to them.
 func (b *Budget) Refund(ctx context.Context, key string, n int64) (core.Decision, error) {
 	if !b.built() {
 		return core.Decision{}, errZero
+	}
+	if s := (*b.keys.Load())[key]; s != nil {
+		if err := s.lock(ctx); err != nil {
+			return core.Decision{}, err
+		}
+		s.deny.Store(nil)
+		s.dry.Store(nil)
+		s.unlock()
 	}
 	return b.src.Refund(ctx, key, n)
 }
