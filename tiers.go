@@ -16,7 +16,9 @@ var ErrUnknownTier = errors.New("ratekit: unknown tier")
 
 // Tiers holds one policy (NewPolicy) per tier: free and paid tenants, an internal
 // service, one noisy customer's override. User code picks the tier of each
-// request; no limiter is built per key.
+// request; no limiter is built per key. The zero Tiers, and a nil
+// *Tiers, hold no tier: Policy returns an error wrapping
+// core.ErrInvalidConfig; build one with NewTiers.
 //
 // The policies have one shape: the same limits (by name, algorithm, key
 // prefix and store), in the same order, and the same penalty prefix; only

@@ -10,7 +10,8 @@ import (
 )
 
 // Clock is a core.Clock that only moves when told. Safe for concurrent use.
-// A nil *Clock reads the zero time, which every ratekit constructor
+// Its zero value reads the zero time until Set; a nil *Clock reads the
+// zero time, which every ratekit constructor
 // refuses (core.ErrInvalidConfig), and Set and Advance do nothing on it.
 type Clock struct {
 	mu sync.Mutex

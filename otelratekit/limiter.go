@@ -19,7 +19,9 @@ import (
 // ratekit.policy.limit.decisions too) and makes a span of every call, a
 // child of the span in the caller's context. It decides as the wrapped
 // limiter does, so it goes wherever that one would (httplimit,
-// grpclimit, failsafe, ...). It is safe for concurrent use.
+// grpclimit, failsafe, ...). It is safe for concurrent use. The zero
+// Limiter, and a nil *Limiter, cannot decide: every call returns an error
+// wrapping core.ErrInvalidConfig, and MaxCost returns 0.
 type Limiter struct {
 	t    *Telemetry
 	next core.Limiter

@@ -17,6 +17,9 @@ import (
 // wraps: its duration (ratekit.store.duration), its failures
 // (ratekit.store.errors) and a span, a child of the decision's. Build
 // limiters on it as on the store itself. It is safe for concurrent use.
+// The zero Store, and a nil *Store, run nothing: every call fails with an
+// error wrapping core.ErrStore, and StoreName is "", so that limiters
+// refuse it when they are built.
 //
 // It holds the store in a field and forwards what it supports of the
 // store contract (core/store.go): batches (core.BatchRunner; one call at

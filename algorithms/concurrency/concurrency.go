@@ -131,6 +131,8 @@ type Config struct {
 
 // Limiter caps the cost in flight per key. It is safe for concurrent use;
 // all its state lives in the store, under the configuration's key prefix.
+// The zero Limiter, and a nil *Limiter, cannot decide: every call returns
+// an error wrapping core.ErrInvalidConfig, and Limit returns 0.
 type Limiter struct {
 	e   *engine.Engine
 	ttl time.Duration

@@ -21,9 +21,11 @@ const (
 	DefaultSweepInterval = 10 * time.Second
 )
 
-// Store is the memory store. It implements core.ScriptRunner. The zero
-// value is not usable (Check says so, and limiters refuse it when they are
-// built): build one with New and stop it with Close.
+// Store is the memory store. It implements core.ScriptRunner and
+// core.LocalStore. The zero Store, and a nil *Store, run nothing: every
+// call fails with an error wrapping core.ErrStore, and StoreName is "",
+// so that limiters refuse it when they are built; build one with New and
+// stop it with Close.
 type Store struct {
 	// shards come first: the Store is allocated page-aligned (it is
 	// large), so that every shard starts a cache line.
