@@ -142,5 +142,5 @@ func parseRPS(out string) (float64, error) {
 // from any directory.
 func seedScript() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "internal", "testkit", "luatest", "seedtest", "testdata", "seed_tokenbucket.lua")
+	return filepath.Join(filepath.Dir(file), "..", "..", "testkit", "luatest", "seedtest", "testdata", "seed_tokenbucket.lua")
 }
