@@ -26,8 +26,11 @@ func TestCall(t *testing.T) {
 		if tt.keys == nil {
 			keys = nil
 		}
-		k, a := Call(keys, tt.args)
+		h, k, a := Call("EVALSHA", "sha", keys, tt.args)
 		clear(kb) // the caller's bytes may change once Call returns
+		if want := []string{"EVALSHA", "sha", strconv.Itoa(len(tt.keys))}; !slices.Equal(h, want) {
+			t.Errorf("head %q, want %q", h, want)
+		}
 		if !slices.Equal(k, tt.keys) {
 			t.Errorf("keys %q, want %q", k, tt.keys)
 		}
@@ -48,8 +51,13 @@ func TestBatch(t *testing.T) {
 		{Keys: nil, Args: []int64{math.MinInt64}},
 		{Keys: []string{"b{1}", "c{1}"}, Args: nil},
 	}
-	keys, args := Batch(len(calls), func(i int) ([]string, []int64) { return calls[i].Keys, calls[i].Args })
+	heads, keys, args := Batch(len(calls), func(i int) (string, string, []string, []int64) {
+		return "EVAL", strconv.Itoa(i), calls[i].Keys, calls[i].Args
+	})
 	for i, c := range calls {
+		if want := []string{"EVAL", strconv.Itoa(i), strconv.Itoa(len(c.Keys))}; !slices.Equal(heads[i], want) {
+			t.Errorf("call %d head %q, want %q", i, heads[i], want)
+		}
 		if !slices.Equal(keys[i], c.Keys) && !(len(keys[i]) == 0 && len(c.Keys) == 0) {
 			t.Errorf("call %d keys %q, want %q", i, keys[i], c.Keys)
 		}
@@ -62,6 +70,7 @@ func TestBatch(t *testing.T) {
 			}
 		}
 		// Appending to one call's slices must not clobber the next call's.
+		_ = append(heads[i], "x")
 		_ = append(keys[i], "x")
 		_ = append(args[i], "x")
 	}
@@ -75,7 +84,7 @@ func TestBatchAllocations(t *testing.T) {
 	for i := range calls {
 		calls[i] = core.ScriptCall{Keys: []string{"rk:tb:{user:" + strconv.Itoa(i) + "}"}, Args: []int64{-1, 1, 1 << 40, 1 << 40, 1000000, 0}}
 	}
-	part := func(i int) ([]string, []int64) { return calls[i].Keys, calls[i].Args }
+	part := func(i int) (string, string, []string, []int64) { return "EVALSHA", "sha", calls[i].Keys, calls[i].Args }
 	if n := testing.AllocsPerRun(100, func() { Batch(len(calls), part) }); n != 3 {
 		t.Fatalf("%v allocations for a batch of 100, want 3", n)
 	}
@@ -83,7 +92,7 @@ func TestBatchAllocations(t *testing.T) {
 
 func TestCallAllocations(t *testing.T) {
 	keys, args := []string{"rk:tb:{user:1}"}, []int64{-1, 1, 1 << 40, 1 << 40, 1000000, 0}
-	if n := testing.AllocsPerRun(100, func() { Call(keys, args) }); n != 1 {
+	if n := testing.AllocsPerRun(100, func() { Call("EVALSHA", "sha", keys, args) }); n != 1 {
 		t.Fatalf("%v allocations, want 1", n)
 	}
 }

@@ -2,8 +2,9 @@ package scriptproto
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strconv"
+	"slices"
 
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/cmdargs"
@@ -30,7 +31,7 @@ type RueidisClient[C, R, B any, MO ~string] interface {
 // client may hold as long as it likes. Commands EVALSHA_RO and EVAL_RO are
 // marked read-only, so that the client may retry them. opts come after
 // the Runner's own. A nil c is an error wrapping core.ErrInvalidConfig.
-func NewRueidis[C any, R rueidisResult[M], M any, PM rueidisMessage[M], B rueidisBuilder[A], A rueidisCommand[A, C], MO ~string](lib string, c RueidisClient[C, R, B, MO], opts ...Option) (*Runner, error) {
+func NewRueidis[C any, R rueidisResult[M], M any, PM rueidisInt[M], B rueidisBuilder[A], A rueidisCommand[A, C], MO ~string](lib string, c RueidisClient[C, R, B, MO], opts ...Option) (*Runner, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: %s: a nil client", core.ErrInvalidConfig, lib)
 	}
@@ -40,14 +41,15 @@ func NewRueidis[C any, R rueidisResult[M], M any, PM rueidisMessage[M], B rueidi
 }
 
 // The type parameters of NewRueidis beside RueidisClient's: the library's
-// result R has the message M, and *M (PM) reads it; the builder B begins
-// a command A, which builds a C.
+// result R holds an array of messages M, and *M (PM) reads one as an
+// integer; the builder B begins a command A, which builds a C.
 type (
-	rueidisResult[M any]  interface{ ToMessage() (M, error) }
-	rueidisMessage[M any] interface {
-		*M
-		IsNil() bool
+	rueidisResult[M any] interface {
 		ToArray() ([]M, error)
+		Error() error
+	}
+	rueidisInt[M any] interface {
+		*M
 		ToInt64() (int64, error)
 	}
 	rueidisBuilder[A any]    interface{ Arbitrary(token ...string) A }
@@ -60,33 +62,35 @@ type (
 )
 
 // rueidisClient is the Client of a RueidisClient.
-type rueidisClient[C any, R rueidisResult[M], M any, PM rueidisMessage[M], B rueidisBuilder[A], A rueidisCommand[A, C], MO ~string] struct {
+type rueidisClient[C any, R rueidisResult[M], M any, PM rueidisInt[M], B rueidisBuilder[A], A rueidisCommand[A, C], MO ~string] struct {
 	c RueidisClient[C, R, B, MO]
 }
 
 // Do implements Client.
 func (k rueidisClient[C, R, M, PM, B, A, MO]) Do(ctx context.Context, c Cmd, reply []int64) ([]int64, error) {
-	keys, argv := cmdargs.Call(c.Keys, c.Args)
-	return k.decode(k.c.Do(ctx, k.build(c, keys, argv)), reply)
+	head, keys, argv := cmdargs.Call(c.Name.String(), c.Payload(), c.Keys, c.Args)
+	return k.decode(k.c.Do(ctx, k.build(c.Name, head, keys, argv)), reply)
 }
 
 // DoMulti implements Client.
 func (k rueidisClient[C, R, M, PM, B, A, MO]) DoMulti(ctx context.Context, cmds []Cmd, out []core.ScriptResult) {
-	keys, argv := cmdargs.Batch(len(cmds), func(i int) ([]string, []int64) { return cmds[i].Keys, cmds[i].Args })
+	heads, keys, argv := cmdargs.Batch(len(cmds), func(i int) (string, string, []string, []int64) {
+		return cmds[i].Name.String(), cmds[i].Payload(), cmds[i].Keys, cmds[i].Args
+	})
 	built := make([]C, len(cmds))
 	for i, c := range cmds {
-		built[i] = k.build(c, keys[i], argv[i])
+		built[i] = k.build(c.Name, heads[i], keys[i], argv[i])
 	}
 	for i, res := range k.c.DoMulti(ctx, built...) {
 		out[i].Reply, out[i].Err = k.decode(res, out[i].Reply)
 	}
 }
 
-// build returns c as the library's command, its keys and arguments given
-// as copies.
-func (k rueidisClient[C, R, M, PM, B, A, MO]) build(c Cmd, keys, argv []string) C {
-	a := k.c.B().Arbitrary(c.Name.String(), c.Payload(), strconv.Itoa(len(keys))).Keys(keys...).Args(argv...)
-	if c.Name.ReadOnly() {
+// build returns the library's command of name from its tokens, as
+// cmdargs made them.
+func (k rueidisClient[C, R, M, PM, B, A, MO]) build(name Name, head, keys, argv []string) C {
+	a := k.c.B().Arbitrary(head...).Keys(keys...).Args(argv...)
+	if name.ReadOnly() {
 		return a.ReadOnly()
 	}
 	return a.Build()
@@ -96,17 +100,18 @@ func (k rueidisClient[C, R, M, PM, B, A, MO]) build(c Cmd, keys, argv []string) 
 // is not an array of integers, is a bad reply; any other error (the
 // server's, the network's) is the client's own.
 func (k rueidisClient[C, R, M, PM, B, A, MO]) decode(res R, reply []int64) ([]int64, error) {
-	m, err := res.ToMessage()
+	arr, err := res.ToArray()
 	if err != nil {
-		if PM(&m).IsNil() {
-			return nil, BadReply(err)
+		// The result's own error is the server's or the network's, or
+		// the library's nil (an error whose IsNil says so); without one,
+		// the reply is not an array.
+		var null interface{ IsNil() bool }
+		if own := res.Error(); own != nil && !(errors.As(own, &null) && null.IsNil()) {
+			return nil, err
 		}
-		return nil, err
-	}
-	arr, err := PM(&m).ToArray()
-	if err != nil {
 		return nil, BadReply(err)
 	}
+	reply = slices.Grow(reply, len(arr)) // one allocation for a batch's long reply
 	for i := range arr {
 		n, err := PM(&arr[i]).ToInt64()
 		if err != nil {

@@ -43,23 +43,30 @@ func (a rarb) Args(args ...string) rarb         { a.c.tokens = append(a.c.tokens
 func (a rarb) Build() rcmd                      { return a.c }
 func (a rarb) ReadOnly() rcmd                   { a.c.ro = true; return a.c }
 
-func (r rresult) ToMessage() (rmsg, error) {
+// rnil is the library's nil reply, an error whose IsNil says so.
+type rnil struct{}
+
+func (rnil) Error() string { return "nil message" }
+func (rnil) IsNil() bool   { return true }
+
+func (r rresult) Error() error {
 	switch {
 	case r.err != nil:
-		return rmsg{}, r.err
+		return r.err
 	case r.m.null:
-		return r.m, errors.New("nil message")
+		return rnil{}
 	}
-	return r.m, r.m.err
+	return r.m.err
 }
 
-func (m *rmsg) IsNil() bool { return m.null }
-
-func (m *rmsg) ToArray() ([]rmsg, error) {
-	if m.arr == nil {
+func (r rresult) ToArray() ([]rmsg, error) {
+	if err := r.Error(); err != nil {
+		return nil, err
+	}
+	if r.m.arr == nil {
 		return nil, errors.New("not an array")
 	}
-	return m.arr, nil
+	return r.m.arr, nil
 }
 
 func (m *rmsg) ToInt64() (int64, error) {
@@ -166,5 +173,51 @@ func TestRueidisReplies(t *testing.T) {
 		if !strings.Contains(fmt.Sprint(err), `rfake: script "rw"`) {
 			t.Errorf("%s: %v does not name the library and the script", tt.name, err)
 		}
+	}
+}
+
+// A client of the rueidis shape that allocates nothing of its own: its
+// commands count their tokens, and every reply is the same array.
+type (
+	qarb     struct{ n int }
+	qbuilder struct{}
+	qclient  struct{ reply rresult }
+)
+
+func (qbuilder) Arbitrary(token ...string) qarb { return qarb{len(token)} }
+func (a qarb) Keys(keys ...string) qarb         { a.n += len(keys); return a }
+func (a qarb) Args(args ...string) qarb         { a.n += len(args); return a }
+func (a qarb) Build() int                       { return a.n }
+func (a qarb) ReadOnly() int                    { return -a.n }
+func (c *qclient) B() qbuilder                  { return qbuilder{} }
+func (c *qclient) Mode() rmode                  { return "standalone" }
+func (c *qclient) Do(context.Context, int) rresult {
+	return c.reply
+}
+
+func (c *qclient) DoMulti(_ context.Context, multi ...int) []rresult {
+	panic("not used")
+}
+
+// A call through NewRueidis costs one allocation of its own, the copy of
+// its tokens (cmdargs.Call): what the client takes as variadic arguments
+// and what it replies are not moved to the heap by the generic code.
+func TestRueidisCallAllocatesOnce(t *testing.T) {
+	if testing.CoverMode() != "" {
+		t.Skip("coverage instrumentation allocates")
+	}
+	r, err := NewRueidis("rfake", &qclient{reply: rresult{m: ints(1, 2, 3, 4)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, args, reply := []string{"rk:{k}"}, []int64{-1, 1, 2}, make([]int64, 0, 8)
+	ctx := context.Background()
+	n := testing.AllocsPerRun(1000, func() {
+		if got, err := r.RunScript(ctx, rw, keys, args, reply); err != nil || len(got) != 4 {
+			t.Fatal(got, err)
+		}
+	})
+	if n != 1 {
+		t.Errorf("RunScript allocates %v times, want 1", n)
 	}
 }

@@ -57,6 +57,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -617,6 +618,7 @@ func DecodeAny(v any, reply []int64) ([]int64, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: replied %T, want an array of integers", core.ErrUnexpectedReply, v)
 	}
+	reply = slices.Grow(reply, len(arr)) // one allocation for a batch's long reply
 	for i, e := range arr {
 		n, ok := e.(int64)
 		if !ok {
