@@ -274,10 +274,15 @@ func (e *Engine) runRound(ctx context.Context, now int64, items []item, chunks [
 	// One backing array for every call's arguments, one for its keys and
 	// one for the keys' bytes: a batch allocates per batch, not per
 	// request.
-	K := e.sh.keys()
+	K, need := e.sh.keys(), 0
+	for _, c := range chunks {
+		for _, i := range c {
+			need += e.keyBytes(items[i].key)
+		}
+	}
 	args := make([]int64, 0, n+len(chunks)*(2+len(e.args)))
 	keys := make([]string, 0, n*K)
-	var buf []byte
+	buf := make([]byte, 0, need)
 	for _, c := range chunks {
 		start, kstart := len(args), len(keys)
 		for _, i := range c {

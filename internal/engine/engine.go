@@ -370,14 +370,7 @@ func (e *Engine) script(ctx context.Context, f *frame, key string, n int64, mode
 // limit, then the penalty key) to keys, building them in buf, which it
 // grows first so that no append moves what the strings point to.
 func (e *Engine) appendKeys(keys []string, buf []byte, key string) ([]string, []byte) {
-	need := 0
-	for i := range e.limits {
-		need += len(e.limits[i].Prefix) + 3*len(key) + 2 // an escaped byte takes three
-	}
-	if e.penalty != "" {
-		need += len(e.penalty) + 3*len(key) + 2
-	}
-	if cap(buf)-len(buf) < need {
+	if need := e.keyBytes(key); cap(buf)-len(buf) < need {
 		buf = make([]byte, 0, len(buf)+need)
 	}
 	for i := range e.limits {
@@ -391,6 +384,18 @@ func (e *Engine) appendKeys(keys []string, buf []byte, key string) ([]string, []
 		keys = append(keys, unsafe.String(&buf[at], len(buf)-at))
 	}
 	return keys, buf
+}
+
+// keyBytes is the most bytes appendKeys writes for key.
+func (e *Engine) keyBytes(key string) int {
+	need := 0
+	for i := range e.limits {
+		need += len(e.limits[i].Prefix) + 3*len(key) + 2 // an escaped byte takes three
+	}
+	if e.penalty != "" {
+		need += len(e.penalty) + 3*len(key) + 2
+	}
+	return need
 }
 
 // Reset deletes key's state in every limit, and its penalty block.
