@@ -56,3 +56,18 @@ type LimitDecision struct {
 	// Remaining is what a Peek would report.
 	Decision
 }
+
+// DeniedBy returns the names of the limits of a policy's decision that
+// denied its request, in the policy's order: the enforced limits when
+// shadow is false, and those in shadow that would have denied it when
+// shadow is true. It returns nil when none did, and for a limiter of one
+// algorithm (no Limits).
+func (d Decision) DeniedBy(shadow bool) []string {
+	var names []string
+	for _, l := range d.Limits {
+		if l.Shadow == shadow && !l.Allowed {
+			names = append(names, l.Name)
+		}
+	}
+	return names
+}

@@ -59,3 +59,21 @@ func ExampleWait() {
 	fmt.Println(time.Since(start) >= 20*time.Millisecond)
 	// Output: true
 }
+
+// A policy's decision names the limits that denied it, and those in
+// shadow that would have.
+func ExampleDecision_DeniedBy() {
+	d := core.Decision{
+		Allowed: false,
+		Limits: []core.LimitDecision{
+			{Name: "second", Decision: core.Decision{Allowed: false}},
+			{Name: "hour", Decision: core.Decision{Allowed: true}},
+			{Name: "new-day", Shadow: true, Decision: core.Decision{Allowed: false}},
+		},
+	}
+	fmt.Println(d.DeniedBy(false), d.DeniedBy(true))
+	fmt.Println(core.Decision{Allowed: false}.DeniedBy(false) == nil) // one algorithm's
+	// Output:
+	// [second] [new-day]
+	// true
+}

@@ -133,8 +133,8 @@ func (in *Interceptors) decide(g *grant) (int64, error) {
 	if err != nil {
 		return 0, in.failed(g, err, in.cfg.Name)
 	}
-	if d.Allowed && shadowDenied(d) {
-		in.log(g.ctx, &in.shadow, slog.LevelInfo, "grpclimit: shadow limits would have denied the call", slog.String("method", g.call.FullMethod), slog.Any("limits", names(d, true)))
+	if shadow := d.DeniedBy(true); d.Allowed && shadow != nil {
+		in.log(g.ctx, &in.shadow, slog.LevelInfo, "grpclimit: shadow limits would have denied the call", slog.String("method", g.call.FullMethod), slog.Any("limits", shadow))
 	}
 	g.limits = ratelimitfield.Limits(in.cfg.Name, in.cfg.Window, d)
 	g.ctx = context.WithValue(g.ctx, ctxKey{}, d)
@@ -149,7 +149,7 @@ func (in *Interceptors) decide(g *grant) (int64, error) {
 // the limits that denied it (a policy's) or the limiter (Config.Name),
 // and the penalty block, and its Retry-After in seconds.
 func (in *Interceptors) deny(d core.Decision) (int64, error) {
-	denied := names(d, false)
+	denied := d.DeniedBy(false)
 	if d.Limits == nil || (len(denied) == 0 && !d.Blocked) {
 		return denial(codes.ResourceExhausted, d.RetryAfter, "limit "+in.cfg.Name, []string{in.cfg.Name})
 	}
@@ -163,29 +163,6 @@ func (in *Interceptors) deny(d core.Decision) (int64, error) {
 		subjects = append(subjects, "blocked")
 	}
 	return denial(codes.ResourceExhausted, d.RetryAfter, why, subjects)
-}
-
-// shadowDenied reports whether a shadow limit of a policy would have
-// denied d.
-func shadowDenied(d core.Decision) bool {
-	for _, l := range d.Limits {
-		if l.Shadow && !l.Allowed {
-			return true
-		}
-	}
-	return false
-}
-
-// names returns the names of d's limits that denied: the shadow ones, or
-// the enforced ones.
-func names(d core.Decision, shadow bool) []string {
-	out := []string{}
-	for _, l := range d.Limits {
-		if l.Shadow == shadow && !l.Allowed {
-			out = append(out, l.Name)
-		}
-	}
-	return out
 }
 
 // denial returns the status of a denied call, with the wait as RetryInfo

@@ -267,8 +267,8 @@ func (m *middleware) wrap(next http.Handler) http.Handler {
 			}
 			return
 		}
-		if d.Allowed && shadowDenied(d) {
-			m.shadow.log(m, r, slog.LevelInfo, "httplimit: shadow limits would have denied the request", slog.String("key", key), slog.Any("limits", names(d, true)))
+		if shadow := d.DeniedBy(true); d.Allowed && shadow != nil {
+			m.shadow.log(m, r, slog.LevelInfo, "httplimit: shadow limits would have denied the request", slog.String("key", key), slog.Any("limits", shadow))
 		}
 		var retry int64
 		if !d.Allowed {
@@ -301,29 +301,6 @@ func (m *middleware) wrap(next http.Handler) http.Handler {
 			sw.status = http.StatusOK
 		}
 	})
-}
-
-// shadowDenied reports whether a shadow limit of a policy would have
-// denied d.
-func shadowDenied(d core.Decision) bool {
-	for _, l := range d.Limits {
-		if l.Shadow && !l.Allowed {
-			return true
-		}
-	}
-	return false
-}
-
-// names returns the names of d's limits that denied: the shadow ones, or
-// the enforced ones.
-func names(d core.Decision, shadow bool) []string {
-	out := []string{}
-	for _, l := range d.Limits {
-		if l.Shadow == shadow && !l.Allowed {
-			out = append(out, l.Name)
-		}
-	}
-	return out
 }
 
 // keyFailed reports err, a Keyer's error, and answers r: 500 for the
@@ -460,11 +437,11 @@ func (m *middleware) deny(w http.ResponseWriter, r *http.Request, d core.Decisio
 		m.cfg.Denied.ServeHTTP(w, r)
 		return
 	}
-	denied := names(d, false)
+	denied := d.DeniedBy(false)
 	if acceptsJSON(r) {
 		body := map[string]any{"error": "rate limit exceeded", "retry_after": retry}
 		if d.Limits != nil {
-			body["limits"], body["blocked"] = denied, d.Blocked
+			body["limits"], body["blocked"] = append([]string{}, denied...), d.Blocked // [], not null
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusTooManyRequests)

@@ -264,21 +264,10 @@ func outcome(d core.Decision) string {
 	switch {
 	case !d.Allowed:
 		return OutcomeDenied
-	case shadowDenied(d):
+	case d.DeniedBy(true) != nil:
 		return OutcomeShadow
 	}
 	return OutcomeAllowed
-}
-
-// shadowDenied reports whether a shadow limit of a policy would have
-// denied d.
-func shadowDenied(d core.Decision) bool {
-	for _, ld := range d.Limits {
-		if ld.Shadow && !ld.Allowed {
-			return true
-		}
-	}
-	return false
 }
 
 // count adds one decision to ratekit.decisions and, for a policy's, each
@@ -294,7 +283,7 @@ func (l *Limiter) count(ctx context.Context, d core.Decision, err error) {
 		t.decisions.Add(ctx, 1, l.blocked...)
 	case !d.Allowed:
 		t.decisions.Add(ctx, 1, l.denied...)
-	case shadowDenied(d):
+	case d.DeniedBy(true) != nil:
 		t.decisions.Add(ctx, 1, l.shadow...)
 	default:
 		t.decisions.Add(ctx, 1, l.allowed...)

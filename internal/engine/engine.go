@@ -307,7 +307,7 @@ func (e *Engine) Decide(ctx context.Context, key string, n int64, mode Mode) (co
 // shadow limit would have denied: after every such request, however it
 // was decided (Decide, AllowMany, a coalesced batch).
 func (e *Engine) shadowDeny(ctx context.Context, key string, d core.Decision, err error) {
-	if err == nil && e.onShadow != nil && d.Allowed && shadowDenied(d) {
+	if err == nil && e.onShadow != nil && d.Allowed && d.DeniedBy(true) != nil {
 		e.onShadow(ctx, key, d)
 	}
 }
@@ -525,16 +525,6 @@ func (e *Engine) decodeError(i int, key string, r []int64) error {
 		return fmt.Errorf("%w: %s state at key %q (prefix %q) was not written by a %s limiter; reset it or use another prefix", core.ErrCorruptState, l.Spec.Name, key, l.Prefix, l.Spec.Name)
 	}
 	return err
-}
-
-// shadowDenied reports whether a shadow limit would have denied d.
-func shadowDenied(d core.Decision) bool {
-	for _, l := range d.Limits {
-		if l.Shadow && !l.Allowed {
-			return true
-		}
-	}
-	return false
 }
 
 // frame holds one call's buffers, reused across calls, so that a decision
