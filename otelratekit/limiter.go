@@ -12,6 +12,7 @@ import (
 	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/engine"
+	"github.com/ratekit/ratekit/internal/ratelimitfield"
 )
 
 // Limiter is a core.Limiter that reports every decision of the limiter it
@@ -169,20 +170,13 @@ func (l *Limiter) newLimitOpts(limit, algorithm string) *limitOpts {
 	return &limitOpts{allowed: set(OutcomeAllowed), denied: set(OutcomeDenied), notCounted: set(OutcomeNotCounted), shadow: set(OutcomeShadow)}
 }
 
-// checkName accepts a name that is printable ASCII, 1 to 64 bytes.
+// checkName accepts a name that is printable ASCII, 1 to 64 bytes: a
+// name the rate-limit fields could carry.
 func checkName(name string) error {
 	if name == "" {
 		return errors.New("empty")
 	}
-	if len(name) > 64 {
-		return errors.New("longer than 64 bytes")
-	}
-	for i := 0; i < len(name); i++ {
-		if name[i] < 0x20 || name[i] > 0x7e {
-			return fmt.Errorf("byte %#x is not printable ASCII", name[i])
-		}
-	}
-	return nil
+	return ratelimitfield.CheckName(name)
 }
 
 // Name returns the limiter's name, its ratekit.limiter.name.
