@@ -258,14 +258,23 @@ func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
 	return l.next.Peek(ctx, key)
 }
 
-// Refund forgets key's cached denial here (the refund may let a request
-// through before it would have ended) and refunds the next limiter.
+// Refund refunds the next limiter and then forgets key's cached denial
+// here (the refund may let a request through before it would have
+// ended). A Refund the next limiter refuses before asking its store (a
+// bad key or cost, or ctx ended: nothing was refunded) keeps the denial;
+// one that failed at the store (which may have refunded) drops it.
 func (l *Limiter) Refund(ctx context.Context, key string, n int64) (core.Decision, error) {
 	if err := l.check(); err != nil {
 		return core.Decision{}, err
 	}
-	l.Forget(key)
-	return l.next.Refund(ctx, key, n)
+	refused := callcheck.Check(ctx, key, n, l.next.MaxCost()) != nil
+	d, err := l.next.Refund(ctx, key, n)
+	if err == nil || !refused {
+		// After the refund, not before: a denial another call cached in
+		// between was decided before the refund, and goes too.
+		l.Forget(key)
+	}
+	return d, err
 }
 
 // Reset forgets key here and resets it in the next limiter.

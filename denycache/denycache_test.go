@@ -166,6 +166,51 @@ func TestCachedDenialKeepsTheLimitersErrors(t *testing.T) {
 	}
 }
 
+// A Refund the limiter refuses (a bad cost or an ended context: nothing
+// was refunded) keeps the key's cached denial; one it accepts drops it.
+// (A key the limiter refuses has no cached denial: AllowN refuses it too.)
+func TestRefusedRefundKeepsTheDenial(t *testing.T) {
+	s, _ := memory.New()
+	defer s.Close()
+	tb, _ := tokenbucket.New(s, tokenbucket.Config{Capacity: 2, RefillRate: 1, RefillInterval: time.Minute})
+	next := &counting{Limiter: tb}
+	l := newCache(t, next)
+	ctx := context.Background()
+	l.AllowN(ctx, "k", 2)
+	if d, err := l.Allow(ctx, "k"); err != nil || d.Allowed || next.calls.Load() != 2 {
+		t.Fatalf("denial: %+v, %v", d, err)
+	}
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+		key  string
+		n    int64
+		want error
+	}{
+		{"a cost of 0", ctx, "k", 0, core.ErrInvalidCost},
+		{"a negative cost", ctx, "k", -1, core.ErrInvalidCost},
+		{"a cost above MaxCost", ctx, "k", 3, core.ErrInvalidCost},
+		{"an ended context", ended, "k", 1, context.Canceled},
+		{"an ended context and a bad cost", ended, "k", 0, core.ErrInvalidCost},
+	} {
+		if _, err := l.Refund(c.ctx, c.key, c.n); !errors.Is(err, c.want) {
+			t.Errorf("%s: Refund: %v, want %v", c.name, err, c.want)
+		}
+		hits := l.Hits()
+		if d, err := l.Allow(ctx, "k"); err != nil || d.Allowed || l.Hits() != hits+1 || next.calls.Load() != 2 {
+			t.Errorf("after a Refund with %s: %+v, %v, %d store calls; want the cached denial", c.name, d, err, next.calls.Load())
+		}
+	}
+	if _, err := l.Refund(ctx, "k", 1); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := l.Allow(ctx, "k"); err != nil || !d.Allowed || next.calls.Load() != 3 {
+		t.Errorf("after a Refund: %+v, %v, %d store calls; want the store's decision", d, err, next.calls.Load())
+	}
+}
+
 // New refuses, with an error wrapping core.ErrInvalidConfig, a next
 // limiter that cannot decide, a nil option and a clock it cannot use; a
 // zero Limiter, and a nil one, fail every call the same way.
