@@ -3,7 +3,9 @@ package ratekit_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -231,6 +233,67 @@ func TestNewTiersRefuses(t *testing.T) {
 	if got := strings.Join(tiers.Names(), ","); got != "a,b" {
 		t.Errorf("Names: %s", got)
 	}
+}
+
+// NewTiers keeps a copy of the map it checked: a tier added to the
+// caller's map afterwards (of another shape, never checked) is unknown, a
+// tier deleted or replaced there is still the one checked, and a caller
+// that edits its map while requests run does not race with them (under
+// -race).
+func TestNewTiersCopiesTheMap(t *testing.T) {
+	s := newStore(t)
+	pol := func(limits ...ratekit.Limit) *ratekit.Limiter {
+		p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: limits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	free := pol(ratekit.Limit{Name: "x", Limiter: bucket(t, s, "a:", 5)})
+	paid := pol(ratekit.Limit{Name: "x", Limiter: bucket(t, s, "a:", 50)})
+	other := pol(ratekit.Limit{Name: "y", Limiter: bucket(t, s, "b:", 5)}) // another shape
+	m := map[string]*ratekit.Limiter{"free": free, "paid": paid}
+	tiers, err := ratekit.NewTiers(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m["gold"] = other
+	delete(m, "free")
+	m["paid"] = other
+	if p, err := tiers.Policy("gold"); !errors.Is(err, ratekit.ErrUnknownTier) {
+		t.Errorf("a tier added to the map afterwards: %p, %v; want ErrUnknownTier", p, err)
+	}
+	if p, err := tiers.Policy("free"); p != free || err != nil {
+		t.Errorf("a tier deleted from the map afterwards: %p, %v; want the policy checked", p, err)
+	}
+	if p, err := tiers.Policy("paid"); p != paid || err != nil {
+		t.Errorf("a tier replaced in the map afterwards: %p, %v; want the policy checked", p, err)
+	}
+	if got := strings.Join(tiers.Names(), ","); got != "free,paid" {
+		t.Errorf("Names: %s; want free,paid", got)
+	}
+
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for i := range 200 {
+				p, err := tiers.Policy("paid")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				p.Allow(ctx, "k"+strconv.Itoa(i))
+				tiers.Names()
+			}
+		})
+	}
+	for i := range 200 {
+		m["t"+strconv.Itoa(i)] = other
+		delete(m, "paid")
+		m["paid"] = other
+	}
+	wg.Wait()
 }
 
 // A calendar window always has a Clock: in a policy beside limits that

@@ -3,6 +3,7 @@ package ratekit
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/ratekit/ratekit/core"
@@ -34,8 +35,11 @@ type Tiers struct {
 
 // NewTiers checks that policies, each built by NewPolicy, have one shape
 // and returns their Tiers, or an error wrapping core.ErrInvalidConfig that
-// names the first difference.
+// names the first difference. The Tiers hold a copy of the map they
+// checked: the caller may change or reuse its map afterwards, while
+// requests run, and the Tiers do not see it.
 func NewTiers(policies map[string]*Limiter) (*Tiers, error) {
+	policies = maps.Clone(policies) // what is checked is what is kept
 	names := make([]string, 0, len(policies))
 	for name := range policies {
 		names = append(names, name)
