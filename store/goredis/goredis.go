@@ -7,10 +7,21 @@
 //	store, err := goredisstore.New(rdb)
 //	lim, err := tokenbucket.New(store, cfg)
 //
-// Any go-redis client that can run scripts works: *redis.Client (Sentinel's
-// NewFailoverClient is one), *redis.ClusterClient, *redis.Ring, the
-// AutoPipeliner, or anything else implementing redis.Scripter. The store
-// is a *scriptproto.Runner: the protocol every ratekit Redis adapter
+// The go-redis clients that work: *redis.Client (Sentinel's
+// NewFailoverClient returns one), *redis.ClusterClient (so does
+// NewFailoverClusterClient), *redis.Ring, the *redis.AutoPipeliner, and a
+// redis.UniversalClient, which is one of the first three. New refuses,
+// with an error wrapping core.ErrInvalidConfig, a nil one of each, and
+// the go-redis types a limiter cannot use: a *redis.Conn or *redis.Tx
+// (one connection, which go-redis says must not be shared between
+// goroutines, while a limiter is; a Tx also ends with its Watch
+// function) and a pipeline (*redis.Pipeline or any redis.Pipeliner: its
+// commands wait for an Exec that the store never calls). Pass the client
+// they came from. Any other redis.Scripter, a type of your own, is used
+// as it is; New cannot tell a nil pointer of it, nor a go-redis client
+// not built by go-redis (a zero redis.Client{}), from a working one.
+//
+// The store is a *scriptproto.Runner: the protocol every ratekit Redis adapter
 // shares (EVALSHA with its EVAL fallback, batches, slot and context
 // checks), with its options (scriptproto.WithoutReadOnlyCommands for Redis
 // before 7.0 and miniredis). A *redis.Client is one node, so a batch's
@@ -85,14 +96,13 @@ import (
 // New returns the store that runs scripts with c: one node on a
 // *redis.Client, pipelined on a *redis.Client, *redis.ClusterClient or
 // *redis.Ring (scriptproto.SingleNode and Pipelining; opts come after
-// them). It sends nothing. A nil c, or a nil pointer of those clients or
-// of *redis.AutoPipeliner, is an error wrapping core.ErrInvalidConfig.
+// them). It sends nothing. A nil c, a nil pointer of a go-redis client,
+// and a go-redis type a limiter cannot use (a *redis.Conn, *redis.Tx or
+// pipeline: see the package doc) are refused with an error wrapping
+// core.ErrInvalidConfig.
 func New(c redis.Scripter, opts ...scriptproto.Option) (*scriptproto.Runner, error) {
-	if c == nil {
-		return nil, fmt.Errorf("%w: goredis: a nil client", core.ErrInvalidConfig)
-	}
-	if nilPointer(c) {
-		return nil, fmt.Errorf("%w: goredis: a nil %T", core.ErrInvalidConfig, c)
+	if why := refused(c); why != "" {
+		return nil, fmt.Errorf("%w: goredis: %s", core.ErrInvalidConfig, why)
 	}
 	k := client{s: c, once: once(c)}
 	k.p, _ = c.(processor)
@@ -102,20 +112,49 @@ func New(c redis.Scripter, opts ...scriptproto.Option) (*scriptproto.Runner, err
 	return scriptproto.New("goredis", k, append(own, opts...)...)
 }
 
-// nilPointer reports whether c is a nil pointer of a client type go-redis
-// has.
-func nilPointer(c redis.Scripter) bool {
+// refused says why New refuses c, or returns "": a switch over go-redis'
+// types (every one that is a redis.Scripter), so that no store New
+// returns panics inside go-redis at its first call. A nil pointer of each
+// is refused; so are a Conn and a Tx (one connection each, which go-redis
+// says must not be shared between goroutines: a limiter is shared, and a
+// Tx ends with its Watch function too), and a pipeline (its commands wait
+// for an Exec the store never calls). Any other Scripter, a type of the
+// caller's, is used as it is.
+func refused(c redis.Scripter) string {
+	var isNil bool
 	switch c := c.(type) {
+	case nil:
+		return "a nil client"
 	case *redis.Client:
-		return c == nil
+		isNil = c == nil
 	case *redis.ClusterClient:
-		return c == nil
+		isNil = c == nil
 	case *redis.Ring:
-		return c == nil
+		isNil = c == nil
 	case *redis.AutoPipeliner:
-		return c == nil
+		isNil = c == nil
+	case *redis.Conn:
+		if c == nil {
+			return "a nil *redis.Conn"
+		}
+		return "a *redis.Conn must not be shared between goroutines (go-redis says so), and a limiter is: pass the client it came from"
+	case *redis.Tx:
+		if c == nil {
+			return "a nil *redis.Tx"
+		}
+		return "a *redis.Tx must not be shared between goroutines (go-redis says so), and a limiter is: pass the client it came from"
+	case *redis.Pipeline:
+		if c == nil {
+			return "a nil *redis.Pipeline"
+		}
+		return "a *redis.Pipeline only queues commands until its Exec, which the store never calls: pass the client it came from"
+	case redis.Pipeliner:
+		return fmt.Sprintf("a %T is a redis.Pipeliner, which only queues commands until its Exec, which the store never calls: pass the client it came from", c)
 	}
-	return false
+	if isNil {
+		return fmt.Sprintf("a nil %T", c)
+	}
+	return ""
 }
 
 // once reports whether the store marks its commands through c as
