@@ -17,10 +17,15 @@
 # cache under DIR/NAME/apt; the host's apt sources and dpkg database are
 # left alone. A server already unpacked under DIR whose --version answers
 # is used again. Needs root only where DIR does; needs the Debian archive
-# (RATEKIT_DEBIAN_MIRROR, http://deb.debian.org/debian by default, reached
-# as the host's apt configuration says) and its keyring
-# (debian-archive-keyring, which on bookworm has the keys of bullseye and
-# trixie too).
+# and its keyring (debian-archive-keyring, which on bookworm has the keys
+# of bullseye and trixie too). The archive is RATEKIT_DEBIAN_MIRROR, a
+# URL apt understands, or else the host's own: the first entry of apt's
+# sources, in the order apt reads them (Dir::Etc::SourceList, then the
+# *.list and *.sources files of Dir::Etc::SourceParts, as apt-config
+# says, so APT_CONFIG applies), that is enabled, of type deb, with the
+# component main and the host's Debian release (VERSION_CODENAME of
+# /etc/os-release) or stable, testing or unstable as a suite. It is
+# reached as the host's apt configuration says (proxies included).
 #
 # Progress goes to stderr; any failure stops the script with a message
 # naming the server and the step.
@@ -31,7 +36,6 @@ dir=${1:?$usage}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 
-mirror=${RATEKIT_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 arch=x86_64-linux-gnu
 
@@ -42,9 +46,99 @@ fail() {
 }
 [ "$(dpkg --print-architecture 2>/dev/null)" = amd64 ] || fail "only amd64 is supported (the loader path is x86_64's)"
 [ -r "$keyring" ] || fail "$keyring is missing: apt-get install debian-archive-keyring"
-for tool in apt-get apt-cache dpkg-deb; do
+for tool in apt-get apt-cache apt-config dpkg-deb; do
 	command -v "$tool" >/dev/null || fail "$tool not found: this script needs a Debian system"
 done
+
+# apt_sources: the files apt reads its sources from, in its order, one a
+# line: the main list, then the parts directory's *.list and *.sources
+# files (names of letters, digits, _, - and . only; apt ignores others),
+# sorted.
+apt_sources() {
+	local list parts f LC_ALL=C
+	eval "$(apt-config shell list Dir::Etc::SourceList/f parts Dir::Etc::SourceParts/d)"
+	[ -z "${list:-}" ] || [ ! -f "$list" ] || echo "$list"
+	[ -n "${parts:-}" ] && [ -d "$parts" ] || return 0
+	for f in "${parts%/}"/*; do
+		case ${f##*/} in
+		*[!A-Za-z0-9_.-]*) ;;
+		*.list | *.sources) [ -f "$f" ] && echo "$f" ;;
+		esac
+	done
+}
+
+# apt_mirror: the URI of the host's Debian archive in apt's sources (see
+# the top of this file), or nothing.
+apt_mirror() {
+	local codename="" f
+	local -a files=()
+	if [ -r /etc/os-release ]; then
+		# shellcheck disable=SC1091 # the host's
+		codename=$(. /etc/os-release && [ "${ID:-}" = debian ] && echo "${VERSION_CODENAME:-}") || codename=""
+	fi
+	while IFS= read -r f; do files+=("$f"); done < <(apt_sources)
+	[ ${#files[@]} -gt 0 ] || return 0
+	awk -v codename="$codename" '
+		function suite_ok(s) {
+			return (codename != "" && s == codename) || s == "stable" || s == "testing" || s == "unstable"
+		}
+		function has(list, word,   n, a, i) {
+			n = split(list, a, /[ \t]+/)
+			for (i = 1; i <= n; i++) if (a[i] == word) return 1
+			return 0
+		}
+		function any_suite(list,   n, a, i) {
+			n = split(list, a, /[ \t]+/)
+			for (i = 1; i <= n; i++) if (suite_ok(a[i])) return 1
+			return 0
+		}
+		function first(list,   a) { split(list, a, /[ \t]+/); return a[1] }
+		# A deb822 stanza: its fields, names lower-cased, values joined.
+		function stanza_end() {
+			if (!found && nf && has(f["types"], "deb") && tolower(f["enabled"]) != "no" &&
+				has(f["components"], "main") && any_suite(f["suites"]) && f["uris"] != "") {
+				print first(f["uris"]); found = 1; exit
+			}
+			delete f; nf = 0; key = ""
+		}
+		FNR == 1 { if (deb822) stanza_end(); deb822 = (FILENAME ~ /\.sources$/) }
+		deb822 {
+			if ($0 ~ /^#/) next
+			if ($0 ~ /^[ \t]*$/) { stanza_end(); next }
+			if ($0 ~ /^[ \t]/) { if (key != "") f[key] = f[key] " " $0; next }
+			i = index($0, ":"); if (i == 0) next
+			key = tolower(substr($0, 1, i - 1)); f[key] = substr($0, i + 1); nf++
+			gsub(/^[ \t]+|[ \t]+$/, "", f[key])
+			next
+		}
+		{
+			sub(/#.*/, "")
+			if ($1 != "deb") next
+			i = 2; off = 0
+			if ($2 ~ /^\[/) {
+				# [ options ]: enabled=no disables the entry.
+				for (; i <= NF; i++) {
+					if ($i ~ /^\[?enabled=no\]?$/) off = 1
+					if ($i ~ /\]$/) { i++; break }
+				}
+			}
+			if (off || i + 2 > NF) next
+			comps = ""
+			for (j = i + 2; j <= NF; j++) comps = comps " " $j
+			if (suite_ok($(i + 1)) && has(comps, "main")) { print $i; found = 1; exit }
+		}
+		END { if (deb822) stanza_end() }
+	' "${files[@]}"
+}
+
+if [ -n "${RATEKIT_DEBIAN_MIRROR:-}" ]; then
+	mirror=$RATEKIT_DEBIAN_MIRROR
+	say "the Debian archive: $mirror (RATEKIT_DEBIAN_MIRROR)"
+else
+	mirror=$(apt_mirror)
+	[ -n "$mirror" ] || fail "no Debian archive among apt's sources ($(apt_sources | tr '\n' ' ')): an enabled deb entry with the component main and this host's Debian release as a suite; set RATEKIT_DEBIAN_MIRROR to a Debian mirror's URL"
+	say "the Debian archive: $mirror (from apt's sources)"
+fi
 
 # The servers: name, the suites of its release, its packages (the one with
 # the binary first), and the binary's path in the package. The
