@@ -72,12 +72,42 @@
 //     dial and the failure mode applies at once. A bound (failsafe, or
 //     httplimit's Timeout) ends the wait either way. DialTimeout (5 s)
 //     bounds each dial.
-//   - Connections after a restart: go-redis checks an idle connection
-//     before a call takes it and drops it when the server closed it; once
-//     PoolSize dials have failed, it fails calls without dialing and dials
-//     once a second itself until the server answers. No option is needed.
 //   - PoolSize (10 per GOMAXPROCS) and PoolTimeout (ReadTimeout + 1 s): the
 //     connections open at once, and how long a call waits for one.
+//
+// After the server restarts, go-redis' pool (v9.22 and v9.23, in its
+// internal/pool) checks an idle connection before a call takes it and
+// drops it when the server closed it, and dials a new one. It counts the
+// dials that failed (each after DialerRetries attempts); once PoolSize have
+// failed, over the pool's life and not only in a row, it stops dialing: a
+// call that needs a new connection fails at once with the last dial error
+// ("connection refused"), and a goroutine of the pool dials once a second
+// (a fixed interval: no option sets it) until one connects, when the pool
+// dials again. So calls fail for up to a second after the server answers
+// again. No option shortens that second: PoolSize only sets how many
+// failed dials it takes; DialerRetries, DialerRetryTimeout and
+// DialerRetryBackoff how long a call dials before it fails; MaxRetries,
+// MinRetryBackoff and MaxRetryBackoff let a call try again within its own
+// time (its context's deadline ends the tries).
+//
+// On a *redis.Client the store shortens it with a dial on demand: a call
+// that meets a dial error (which go-redis returns before it sends
+// anything: with MaxRetries: -1 the decision never ran; with retries an
+// earlier try may have, as MaxRetries says) dials the server itself, with the
+// client's Dialer, bounded by the call's context and DialTimeout; at most
+// one such dial is under way, and one starts at most every
+// DialerRetryTimeout (100 ms by default); the calls meanwhile return their
+// error. When that dial connects, the call runs on a spare client the
+// store makes with the client's Options (less a client-side cache,
+// maintenance notifications and MinIdleConns), and so does every call that
+// meets a dial error after it, until the client's pool gives a connection
+// again, the spare meets a dial error, or 2 s have passed: then the spare
+// is closed as soon as no call uses it. So decisions resume within about
+// a DialerRetryTimeout of the server answering. Hooks added to the client
+// (AddHook) do not see the calls on the spare, and the server sees the
+// spare's connections too, for that second. On a ClusterClient, a Ring
+// or an AutoPipeliner each node's pool does the same, and the store does
+// not shorten it: bound every call (failsafe, or httplimit's Timeout).
 package goredisstore
 
 import (
@@ -107,6 +137,9 @@ func New(c redis.Scripter, opts ...scriptproto.Option) (*scriptproto.Runner, err
 	k := client{s: c, once: once(c)}
 	k.p, _ = c.(processor)
 	k.pipe, _ = c.(pipeliner)
+	if rc, ok := c.(*redis.Client); ok {
+		k.r = &redial{c: rc}
+	}
 	_, one := c.(*redis.Client) // a Ring, a ClusterClient or an AutoPipeliner may span nodes
 	own := []scriptproto.Option{scriptproto.SingleNode(one), scriptproto.Pipelining(pipelines(c))}
 	return scriptproto.New("goredis", k, append(own, opts...)...)
@@ -185,6 +218,7 @@ type client struct {
 	p    processor // s, when it can run a prebuilt command
 	pipe pipeliner // s, when it can pipeline
 	once bool      // send every command as a onceCmd
+	r    *redial   // on a *redis.Client: what it does after a dial error
 }
 
 // processor runs a prebuilt command: every go-redis client has it
@@ -205,7 +239,31 @@ func (k client) Do(ctx context.Context, c scriptproto.Cmd, reply []int64) ([]int
 	}
 	cmd := newCmd(ctx, c)
 	_ = k.p.Process(ctx, k.cmder(cmd)) // the error is also the command's
+	if k.r != nil {
+		cmd = k.redial(ctx, cmd, c)
+	}
 	return result(cmd, reply)
+}
+
+// redial returns cmd, sent to k's *redis.Client, or, when it met a dial
+// error and the server answers a dial of the store's, the same command sent
+// again to the spare (see redial). A command that met no dial error
+// retires the spare.
+func (k client) redial(ctx context.Context, cmd *redis.Cmd, c scriptproto.Cmd) *redis.Cmd {
+	if !isDialError(cmd.Err()) {
+		if k.r.active.Load() {
+			k.r.retire(nil)
+		}
+		return cmd
+	}
+	s := k.r.get(ctx)
+	if s == nil {
+		return cmd
+	}
+	again := newCmd(ctx, c)
+	_ = s.c.Process(ctx, again)
+	k.r.put(s, isDialError(again.Err()))
+	return again
 }
 
 // DoMulti sends cmds in one pipeline; go-redis splits it by node.
@@ -223,9 +281,45 @@ func (k client) DoMulti(ctx context.Context, cmds []scriptproto.Cmd, out []core.
 		_ = pipe.Process(ctx, k.cmder(queued[i])) // queues it
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
+	if k.r != nil {
+		k.redialMulti(ctx, cmds, queued)
+	}
 	for i, cmd := range queued {
 		out[i].Reply, out[i].Err = result(cmd, out[i].Reply)
 	}
+}
+
+// redialMulti is redial for a pipeline: the commands of queued (cmds,
+// sent to k's *redis.Client) that met a dial error go again in one
+// pipeline to the spare, and take their places in queued.
+func (k client) redialMulti(ctx context.Context, cmds []scriptproto.Cmd, queued []*redis.Cmd) {
+	var failed []int
+	for i, cmd := range queued {
+		if isDialError(cmd.Err()) {
+			failed = append(failed, i)
+		}
+	}
+	if len(failed) == 0 {
+		if k.r.active.Load() {
+			k.r.retire(nil)
+		}
+		return
+	}
+	s := k.r.get(ctx)
+	if s == nil {
+		return
+	}
+	pipe := s.c.Pipeline()
+	for _, i := range failed {
+		queued[i] = newCmd(ctx, cmds[i])
+		_ = pipe.Process(ctx, queued[i])
+	}
+	_, _ = pipe.Exec(ctx)
+	dialErr := false
+	for _, i := range failed {
+		dialErr = dialErr || isDialError(queued[i].Err())
+	}
+	k.r.put(s, dialErr)
 }
 
 // cmder returns cmd as k sends it: as a onceCmd when k.once.

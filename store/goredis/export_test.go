@@ -1,0 +1,4 @@
+package goredisstore
+
+// SpareOptions is spareOptions, for the tests.
+var SpareOptions = spareOptions
