@@ -49,7 +49,7 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 	// AllowN's body, not a call to it: AllowN does not inline, and the
 	// frame it adds is measurable on the memory store.
 	if l != nil && l.c != nil {
-		return l.c.Decide(ctx, key, 1)
+		return l.c.Decide(ctx, key, 1, nil)
 	}
 	return l.engine().Decide(ctx, key, 1, engine.ModeAllow)
 }
@@ -67,7 +67,7 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 // ctx has ended sends nothing.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
 	if l != nil && l.c != nil {
-		return l.c.Decide(ctx, key, n)
+		return l.c.Decide(ctx, key, n, nil)
 	}
 	return l.engine().Decide(ctx, key, n, engine.ModeAllow)
 }
@@ -95,15 +95,42 @@ func (l *Limiter) Refund(ctx context.Context, key string, n int64) (core.Decisio
 	return l.engine().Decide(ctx, key, n, engine.ModeRefund)
 }
 
+// Decide does what r.Op asks (OpAllow: AllowN; OpPeek: Peek of cost
+// r.N; OpRefund: Refund) for r.Key at cost r.N, against the limits
+// r.Params gives when it gives them, and the limiter's own otherwise.
+//
+// Params are one per limit (one for an algorithm's limiter, one per limit
+// of a policy, in its order; a nil entry keeps that limit's own), each
+// built by the NewParams of the limit's algorithm package; r.N may then
+// be up to the least of their Limits. The request is decided by the same
+// script as any other, its parameters in the script's arguments: no
+// limiter is built and no script composed per request. The key's state
+// is the same whichever limits its requests bring (each algorithm's
+// package doc says what it becomes when they change), and the Decision
+// reports the Limit and Window applied. Wrong Params (another
+// algorithm's, one entry too many, a calendar window's on a limiter
+// without a Clock) are an error wrapping core.ErrInvalidConfig. On a
+// coalescing limiter (Coalesce), OpAllow requests are coalesced, with
+// their Params.
+func (l *Limiter) Decide(ctx context.Context, r core.Request) (core.Decision, error) {
+	if l != nil && l.c != nil && r.Op == core.OpAllow {
+		return l.c.Decide(ctx, r.Key, r.N, r.Params)
+	}
+	return l.engine().DecideRequest(ctx, r)
+}
+
 // Reset deletes key's state, in every limit of a policy and its penalty
 // block: the next request sees a fresh limiter.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	return l.engine().Reset(ctx, key)
 }
 
-// AllowMany decides many requests in one call: each exactly as AllowN
+// AllowMany decides many requests in one call: each exactly as Decide
 // would decide it, in order (requests on one key see each other), with its
-// own error. On the Redis stores the requests go in one pipelined round
+// own error. Every request's Op must be core.OpAllow; each may give its
+// own Params (requests that give other limits than the rest go in other
+// script calls, and a key whose requests give different limits takes a
+// round trip per request). On the Redis stores the requests go in one pipelined round
 // trip per server, and up to 64 decisions go in one script call: any
 // requests on a store that is one node (core.SingleNode), those on the
 // same key on any other (a cluster, a Ring). A key with more than 64

@@ -49,22 +49,22 @@ import (
 // as read-only. Each entry's defaults are a small limit over a few
 // seconds, to watch in the demo.
 var All = []Algorithm{
-	define(tokenbucket.New, tokenbucket.Config{Capacity: 5, RefillRate: 1, RefillInterval: 2 * time.Second}, about{
+	define(tokenbucket.New, tokenbucket.NewParams, tokenbucket.Config{Capacity: 5, RefillRate: 1, RefillInterval: 2 * time.Second}, about{
 		limit: "Capacity", title: "Token bucket", unit: "tokens", remaining: "tokens in the bucket",
 		doc: "bursts of up to Capacity tokens; RefillRate tokens come back at the end of every whole RefillInterval"}),
-	define(fixedwindow.New, fixedwindow.Config{Limit: 5, Window: 10 * time.Second}, about{
+	define(fixedwindow.New, fixedwindow.NewParams, fixedwindow.Config{Limit: 5, Window: 10 * time.Second}, about{
 		limit: "Limit", title: "Fixed window counter", unit: "requests", remaining: "requests left in the window",
 		doc: "at most Limit per Window, the window opening at the first request; up to 2 x Limit across a boundary"}),
-	define(slidinglog.New, slidinglog.Config{Limit: 5, Window: 10 * time.Second}, about{
+	define(slidinglog.New, slidinglog.NewParams, slidinglog.Config{Limit: 5, Window: 10 * time.Second}, about{
 		limit: "Limit", title: "Sliding window log", unit: "requests", remaining: "requests left in the rolling window",
 		doc: "exactly at most Limit in any rolling Window; one stored entry per allowed unit"}),
-	define(slidingcounter.New, slidingcounter.Config{Limit: 5, Window: 10 * time.Second}, about{
+	define(slidingcounter.New, slidingcounter.NewParams, slidingcounter.Config{Limit: 5, Window: 10 * time.Second}, about{
 		limit: "Limit", title: "Sliding window counter", unit: "requests", remaining: "requests the estimate still allows",
 		doc: "two epoch-aligned windows of Window blended by weight: near-exact Limit per rolling Window, in one value"}),
-	define(leakybucket.New, leakybucket.Config{Capacity: 5, LeakRate: 1, Per: 2 * time.Second}, about{
+	define(leakybucket.New, leakybucket.NewParams, leakybucket.Config{Capacity: 5, LeakRate: 1, Per: 2 * time.Second}, about{
 		limit: "Capacity", title: "Leaky bucket (policing)", unit: "units", remaining: "room left in the bucket",
 		doc: "a bucket of Capacity draining LeakRate per Per; a request that would overflow it is denied, no bursts beyond Capacity"}),
-	define(gcra.New, gcra.Config{Rate: 1, Period: 2 * time.Second, Burst: 5}, about{
+	define(gcra.New, gcra.NewParams, gcra.Config{Rate: 1, Period: 2 * time.Second, Burst: 5}, about{
 		limit: "Burst", title: "GCRA", unit: "requests", remaining: "requests available now",
 		doc: "generic cell rate algorithm: Rate per Period in bursts of up to Burst, one stored time per key"}),
 }
@@ -86,7 +86,8 @@ type Algorithm struct {
 	// fields; exactly one has Limit set.
 	Params []Param
 
-	build func(runner core.ScriptRunner, p Params, clock core.Clock, prefix string) (*ratekit.Limiter, error)
+	build  func(runner core.ScriptRunner, p Params, clock core.Clock, prefix string) (*ratekit.Limiter, error)
+	params func(p Params) (core.Params, error)
 }
 
 // Kind is what a parameter's value is.
@@ -156,20 +157,40 @@ func Names() []string {
 // parameter and nothing else. An error wraps core.ErrInvalidConfig and
 // names the parameter or the Config field.
 func (a Algorithm) New(runner core.ScriptRunner, p Params, clock core.Clock, prefix string) (*ratekit.Limiter, error) {
+	if err := a.check(p); err != nil {
+		return nil, err
+	}
+	return a.build(runner, p, clock, prefix)
+}
+
+// NewParams returns the parameters p, to give with a request
+// (core.Request.Params) to a limiter of the algorithm instead of those it
+// was built with: what the package's NewParams returns. p must give
+// every parameter and nothing else; an error wraps core.ErrInvalidConfig
+// and names the parameter or the Config field, as New's.
+func (a Algorithm) NewParams(p Params) (core.Params, error) {
+	if err := a.check(p); err != nil {
+		return nil, err
+	}
+	return a.params(p)
+}
+
+// check refuses p unless it gives each of a's parameters, and only those.
+func (a Algorithm) check(p Params) error {
 	if a.build == nil {
-		return nil, fmt.Errorf("%w: algorithms: Algorithm %q is not one of All (take it from All or Lookup)", core.ErrInvalidConfig, a.Name)
+		return fmt.Errorf("%w: algorithms: Algorithm %q is not one of All (take it from All or Lookup)", core.ErrInvalidConfig, a.Name)
 	}
 	for _, prm := range a.Params {
 		if _, ok := p[prm.Name]; !ok {
-			return nil, fmt.Errorf("%w: %s: parameter %s (%s) is missing", core.ErrInvalidConfig, a.Name, prm.Name, prm.Field)
+			return fmt.Errorf("%w: %s: parameter %s (%s) is missing", core.ErrInvalidConfig, a.Name, prm.Name, prm.Field)
 		}
 	}
 	for name := range p {
 		if _, ok := a.Param(name); !ok {
-			return nil, fmt.Errorf("%w: %s has no parameter %q (its parameters: %s)", core.ErrInvalidConfig, a.Name, name, strings.Join(a.paramNames(), ", "))
+			return fmt.Errorf("%w: %s has no parameter %q (its parameters: %s)", core.ErrInvalidConfig, a.Name, name, strings.Join(a.paramNames(), ", "))
 		}
 	}
-	return a.build(runner, p, clock, prefix)
+	return nil
 }
 
 // Defaults returns every parameter at its default.
@@ -216,12 +237,12 @@ type about struct {
 
 var durationType = reflect.TypeFor[time.Duration]()
 
-// define makes an entry from a package's New and a Config holding the
-// defaults. Every field of C but Prefix and Clock is a parameter: an int64
+// define makes an entry from a package's New and NewParams and a Config
+// holding the defaults. Every field of C but Prefix and Clock is a parameter: an int64
 // is a Count, a time.Duration a Duration. A Config that does not fit (a
 // field of another type, no Prefix or Clock, no limit field) panics when
 // the program starts, so that no such entry ever gets used.
-func define[C any](newFn func(core.ScriptRunner, C) (*ratekit.Limiter, error), defaults C, ab about) Algorithm {
+func define[C any](newFn func(core.ScriptRunner, C) (*ratekit.Limiter, error), paramsFn func(C) (core.Params, error), defaults C, ab about) Algorithm {
 	t := reflect.TypeFor[C]()
 	a := Algorithm{Name: path.Base(t.PkgPath()), Title: ab.title, Doc: ab.doc, Unit: ab.unit, Remaining: ab.remaining}
 	var index []int // Config field of each parameter
@@ -253,18 +274,23 @@ func define[C any](newFn func(core.ScriptRunner, C) (*ratekit.Limiter, error), d
 		panic(fmt.Sprintf("algorithms: %s: the limit %q is not a count parameter of %s", a.Name, ab.limit, t))
 	}
 	params := a.Params
-	a.build = func(runner core.ScriptRunner, p Params, clock core.Clock, prefix string) (*ratekit.Limiter, error) {
-		var cfg C
+	config := func(p Params) (cfg C) {
 		v := reflect.ValueOf(&cfg).Elem()
 		for i, prm := range params {
 			v.Field(index[i]).SetInt(p[prm.Name])
 		}
+		return cfg
+	}
+	a.build = func(runner core.ScriptRunner, p Params, clock core.Clock, prefix string) (*ratekit.Limiter, error) {
+		cfg := config(p)
+		v := reflect.ValueOf(&cfg).Elem()
 		v.FieldByName("Prefix").SetString(prefix)
 		if clock != nil {
 			v.FieldByName("Clock").Set(reflect.ValueOf(clock))
 		}
 		return newFn(runner, cfg)
 	}
+	a.params = func(p Params) (core.Params, error) { return paramsFn(config(p)) }
 	return a
 }
 

@@ -25,6 +25,7 @@ import (
 
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/callcheck"
+	"github.com/ratekit/ratekit/internal/engine"
 	"github.com/ratekit/ratekit/internal/params"
 )
 
@@ -55,7 +56,11 @@ type denial struct {
 	until int64 // Unix ns
 	at    int64 // Unix ns when cached
 	n     int64 // the cost denied: this cost is answered from here
-	d     core.Decision
+	// ps are the limits the denied request gave (a copy), nil for the
+	// next limiter's own: only a request that gives the same is
+	// answered from here.
+	ps []core.Params
+	d  core.Decision
 }
 
 // Option configures a Limiter.
@@ -134,19 +139,46 @@ func (l *Limiter) shard(key string) *shard {
 
 // Allow is AllowN(ctx, key, 1).
 func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) {
-	return l.AllowN(ctx, key, 1)
+	return l.Decide(ctx, core.Request{Key: key, N: 1})
 }
 
-// AllowN denies locally while a cached denial for key at cost n lasts,
-// and asks the next limiter otherwise. A cached answer is the stored
-// denial with RetryAfter and ResetAfter counted down; it is given only to
-// a call the next limiter would not refuse (key, cost and ctx checked as
-// it checks them). Where a key's denials come at several costs, the
-// lowest cost's is kept.
+// AllowN is Decide for an OpAllow request of cost n on key.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
+	return l.Decide(ctx, core.Request{Key: key, N: n})
+}
+
+// Decide answers an OpAllow request locally while a cached denial for
+// its key at its cost, with the same Params, lasts, and asks the next
+// limiter otherwise. A cached answer is the stored denial with
+// RetryAfter and ResetAfter counted down; it is given only to a request
+// the next limiter would not refuse (Op, key, Params, cost and ctx
+// checked as it checks them). Where a key's denials come at several
+// costs, the lowest cost's is kept; where they come with other Params
+// (its limits changed), the latest's. An OpPeek request goes to the next
+// limiter; an OpRefund request, once checked (one refused keeps the
+// denial: nothing was refunded), goes to the next limiter and then
+// forgets the key's cached denial here (the refund may let a request
+// through before it would have ended).
+func (l *Limiter) Decide(ctx context.Context, r core.Request) (core.Decision, error) {
 	if err := l.check(); err != nil {
 		return core.Decision{}, err
 	}
+	switch r.Op {
+	case core.OpPeek:
+		return l.next.Decide(ctx, r)
+	case core.OpRefund:
+		if err := callcheck.Request(ctx, r, l.next.MaxCost()); err != nil {
+			return core.Decision{}, err // refused: the denial still holds
+		}
+		d, err := l.next.Decide(ctx, r)
+		// After the refund, not before: a denial another call cached
+		// while it ran was decided before it, and goes too. A store
+		// error may follow a refund that was made: the denial goes then
+		// too.
+		l.Forget(r.Key)
+		return d, err
+	}
+	key, n := r.Key, r.N
 	now := l.now().UnixNano()
 	sh := l.shard(key)
 	sh.mu.Lock()
@@ -157,20 +189,26 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decisio
 	}
 	sh.mu.Unlock()
 	if ok && n == c.n {
-		if err := callcheck.Check(ctx, key, n, l.next.MaxCost()); err != nil {
+		if err := callcheck.Request(ctx, r, l.next.MaxCost()); err != nil {
 			return core.Decision{}, err
 		}
-		l.hits.Add(1)
-		return c.countedDown(now), nil
+		if engine.SameParams(r.Params, c.ps) {
+			l.hits.Add(1)
+			return c.countedDown(now), nil
+		}
 	}
-	d, err := l.next.AllowN(ctx, key, n)
+	d, err := l.next.Decide(ctx, r)
 	if err != nil || d.Allowed || d.RetryAfter <= 0 {
 		return d, err
 	}
 	sh.mu.Lock()
 	c, ok = sh.m[key] // again: another call may have changed it
-	if (ok && n <= c.n) || (!ok && l.room(sh, now)) {
-		sh.m[key] = denial{until: now + int64(d.RetryAfter), at: now, n: n, d: d}
+	if !ok && l.room(sh, now) || ok && (n <= c.n || !engine.SameParams(r.Params, c.ps)) {
+		var ps []core.Params
+		if len(r.Params) > 0 {
+			ps = append(ps, r.Params...) // the caller may reuse its slice
+		}
+		sh.m[key] = denial{until: now + int64(d.RetryAfter), at: now, n: n, ps: ps, d: d}
 	}
 	sh.mu.Unlock()
 	return d, nil
@@ -250,31 +288,17 @@ func (l *Limiter) Unwrap() core.Limiter {
 	return l.next
 }
 
-// Peek asks the next limiter: it is read-only there already.
+// Peek is Decide for an OpPeek request of cost 1: the next limiter's
+// answer (it is read-only there already).
 func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
-	if err := l.check(); err != nil {
-		return core.Decision{}, err
-	}
-	return l.next.Peek(ctx, key)
+	return l.Decide(ctx, core.Request{Key: key, N: 1, Op: core.OpPeek})
 }
 
-// Refund refunds the next limiter and then forgets key's cached denial
-// here (the refund may let a request through before it would have
-// ended). A Refund the next limiter refuses before asking its store (a
-// bad key or cost, or ctx ended: nothing was refunded) keeps the denial;
-// one that failed at the store (which may have refunded) drops it.
+// Refund is Decide for an OpRefund request of cost n on key: it refunds
+// the next limiter and then forgets key's cached denial here, unless the
+// request is refused.
 func (l *Limiter) Refund(ctx context.Context, key string, n int64) (core.Decision, error) {
-	if err := l.check(); err != nil {
-		return core.Decision{}, err
-	}
-	refused := callcheck.Check(ctx, key, n, l.next.MaxCost()) != nil
-	d, err := l.next.Refund(ctx, key, n)
-	if err == nil || !refused {
-		// After the refund, not before: a denial another call cached in
-		// between was decided before the refund, and goes too.
-		l.Forget(key)
-	}
-	return d, err
+	return l.Decide(ctx, core.Request{Key: key, N: n, Op: core.OpRefund})
 }
 
 // Reset forgets key here and resets it in the next limiter.

@@ -23,9 +23,11 @@ type counting struct {
 	calls atomic.Int64
 }
 
-func (c *counting) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
-	c.calls.Add(1)
-	return c.Limiter.AllowN(ctx, key, n)
+func (c *counting) Decide(ctx context.Context, r core.Request) (core.Decision, error) {
+	if r.Op == core.OpAllow {
+		c.calls.Add(1)
+	}
+	return c.Limiter.Decide(ctx, r)
 }
 
 // newCache returns denycache.New(next, opts...), or fails t.

@@ -36,11 +36,14 @@ func newDeaf(t *testing.T, l core.Limiter) *deaf {
 // free lets every blocked and later call through; it may be called again.
 func (d *deaf) free() { d.once.Do(func() { close(d.release) }) }
 
-func (d *deaf) AllowN(_ context.Context, key string, n int64) (core.Decision, error) {
+func (d *deaf) Decide(ctx context.Context, r core.Request) (core.Decision, error) {
+	if r.Op != core.OpAllow {
+		return d.Limiter.Decide(ctx, r)
+	}
 	d.calls.Add(1)
 	d.entered <- struct{}{}
 	<-d.release
-	return d.Limiter.AllowN(context.Background(), key, n)
+	return d.Limiter.Decide(context.Background(), r)
 }
 
 func (d *deaf) Reset(_ context.Context, key string) error {
@@ -325,7 +328,12 @@ type panicky struct{ core.Limiter }
 
 var errBoom = errors.New("boom")
 
-func (panicky) AllowN(context.Context, string, int64) (core.Decision, error) { panic(errBoom) }
+func (p panicky) Decide(ctx context.Context, r core.Request) (core.Decision, error) {
+	if r.Op != core.OpAllow {
+		return p.Limiter.Decide(ctx, r)
+	}
+	panic(errBoom)
+}
 
 // TestPanicReachesCaller: a store call that panics in failsafe's goroutine
 // panics in the caller's, with the same value, as it would without one.

@@ -304,60 +304,66 @@ func (l *Limiter) try() (ok bool, probe int64) {
 
 // Allow is AllowN(ctx, key, 1).
 func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) {
-	return l.AllowN(ctx, key, 1)
+	return l.Decide(ctx, core.Request{Key: key, N: 1})
 }
 
-// AllowN asks the store, within Timeout; when the store fails (or is being
-// skipped after a failure), the Mode decides. Errors that are the
-// caller's are returned as they are, never decided by the Mode: a bad
-// key (core.ErrInvalidKey), a bad cost (core.ErrInvalidCost: below 1, or
-// above the store's limiter's MaxCost), the caller's own context ending,
-// a clock out of range (core.ErrInvalidTime), and state the limiter did
-// not write (core.ErrCorruptState: the store answered, and the key needs
-// a Reset). While the store is skipped, the first three are checked here,
-// as the store's limiter would.
+// AllowN is Decide for an OpAllow request of cost n on key.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
-	return l.decide(ctx, key, n, func(lim core.Limiter, ctx context.Context) (core.Decision, error) {
-		return lim.AllowN(ctx, key, n)
-	})
+	return l.Decide(ctx, core.Request{Key: key, N: n})
 }
 
-// Peek is like AllowN for Peek.
+// Peek is Decide for an OpPeek request of cost 1 on key.
 func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
-	return l.decide(ctx, key, 1, func(lim core.Limiter, ctx context.Context) (core.Decision, error) {
-		return lim.Peek(ctx, key)
-	})
+	return l.Decide(ctx, core.Request{Key: key, N: 1, Op: core.OpPeek})
 }
 
-// Refund gives n back to key on the store, within Timeout. A refund
-// cannot be faked: when the store fails (or is being skipped), FailLocal
-// refunds Local, and the other modes return the store's error, wrapping
-// core.ErrStore.
+// Refund is Decide for an OpRefund request of cost n on key.
 func (l *Limiter) Refund(ctx context.Context, key string, n int64) (core.Decision, error) {
+	return l.Decide(ctx, core.Request{Key: key, N: n, Op: core.OpRefund})
+}
+
+// Decide asks the store, within Timeout; when the store fails (or is
+// being skipped after a failure), the Mode decides, with the request's
+// Params under FailLocal (Local decides r as it is). Errors that are the
+// caller's are returned as they are, never decided by the Mode: a bad
+// Op, key or Params (core.ErrInvalidConfig, core.ErrInvalidKey), a bad
+// cost (core.ErrInvalidCost: below 1, or above the store's limiter's
+// MaxCost or the least Limit of the request's Params), the caller's own
+// context ending, a clock out of range (core.ErrInvalidTime), and state
+// the limiter did not write (core.ErrCorruptState: the store answered,
+// and the key needs a Reset). While the store is skipped, these are
+// checked here, as the store's limiter would (callcheck.Request).
+//
+// A refund (OpRefund) cannot be faked: when the store fails (or is
+// skipped), FailLocal refunds Local, and the other modes return the
+// store's error, wrapping core.ErrStore.
+func (l *Limiter) Decide(ctx context.Context, r core.Request) (core.Decision, error) {
 	if !l.built() {
 		return core.Decision{}, errZero
-	}
-	op := func(lim core.Limiter, ctx context.Context) (core.Decision, error) {
-		return lim.Refund(ctx, key, n)
 	}
 	err := errors.New("failsafe: the store is down")
 	if ok, probe := l.try(); ok {
 		var d core.Decision
-		if d, err = l.ask(ctx, op, probe); err == nil || !l.storeFault(ctx, err) {
+		if d, err = l.ask(ctx, r, probe); err == nil || !l.storeFault(ctx, err) {
 			return d, err
 		}
-		l.fail(ctx, key, err)
+		l.fail(ctx, r.Key, err)
 	}
-	if err := callcheck.Check(ctx, key, n, l.MaxCost()); err != nil {
+	if err := callcheck.Request(ctx, r, l.MaxCost()); err != nil {
 		return core.Decision{}, err
 	}
-	if l.cfg.Mode == FailLocal {
-		return op(l.cfg.Local, ctx)
+	switch {
+	case l.cfg.Mode == FailLocal:
+		return l.cfg.Local.Decide(ctx, r)
+	case r.Op == core.OpRefund:
+		if !errors.Is(err, core.ErrStore) {
+			err = fmt.Errorf("%w: %w", core.ErrStore, err)
+		}
+		return core.Decision{}, err
+	case l.cfg.Mode == FailClosed:
+		return core.Decision{Allowed: false, RetryAfter: l.cfg.RetryInterval}, nil
 	}
-	if !errors.Is(err, core.ErrStore) {
-		err = fmt.Errorf("%w: %w", core.ErrStore, err)
-	}
-	return core.Decision{}, err
+	return core.Decision{Allowed: true}, nil
 }
 
 // Reset resets key on the store (and on Local, if any), within Timeout. A
@@ -381,37 +387,11 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 	return err
 }
 
-// decide asks the store for the decision on a call of cost n on key (op
-// on Limiter), or lets the Mode decide.
-func (l *Limiter) decide(ctx context.Context, key string, n int64, op func(core.Limiter, context.Context) (core.Decision, error)) (core.Decision, error) {
-	if !l.built() {
-		return core.Decision{}, errZero
-	}
-	if ok, probe := l.try(); ok {
-		d, err := l.ask(ctx, op, probe)
-		if err == nil || !l.storeFault(ctx, err) {
-			return d, err
-		}
-		l.fail(ctx, key, err)
-	}
-	if err := callcheck.Check(ctx, key, n, l.MaxCost()); err != nil {
-		return core.Decision{}, err
-	}
-	switch l.cfg.Mode {
-	case FailClosed:
-		return core.Decision{Allowed: false, RetryAfter: l.cfg.RetryInterval}, nil
-	case FailLocal:
-		return op(l.cfg.Local, ctx)
-	default:
-		return core.Decision{Allowed: true}, nil
-	}
-}
-
-// ask runs op against the store. A probe (probe != 0: the downUntil value
-// its claim stored) counts as running until it returns, even if op
-// panics, and marks the store up when it gets an answer.
-func (l *Limiter) ask(ctx context.Context, op func(core.Limiter, context.Context) (core.Decision, error), probe int64) (core.Decision, error) {
-	call := func(cctx context.Context) (core.Decision, error) { return op(l.cfg.Limiter, cctx) }
+// ask decides r on the store. A probe (probe != 0: the downUntil value
+// its claim stored) counts as running until it returns, even if the
+// store panics, and marks the store up when it gets an answer.
+func (l *Limiter) ask(ctx context.Context, r core.Request, probe int64) (core.Decision, error) {
+	call := func(cctx context.Context) (core.Decision, error) { return l.cfg.Limiter.Decide(cctx, r) }
 	if probe == 0 {
 		return l.calls.Do(ctx, call)
 	}

@@ -27,12 +27,15 @@ type flaky struct {
 	calls atomic.Int64
 }
 
-func (f *flaky) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
+func (f *flaky) Decide(ctx context.Context, r core.Request) (core.Decision, error) {
+	if r.Op != core.OpAllow {
+		return f.Limiter.Decide(ctx, r)
+	}
 	f.calls.Add(1)
 	if f.down.Load() {
 		return core.Decision{}, fmt.Errorf("%w: connection refused", core.ErrStore)
 	}
-	return f.Limiter.AllowN(ctx, key, n)
+	return f.Limiter.Decide(ctx, r)
 }
 
 func bucket(t *testing.T, capacity int64) core.Limiter {
@@ -104,7 +107,10 @@ func TestModes(t *testing.T) {
 
 type slow struct{ core.Limiter }
 
-func (s slow) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
+func (s slow) Decide(ctx context.Context, r core.Request) (core.Decision, error) {
+	if r.Op != core.OpAllow {
+		return s.Limiter.Decide(ctx, r)
+	}
 	<-ctx.Done()
 	return core.Decision{}, fmt.Errorf("%w: %w", core.ErrStore, ctx.Err())
 }
@@ -173,7 +179,10 @@ type gated struct {
 	release chan struct{}
 }
 
-func (g *gated) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
+func (g *gated) Decide(ctx context.Context, r core.Request) (core.Decision, error) {
+	if r.Op != core.OpAllow {
+		return g.Limiter.Decide(ctx, r)
+	}
 	g.calls.Add(1)
 	if g.entered != nil {
 		g.entered <- struct{}{}
@@ -182,7 +191,7 @@ func (g *gated) AllowN(ctx context.Context, key string, n int64) (core.Decision,
 	if g.down.Load() {
 		return core.Decision{}, fmt.Errorf("%w: connection refused", core.ErrStore)
 	}
-	return g.Limiter.AllowN(ctx, key, n)
+	return g.Limiter.Decide(ctx, r)
 }
 
 // TestOneProbe: once RetryInterval has passed, one call probes the store

@@ -197,7 +197,10 @@ type panicking struct {
 	boom atomic.Bool
 }
 
-func (p *panicking) AllowN(context.Context, string, int64) (core.Decision, error) {
+func (p *panicking) Decide(ctx context.Context, r core.Request) (core.Decision, error) {
+	if r.Op != core.OpAllow {
+		return p.Limiter.Decide(ctx, r)
+	}
 	if p.boom.Load() {
 		panic("boom")
 	}

@@ -28,18 +28,11 @@ type hanging struct {
 	release       chan struct{}
 }
 
-func (h *hanging) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
-	if h.allow {
+func (h *hanging) Decide(ctx context.Context, r core.Request) (core.Decision, error) {
+	if r.Op == core.OpAllow && h.allow || r.Op == core.OpRefund && h.refund {
 		<-h.release
 	}
-	return h.Limiter.AllowN(ctx, key, n)
-}
-
-func (h *hanging) Refund(ctx context.Context, key string, n int64) (core.Decision, error) {
-	if h.refund {
-		<-h.release
-	}
-	return h.Limiter.Refund(ctx, key, n)
+	return h.Limiter.Decide(ctx, r)
 }
 
 // errs collects what OnError receives.

@@ -47,12 +47,13 @@ type grant struct {
 	in   *Interceptors
 	ctx  context.Context
 	call Call
-	// lim, key and n refund the call when Counts says it does not count,
-	// or when a later step refuses it; lim is nil when there is nothing
-	// to refund.
+	// lim, key, n and ps refund the call when Counts says it does not
+	// count, or when a later step refuses it; lim is nil when there is
+	// nothing to refund.
 	lim core.Limiter
 	key string
 	n   int64
+	ps  []core.Params
 	// limits are the limits the rate-limit fields name.
 	limits []ratelimitfield.Limit
 	// lease is held while the call runs; stop ends its extensions.
@@ -122,13 +123,21 @@ func (in *Interceptors) decide(g *grant) (int64, error) {
 			return 0, status.Error(codes.Internal, msgMisconfigured)
 		}
 	}
+	var ps []core.Params
+	if in.cfg.Params != nil {
+		var err error
+		if ps, err = in.cfg.Params(g.ctx, g.call); err != nil {
+			in.report(g.ctx, g.call, slog.LevelError, "grpclimit: Params failed, call answered Internal", fmt.Errorf("grpclimit: Params: %w", err))
+			return 0, status.Error(codes.Internal, msgMisconfigured)
+		}
+	}
 	key, err := in.key(g, in.cfg.Key, in.cfg.Name)
 	if err != nil {
 		return 0, err
 	}
 	n := g.n
 	d, err := in.calls.Do(g.ctx, func(ctx context.Context) (core.Decision, error) {
-		return lim.AllowN(ctx, key, n)
+		return lim.Decide(ctx, core.Request{Key: key, N: n, Params: ps})
 	})
 	if err != nil {
 		return 0, in.failed(g, err, in.cfg.Name)
@@ -141,7 +150,7 @@ func (in *Interceptors) decide(g *grant) (int64, error) {
 	if !d.Allowed {
 		return in.deny(d)
 	}
-	g.lim, g.key = lim, key
+	g.lim, g.key, g.ps = lim, key, ps
 	return 0, nil
 }
 
@@ -284,9 +293,10 @@ func (g *grant) refund() {
 	if g.lim == nil {
 		return
 	}
-	lim, key, n := g.lim, g.key, g.n
+	r := core.Request{Key: g.key, N: g.n, Op: core.OpRefund, Params: g.ps}
+	lim := g.lim
 	d, err := g.in.calls.Do(context.WithoutCancel(g.ctx), func(ctx context.Context) (core.Decision, error) {
-		return lim.Refund(ctx, key, n)
+		return lim.Decide(ctx, r)
 	})
 	if err != nil {
 		g.in.report(g.ctx, g.call, slog.LevelError, "grpclimit: refund failed, the call stays counted", fmt.Errorf("grpclimit: refund: %w", err))

@@ -88,6 +88,14 @@ type Config struct {
 	// ratekit.Tiers). An error answers codes.Internal and is logged as the
 	// server's failure.
 	LimiterFor func(ctx context.Context, c Call) (core.Limiter, error)
+	// Params, when set, returns the limits each call is decided against
+	// instead of the limiter's own (core.Request.Params): a customer's
+	// contract, say, read from a cache of what a database holds, built
+	// with an algorithm package's NewParams. A nil result keeps the
+	// limiter's own. The decision, and so the ratelimit fields, report the
+	// limits applied; a refund (Counts, Concurrency) gives the same. An
+	// error answers codes.Internal and is logged as the server's failure.
+	Params func(ctx context.Context, c Call) ([]core.Params, error)
 	// Name names the limiter's item in ratelimit-policy and ratelimit, and
 	// the limit in a denial: printable ASCII, at most 64 bytes; "default"
 	// when empty. A policy's items are named after its limits instead.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/ratekit/ratekit"
 	"github.com/ratekit/ratekit/algorithms/concurrency"
+	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/grpclimit"
 )
@@ -248,11 +249,11 @@ func TestKeyers(t *testing.T) {
 	}
 }
 
-// failing is a limiter whose store is down. Only AllowN and MaxCost are
+// failing is a limiter whose store is down. Only Decide and MaxCost are
 // called.
 type failing struct{ core.Limiter }
 
-func (failing) AllowN(context.Context, string, int64) (core.Decision, error) {
+func (failing) Decide(context.Context, core.Request) (core.Decision, error) {
 	return core.Decision{}, fmt.Errorf("%w: connection refused", core.ErrStore)
 }
 
@@ -423,5 +424,36 @@ func TestZeroInterceptors(t *testing.T) {
 		if status.Code(err) != codes.Internal || ran {
 			t.Errorf("%s, stream: %v, handler ran %v; want Internal and no handler", name, err, ran)
 		}
+	}
+}
+
+// TestParams: Config.Params gives each call its limits; the fields say
+// the limit applied, and an error answers Internal.
+func TestParams(t *testing.T) {
+	lim, _ := bucket(t, 2)
+	five, err := tokenbucket.NewParams(tokenbucket.Config{Capacity: 5, RefillRate: 1, RefillInterval: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := newInterceptors(t, grpclimit.Config{Name: "api", Limiter: lim, Params: func(ctx context.Context, c grpclimit.Call) ([]core.Params, error) {
+		if md, _ := metadata.FromIncomingContext(ctx); len(md.Get("broken")) > 0 {
+			return nil, errors.New("contracts unavailable")
+		}
+		return []core.Params{five}, nil
+	}, Logger: slog.New(slog.DiscardHandler)})
+	conn := serve(t, in, &svc{})
+	ctx := context.Background()
+	for i := range 6 {
+		md, err := do(conn, ctx, "")
+		if (err == nil) != (i < 5) {
+			t.Fatalf("call %d: %v, want %d calls of 5 allowed", i, err, 5)
+		}
+		if got := md.Get("ratelimit-policy"); len(got) != 1 || got[0] != `"api";q=5;w=300` {
+			t.Fatalf("call %d: ratelimit-policy %q, want q=5", i, got)
+		}
+	}
+	_, err = do(conn, metadata.AppendToOutgoingContext(ctx, "broken", "1"), "")
+	if status.Code(err) != codes.Internal {
+		t.Fatalf("Params failing: %v, want Internal", err)
 	}
 }

@@ -256,6 +256,34 @@ func (b *Budget) Allow(ctx context.Context, key string) (core.Decision, error) {
 	return b.AllowN(ctx, key, 1)
 }
 
+// Decide decides r: an OpAllow request without Params as AllowN does,
+// an OpPeek request as Peek, an OpRefund request as Refund. A request
+// that gives its own limits (Params) is decided by the source, as one
+// above Lease is: a Budget leases units of the limits the source was
+// built with, and units leased under one limit are not units of
+// another.
+func (b *Budget) Decide(ctx context.Context, r core.Request) (core.Decision, error) {
+	if !b.built() {
+		return core.Decision{}, errZero
+	}
+	switch {
+	case r.Op == core.OpRefund:
+		if err := b.forget(ctx, r.Key); err != nil {
+			return core.Decision{}, err
+		}
+		return b.src.Decide(ctx, r)
+	case r.Op != core.OpAllow:
+		return b.src.Decide(ctx, r)
+	case len(r.Params) > 0:
+		d, err := b.src.Decide(ctx, r)
+		if err == nil && d.Allowed {
+			b.direct.Add(r.N)
+		}
+		return d, err
+	}
+	return b.AllowN(ctx, r.Key, r.N)
+}
+
 // AllowN decides a request of cost n on key: from the key's live lease
 // when it holds n units (no store call, no allocation), with a cached
 // denial while one covers n, and otherwise by asking the store for a new
@@ -293,7 +321,7 @@ func (b *Budget) AllowN(ctx context.Context, key string, n int64) (core.Decision
 
 // directN asks the source, and counts what it allows.
 func (b *Budget) directN(ctx context.Context, key string, n int64) (core.Decision, error) {
-	d, err := b.src.AllowN(ctx, key, n)
+	d, err := b.src.Decide(ctx, core.Request{Key: key, N: n})
 	if err == nil && d.Allowed {
 		b.direct.Add(n)
 	}
@@ -303,10 +331,7 @@ func (b *Budget) directN(ctx context.Context, key string, n int64) (core.Decisio
 // Peek asks the source: it reports the shared state, in which this and
 // other processes' leases are counted in full, used or not.
 func (b *Budget) Peek(ctx context.Context, key string) (core.Decision, error) {
-	if !b.built() {
-		return core.Decision{}, errZero
-	}
-	return b.src.Peek(ctx, key)
+	return b.Decide(ctx, core.Request{Key: key, N: 1, Op: core.OpPeek})
 }
 
 // Reset drops key's lease and cached denial in this process (the unused
@@ -361,18 +386,21 @@ func (b *Budget) Close(ctx context.Context) error {
 // lease again; units taken from this process's leases are not given back
 // to them.
 func (b *Budget) Refund(ctx context.Context, key string, n int64) (core.Decision, error) {
-	if !b.built() {
-		return core.Decision{}, errZero
-	}
+	return b.Decide(ctx, core.Request{Key: key, N: n, Op: core.OpRefund})
+}
+
+// forget drops key's cached denial and dryness in this process, so that
+// its next request asks for a lease again.
+func (b *Budget) forget(ctx context.Context, key string) error {
 	if s := (*b.keys.Load())[key]; s != nil {
 		if err := s.lock(ctx); err != nil {
-			return core.Decision{}, err
+			return err
 		}
 		s.deny.Store(nil)
 		s.dry.Store(nil)
 		s.unlock()
 	}
-	return b.src.Refund(ctx, key, n)
+	return nil
 }
 
 // MaxCost returns the source's (core.Limiter); 0 for a Budget New did not

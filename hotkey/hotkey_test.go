@@ -35,20 +35,15 @@ type counting struct {
 
 var errDown = errors.New("store down")
 
-func (c *counting) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
+func (c *counting) Decide(ctx context.Context, r core.Request) (core.Decision, error) {
+	if r.Op == core.OpPeek {
+		return c.Limiter.Decide(ctx, r)
+	}
 	c.calls.Add(1)
 	if c.fail.Load() {
 		return core.Decision{}, errors.Join(core.ErrStore, errDown)
 	}
-	return c.Limiter.AllowN(ctx, key, n)
-}
-
-func (c *counting) Refund(ctx context.Context, key string, n int64) (core.Decision, error) {
-	c.calls.Add(1)
-	if c.fail.Load() {
-		return core.Decision{}, errors.Join(core.ErrStore, errDown)
-	}
-	return c.Limiter.Refund(ctx, key, n)
+	return c.Limiter.Decide(ctx, r)
 }
 
 // countingAtMost adds GCRA's AllowAtMost.
@@ -352,11 +347,11 @@ type peekFails struct {
 	peekFail atomic.Bool
 }
 
-func (s *peekFails) Peek(ctx context.Context, key string) (core.Decision, error) {
-	if s.peekFail.Load() {
+func (s *peekFails) Decide(ctx context.Context, r core.Request) (core.Decision, error) {
+	if r.Op == core.OpPeek && s.peekFail.Load() {
 		return core.Decision{}, errors.Join(core.ErrStore, errDown)
 	}
-	return s.counting.Peek(ctx, key)
+	return s.counting.Decide(ctx, r)
 }
 
 // A lease above the limit is followed by a Peek to learn the limit: when
@@ -384,10 +379,12 @@ type blocking struct {
 	release chan struct{}
 }
 
-func (s *blocking) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
-	s.entered <- struct{}{}
-	<-s.release
-	return s.counting.AllowN(ctx, key, n)
+func (s *blocking) Decide(ctx context.Context, r core.Request) (core.Decision, error) {
+	if r.Op == core.OpAllow {
+		s.entered <- struct{}{}
+		<-s.release
+	}
+	return s.counting.Decide(ctx, r)
 }
 
 // TestWaitersShareAFailedLease: calls that wait for a lease call share its
@@ -513,9 +510,11 @@ type slow struct {
 	delay time.Duration
 }
 
-func (s *slow) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
-	s.clock.Advance(s.delay)
-	return s.counting.AllowN(ctx, key, n)
+func (s *slow) Decide(ctx context.Context, r core.Request) (core.Decision, error) {
+	if r.Op == core.OpAllow {
+		s.clock.Advance(s.delay)
+	}
+	return s.counting.Decide(ctx, r)
 }
 
 // TestLateLeaseIsLost: a lease whose call took longer than the TTL is

@@ -186,7 +186,7 @@ func (b *Budget) renew(ctx context.Context, key string, s *slot, n int64) (core.
 		// The lease is more than the key's limit: learn the limit, then
 		// ask for no more than it. When Peek fails, its error is the
 		// answer: the request itself may well fit.
-		p, perr := b.src.Peek(ctx, key)
+		p, perr := b.src.Decide(ctx, core.Request{Key: key, N: 1, Op: core.OpPeek})
 		switch {
 		case perr != nil:
 			err = fmt.Errorf("hotkey: a lease of %d is above the key's limit, and the Peek that reads the limit failed: %w", want, perr)
@@ -271,7 +271,7 @@ func (b *Budget) lease(ctx context.Context, key string, want int64) (int64, core
 	if b.atMost != nil {
 		return b.atMost.AllowAtMost(ctx, key, want)
 	}
-	d, err := b.src.AllowN(ctx, key, want)
+	d, err := b.src.Decide(ctx, core.Request{Key: key, N: want})
 	if err != nil || !d.Allowed {
 		return 0, d, err
 	}
@@ -317,7 +317,7 @@ func (b *Budget) giveBack(ctx context.Context, key string, l *lease, now int64) 
 		b.lost.Add(left)
 		return nil
 	}
-	if _, err := b.src.Refund(ctx, key, left); err != nil {
+	if _, err := b.src.Decide(ctx, core.Request{Key: key, N: left, Op: core.OpRefund}); err != nil {
 		b.lost.Add(left)
 		return err
 	}

@@ -54,6 +54,15 @@ type Config struct {
 	// ratekit.Tiers). An error answers 500 Internal Server Error and is
 	// logged as the server's failure.
 	LimiterFor func(r *http.Request) (core.Limiter, error)
+	// Params, when set, returns the limits each request is decided
+	// against instead of the limiter's own (core.Request.Params): a
+	// customer's contract, say, read from a cache of what a database
+	// holds, built with an algorithm package's NewParams. A nil result
+	// keeps the limiter's own. The decision, and so the RateLimit fields,
+	// report the limits applied; a refund (Counts) gives the same. An
+	// error answers 500 Internal Server Error and is logged as the
+	// server's failure.
+	Params func(r *http.Request) ([]core.Params, error)
 	// Name names the limiter's item in RateLimit-Policy and RateLimit:
 	// printable ASCII, at most 64 bytes; "default" when empty. A policy's
 	// items are named after its limits instead.
@@ -253,13 +262,22 @@ func (m *middleware) wrap(next http.Handler) http.Handler {
 				return
 			}
 		}
+		var ps []core.Params
+		if m.cfg.Params != nil {
+			var err error
+			if ps, err = m.cfg.Params(r); err != nil {
+				m.report(r, "", slog.LevelError, "httplimit: Params failed, request answered 500", fmt.Errorf("httplimit: Params: %w", err))
+				http.Error(w, "rate limiter misconfigured", http.StatusInternalServerError)
+				return
+			}
+		}
 		key, err := m.cfg.Key.Key(r)
 		if err != nil {
 			m.keyFailed(w, r, err)
 			return
 		}
 		d, err := m.calls.Do(r.Context(), func(ctx context.Context) (core.Decision, error) {
-			return lim.AllowN(ctx, key, n)
+			return lim.Decide(ctx, core.Request{Key: key, N: n, Params: ps})
 		})
 		if err != nil {
 			if !m.failed(w, r, key, err) {
@@ -289,7 +307,7 @@ func (m *middleware) wrap(next http.Handler) http.Handler {
 			// A handler that panics has not answered: its request counts.
 			if sw.status != 0 && !m.cfg.Counts(sw.status) {
 				_, err := m.calls.Do(context.WithoutCancel(r.Context()), func(ctx context.Context) (core.Decision, error) {
-					return lim.Refund(ctx, key, n)
+					return lim.Decide(ctx, core.Request{Key: key, N: n, Op: core.OpRefund, Params: ps})
 				})
 				if err != nil {
 					m.report(r, key, slog.LevelError, "httplimit: refund failed, the request stays counted", fmt.Errorf("httplimit: refund: %w", err))

@@ -237,6 +237,9 @@ func (f failing) Peek(context.Context, string) (core.Decision, error) { return c
 func (f failing) Refund(context.Context, string, int64) (core.Decision, error) {
 	return core.Decision{}, f.err
 }
+func (f failing) Decide(context.Context, core.Request) (core.Decision, error) {
+	return core.Decision{}, f.err
+}
 func (f failing) Reset(context.Context, string) error { return f.err }
 func (f failing) MaxCost() int64                      { return math.MaxInt64 }
 
@@ -882,6 +885,9 @@ func (f fixed) Peek(context.Context, string) (core.Decision, error) { return cor
 func (f fixed) Refund(context.Context, string, int64) (core.Decision, error) {
 	return core.Decision(f), nil
 }
+func (f fixed) Decide(context.Context, core.Request) (core.Decision, error) {
+	return core.Decision(f), nil
+}
 func (f fixed) Reset(context.Context, string) error { return nil }
 func (f fixed) MaxCost() int64                      { return math.MaxInt64 }
 
@@ -1022,7 +1028,7 @@ type hanging struct {
 	release chan struct{}
 }
 
-func (h hanging) AllowN(context.Context, string, int64) (core.Decision, error) {
+func (h hanging) Decide(context.Context, core.Request) (core.Decision, error) {
 	<-h.release
 	return core.Decision{Allowed: true, Limit: 1}, nil
 }
@@ -1052,5 +1058,60 @@ func TestTimeoutBoundsADecision(t *testing.T) {
 			t.Fatalf("Timeout %v: the request waited for a hung limiter", c.timeout)
 		}
 		close(release)
+	}
+}
+
+// Config.Params gives each request its limits: a tenant's contract here.
+// The RateLimit fields say the limit applied, a refund gives back under
+// it, and an error answers 500.
+func TestParamsPerRequest(t *testing.T) {
+	s, clock := memStore(t)
+	lim := bucket(t, s, clock, 2)
+	contracts := map[string][]core.Params{}
+	for tenant, capacity := range map[string]int64{"gold": 5, "free": 1} {
+		p, err := tokenbucket.NewParams(tokenbucket.Config{Capacity: capacity, RefillRate: 1, RefillInterval: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		contracts[tenant] = []core.Params{p}
+	}
+	errDB := errors.New("contracts unavailable")
+	h := mw(t, httplimit.Config{
+		Limiter: lim,
+		Key:     httplimit.Header("X-Tenant"),
+		Params: func(r *http.Request) ([]core.Params, error) {
+			if r.Header.Get("X-Tenant") == "broken" {
+				return nil, errDB
+			}
+			return contracts[r.Header.Get("X-Tenant")], nil // nil: the limiter's own
+		},
+		Counts: func(status int) bool { return status != http.StatusTeapot },
+		Logger: slog.New(slog.DiscardHandler),
+	})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Teapot") != "" {
+			w.WriteHeader(http.StatusTeapot)
+		}
+	}))
+	for tenant, limit := range map[string]int{"gold": 5, "free": 1, "other": 2} {
+		for i := range limit + 1 {
+			res := get(t, h, "192.0.2.1:1", map[string]string{"X-Tenant": tenant})
+			want := http.StatusOK
+			if i == limit {
+				want = http.StatusTooManyRequests
+			}
+			if res.StatusCode != want || !strings.Contains(res.Header.Get("RateLimit-Policy"), fmt.Sprintf(";q=%d;", limit)) {
+				t.Errorf("%s, request %d: %d %q, want %d and q=%d", tenant, i, res.StatusCode, res.Header.Get("RateLimit-Policy"), want, limit)
+			}
+		}
+	}
+	// A request that does not count gives its unit back under its own
+	// limits: gold's bucket had 0 left, and has 1 again.
+	clock.Advance(10 * time.Second) // one refill: gold has 1
+	get(t, h, "192.0.2.1:1", map[string]string{"X-Tenant": "gold", "X-Teapot": "1"})
+	if d, err := lim.Decide(context.Background(), core.Request{Key: "h:gold", N: 1, Op: core.OpPeek, Params: contracts["gold"]}); err != nil || d.Remaining != 1 {
+		t.Errorf("gold after a refunded request: %+v, %v; want 1 left", d, err)
+	}
+	if res := get(t, h, "192.0.2.1:1", map[string]string{"X-Tenant": "broken"}); res.StatusCode != http.StatusInternalServerError {
+		t.Errorf("Params failing: %d, want 500", res.StatusCode)
 	}
 }

@@ -239,14 +239,28 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 // AllowN asks the wrapped limiter, in a span "ratekit.AllowN", and counts
 // the decision (and, for a policy, each limit's part).
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
+	return l.Decide(ctx, core.Request{Key: key, N: n})
+}
+
+// Decide asks the wrapped limiter as the request's Op says, in the span
+// and with the counts of the method it stands for: AllowN's for OpAllow,
+// Peek's for OpPeek, Refund's for OpRefund. A decision made with the
+// request's own Params reports their Limit, which the span records.
+func (l *Limiter) Decide(ctx context.Context, r core.Request) (core.Decision, error) {
 	if !l.built() {
 		return core.Decision{}, errZero
 	}
+	switch r.Op {
+	case core.OpPeek:
+		return l.peek(ctx, r)
+	case core.OpRefund:
+		return l.refund(ctx, r)
+	}
 	ctx, span := l.t.tracer.Start(ctx, "ratekit.AllowN", l.start...)
-	d, err := l.next.AllowN(ctx, key, n)
+	d, err := l.next.Decide(ctx, r)
 	l.count(ctx, d, err)
 	if span.IsRecording() {
-		span.SetAttributes(AttrCost.Int64(n))
+		span.SetAttributes(AttrCost.Int64(r.N))
 		endDecision(span, d, err)
 	}
 	span.End()
@@ -332,11 +346,13 @@ func endDecision(span trace.Span, d core.Decision, err error) {
 // Peek asks the wrapped limiter, in a span "ratekit.Peek"; a Peek is not
 // a decision and is not counted.
 func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
-	if !l.built() {
-		return core.Decision{}, errZero
-	}
+	return l.Decide(ctx, core.Request{Key: key, N: 1, Op: core.OpPeek})
+}
+
+// peek is Decide for an OpPeek request.
+func (l *Limiter) peek(ctx context.Context, r core.Request) (core.Decision, error) {
 	ctx, span := l.t.tracer.Start(ctx, "ratekit.Peek", l.start...)
-	d, err := l.next.Peek(ctx, key)
+	d, err := l.next.Decide(ctx, r)
 	if span.IsRecording() {
 		endDecision(span, d, err)
 	}
@@ -347,13 +363,15 @@ func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
 // Refund gives n back to key in the wrapped limiter, in a span
 // "ratekit.Refund"; a refund is not a decision and is not counted.
 func (l *Limiter) Refund(ctx context.Context, key string, n int64) (core.Decision, error) {
-	if !l.built() {
-		return core.Decision{}, errZero
-	}
+	return l.Decide(ctx, core.Request{Key: key, N: n, Op: core.OpRefund})
+}
+
+// refund is Decide for an OpRefund request.
+func (l *Limiter) refund(ctx context.Context, r core.Request) (core.Decision, error) {
 	ctx, span := l.t.tracer.Start(ctx, "ratekit.Refund", l.start...)
-	d, err := l.next.Refund(ctx, key, n)
+	d, err := l.next.Decide(ctx, r)
 	if span.IsRecording() {
-		span.SetAttributes(AttrCost.Int64(n))
+		span.SetAttributes(AttrCost.Int64(r.N))
 		if err != nil {
 			failSpan(span, err)
 		} else {
@@ -397,7 +415,11 @@ func (l *Limiter) AllowMany(ctx context.Context, reqs []core.Request) []core.Res
 	} else {
 		out = make([]core.Result, len(reqs))
 		for i, r := range reqs {
-			out[i].Decision, out[i].Err = l.next.AllowN(ctx, r.Key, r.N)
+			if r.Op != core.OpAllow {
+				out[i].Err = fmt.Errorf("%w: AllowMany decides OpAllow requests, got %v: call Decide", core.ErrInvalidConfig, r.Op)
+				continue
+			}
+			out[i].Decision, out[i].Err = l.next.Decide(ctx, r)
 		}
 	}
 	// Plain decisions are added up, a policy's counted one by one.

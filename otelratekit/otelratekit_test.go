@@ -327,6 +327,9 @@ func (plain) Refund(context.Context, string, int64) (core.Decision, error) {
 	return core.Decision{}, nil
 }
 func (plain) MaxCost() int64 { return math.MaxInt64 }
+func (plain) Decide(context.Context, core.Request) (core.Decision, error) {
+	return core.Decision{}, nil
+}
 
 func (plain) Allow(context.Context, string) (core.Decision, error) { return core.Decision{}, nil }
 func (plain) AllowN(context.Context, string, int64) (core.Decision, error) {

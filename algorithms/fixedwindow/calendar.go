@@ -71,16 +71,36 @@ type CalendarConfig struct {
 // state: one built with New over the same prefix keeps its window until
 // that window ends, then the calendar's periods take over.
 func NewCalendar(store core.ScriptRunner, cfg CalendarConfig) (*ratekit.Limiter, error) {
-	if cfg.Period < Day || cfg.Period > Month {
-		return nil, fmt.Errorf("%w: fixedwindow: Period must be Day, Week or Month, got %v", core.ErrInvalidConfig, cfg.Period)
-	}
-	loc := cfg.Location
-	if loc == nil {
-		loc = time.UTC
+	l, err := calendarLimit(cfg)
+	if err != nil {
+		return nil, err
 	}
 	clock := cfg.Clock
 	if clock == nil {
 		clock = core.ClockFunc(time.Now)
+	}
+	return engine.Build[*ratekit.Limiter](store, clock, l)
+}
+
+// NewCalendarParams returns cfg's parameters, to give with a request
+// (core.Request.Params) to a fixed window limiter, which then decides it
+// as NewCalendar's would: a limiter built by NewCalendar, or one built by
+// New with a Clock (a calendar's periods follow a clock in this process).
+// It checks cfg as NewCalendar does, with the same errors; cfg.Prefix and
+// cfg.Clock must be empty: they are the limiter's.
+func NewCalendarParams(cfg CalendarConfig) (core.Params, error) {
+	l, err := calendarLimit(cfg)
+	return spec.NewParams(cfg.Prefix, cfg.Clock, l, err)
+}
+
+// calendarLimit checks cfg and returns its limit.
+func calendarLimit(cfg CalendarConfig) (engine.Limit, error) {
+	if cfg.Period < Day || cfg.Period > Month {
+		return engine.Limit{}, fmt.Errorf("%w: fixedwindow: Period must be Day, Week or Month, got %v", core.ErrInvalidConfig, cfg.Period)
+	}
+	loc := cfg.Location
+	if loc == nil {
+		loc = time.UTC
 	}
 	l, err := spec.Limit(cfg.Prefix, DefaultPrefix, cfg.Limit, []int64{
 		limit:         cfg.Limit,
@@ -88,16 +108,30 @@ func NewCalendar(store core.ScriptRunner, cfg CalendarConfig) (*ratekit.Limiter,
 		calendarStart: 0,
 	})
 	if err != nil {
-		return nil, err
+		return engine.Limit{}, err
 	}
-	period := cfg.Period
-	l.Schedule = func(now int64, p []int64) {
-		start, end := periodOf(time.UnixMicro(now).In(loc), period)
-		p[window] = end.UnixMicro() - start.UnixMicro()
-		p[calendarStart] = start.UnixMicro()
-	}
-	l.Window = period.nominal()
-	return engine.Build[*ratekit.Limiter](store, clock, l)
+	l.Schedule = &calendar{period: cfg.Period, loc: loc}
+	l.Window = cfg.Period.nominal()
+	return l, nil
+}
+
+// calendar is a calendar window's schedule: the period that holds each
+// call's time sets the window's start and length.
+type calendar struct {
+	period Period
+	loc    *time.Location
+}
+
+// Set sets p's window and start for a call at now.
+func (c *calendar) Set(now int64, p []int64) {
+	start, end := periodOf(time.UnixMicro(now).In(c.loc), c.period)
+	p[window] = end.UnixMicro() - start.UnixMicro()
+	p[calendarStart] = start.UnixMicro()
+}
+
+// String describes the schedule: "Calendar: month in Europe/Paris".
+func (c *calendar) String() string {
+	return fmt.Sprintf("Calendar: %v in %v", c.period, c.loc)
 }
 
 // nominal is the period's length as a Decision's Window says it: a day

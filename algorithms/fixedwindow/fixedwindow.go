@@ -85,14 +85,32 @@ type Config struct {
 // nothing to the store; an error wraps core.ErrInvalidConfig and names the
 // field. Its decisions' Window is the configured Window.
 func New(store core.ScriptRunner, cfg Config) (*ratekit.Limiter, error) {
+	l, err := configure(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return engine.Build[*ratekit.Limiter](store, cfg.Clock, l)
+}
+
+// NewParams returns cfg's parameters, to give with a request
+// (core.Request.Params) to a limiter of this algorithm instead of those
+// it was built with. It checks cfg as New does, with the same errors;
+// cfg.Prefix and cfg.Clock must be empty: they are the limiter's.
+func NewParams(cfg Config) (core.Params, error) {
+	l, err := configure(cfg)
+	return spec.NewParams(cfg.Prefix, cfg.Clock, l, err)
+}
+
+// configure checks cfg and returns its limit.
+func configure(cfg Config) (engine.Limit, error) {
 	l, err := spec.Limit(cfg.Prefix, DefaultPrefix, cfg.Limit, []int64{
 		limit:         cfg.Limit,
 		window:        int64(cfg.Window),
 		calendarStart: 0,
 	})
 	if err != nil {
-		return nil, err
+		return l, err
 	}
 	l.Window = cfg.Window
-	return engine.Build[*ratekit.Limiter](store, cfg.Clock, l)
+	return l, nil
 }

@@ -95,17 +95,35 @@ type Config struct {
 // AllowAtMost grants as many units of a request as fit (see
 // ratekit.Limiter.AllowAtMost).
 func New(store core.ScriptRunner, cfg Config) (*ratekit.Limiter, error) {
+	l, err := configure(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return engine.Build[*ratekit.Limiter](store, cfg.Clock, l)
+}
+
+// NewParams returns cfg's parameters, to give with a request
+// (core.Request.Params) to a limiter of this algorithm instead of those
+// it was built with. It checks cfg as New does, with the same errors;
+// cfg.Prefix and cfg.Clock must be empty: they are the limiter's.
+func NewParams(cfg Config) (core.Params, error) {
+	l, err := configure(cfg)
+	return spec.NewParams(cfg.Prefix, cfg.Clock, l, err)
+}
+
+// configure checks cfg and returns its limit.
+func configure(cfg Config) (engine.Limit, error) {
 	l, err := spec.Limit(cfg.Prefix, DefaultPrefix, cfg.Burst, []int64{
 		rate:   cfg.Rate,
 		period: int64(cfg.Period),
 		burst:  cfg.Burst,
 	})
 	if err != nil {
-		return nil, err
+		return l, err
 	}
 	if cfg.Burst > params.MaxCount/l.Param(period) {
-		return nil, fmt.Errorf("%w: Burst*Period: %d x %v is too large to compute exactly (at most 2^50 µs)", core.ErrInvalidConfig, cfg.Burst, cfg.Period)
+		return l, fmt.Errorf("%w: Burst*Period: %d x %v is too large to compute exactly (at most 2^50 µs)", core.ErrInvalidConfig, cfg.Burst, cfg.Period)
 	}
 	l.Window = time.Duration(params.CeilDiv(cfg.Burst*l.Param(period), cfg.Rate)) * time.Microsecond
-	return engine.Build[*ratekit.Limiter](store, cfg.Clock, l)
+	return l, nil
 }

@@ -93,18 +93,36 @@ type Config struct {
 // the time until the bucket is empty, and Window the time a full bucket
 // takes to drain (Per times Capacity/LeakRate, rounded up).
 func New(store core.ScriptRunner, cfg Config) (*ratekit.Limiter, error) {
+	l, err := configure(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return engine.Build[*ratekit.Limiter](store, cfg.Clock, l)
+}
+
+// NewParams returns cfg's parameters, to give with a request
+// (core.Request.Params) to a limiter of this algorithm instead of those
+// it was built with. It checks cfg as New does, with the same errors;
+// cfg.Prefix and cfg.Clock must be empty: they are the limiter's.
+func NewParams(cfg Config) (core.Params, error) {
+	l, err := configure(cfg)
+	return spec.NewParams(cfg.Prefix, cfg.Clock, l, err)
+}
+
+// configure checks cfg and returns its limit.
+func configure(cfg Config) (engine.Limit, error) {
 	l, err := spec.Limit(cfg.Prefix, DefaultPrefix, cfg.Capacity, []int64{
 		capacity: cfg.Capacity,
 		leakRate: cfg.LeakRate,
 		per:      int64(cfg.Per),
 	})
 	if err != nil {
-		return nil, err
+		return l, err
 	}
 	if cfg.Capacity > params.MaxSpan/l.Param(per) {
-		return nil, fmt.Errorf("%w: Capacity*Per: %d x %v is too large to compute exactly (at most 2^51 µs)", core.ErrInvalidConfig, cfg.Capacity, cfg.Per)
+		return l, fmt.Errorf("%w: Capacity*Per: %d x %v is too large to compute exactly (at most 2^51 µs)", core.ErrInvalidConfig, cfg.Capacity, cfg.Per)
 	}
 	// The time a full bucket takes to drain.
 	l.Window = time.Duration(params.CeilDiv(cfg.Capacity*l.Param(per), cfg.LeakRate)) * time.Microsecond
-	return engine.Build[*ratekit.Limiter](store, cfg.Clock, l)
+	return l, nil
 }

@@ -101,16 +101,34 @@ type Config struct {
 // names the field. Remaining is the number of requests of cost 1 the
 // estimate still allows now; Window is the configured Window.
 func New(store core.ScriptRunner, cfg Config) (*ratekit.Limiter, error) {
+	l, err := configure(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return engine.Build[*ratekit.Limiter](store, cfg.Clock, l)
+}
+
+// NewParams returns cfg's parameters, to give with a request
+// (core.Request.Params) to a limiter of this algorithm instead of those
+// it was built with. It checks cfg as New does, with the same errors;
+// cfg.Prefix and cfg.Clock must be empty: they are the limiter's.
+func NewParams(cfg Config) (core.Params, error) {
+	l, err := configure(cfg)
+	return spec.NewParams(cfg.Prefix, cfg.Clock, l, err)
+}
+
+// configure checks cfg and returns its limit.
+func configure(cfg Config) (engine.Limit, error) {
 	l, err := spec.Limit(cfg.Prefix, DefaultPrefix, cfg.Limit, []int64{
 		limit:  cfg.Limit,
 		window: int64(cfg.Window),
 	})
 	if err != nil {
-		return nil, err
+		return l, err
 	}
 	if cfg.Limit > params.MaxSpan/l.Param(window) {
-		return nil, fmt.Errorf("%w: Limit*Window: %d x %v is too large to compute exactly (at most 2^51 µs)", core.ErrInvalidConfig, cfg.Limit, cfg.Window)
+		return l, fmt.Errorf("%w: Limit*Window: %d x %v is too large to compute exactly (at most 2^51 µs)", core.ErrInvalidConfig, cfg.Limit, cfg.Window)
 	}
 	l.Window = cfg.Window
-	return engine.Build[*ratekit.Limiter](store, cfg.Clock, l)
+	return l, nil
 }

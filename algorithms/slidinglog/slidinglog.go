@@ -89,16 +89,34 @@ type Config struct {
 // current window; a denied request's RetryAfter is the time until enough
 // entries leave it; Window is the configured Window.
 func New(store core.ScriptRunner, cfg Config) (*ratekit.Limiter, error) {
+	l, err := configure(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return engine.Build[*ratekit.Limiter](store, cfg.Clock, l)
+}
+
+// NewParams returns cfg's parameters, to give with a request
+// (core.Request.Params) to a limiter of this algorithm instead of those
+// it was built with. It checks cfg as New does, with the same errors;
+// cfg.Prefix and cfg.Clock must be empty: they are the limiter's.
+func NewParams(cfg Config) (core.Params, error) {
+	l, err := configure(cfg)
+	return spec.NewParams(cfg.Prefix, cfg.Clock, l, err)
+}
+
+// configure checks cfg and returns its limit.
+func configure(cfg Config) (engine.Limit, error) {
 	l, err := spec.Limit(cfg.Prefix, DefaultPrefix, cfg.Limit, []int64{
 		limit:  cfg.Limit,
 		window: int64(cfg.Window),
 	})
 	if err != nil {
-		return nil, err
+		return l, err
 	}
 	if cfg.Limit > MaxLimit {
-		return nil, fmt.Errorf("%w: Limit %d needs up to %d log entries per key, more than MaxLimit (%d); use slidingcounter or gcra for large limits", core.ErrInvalidConfig, cfg.Limit, cfg.Limit, MaxLimit)
+		return l, fmt.Errorf("%w: Limit %d needs up to %d log entries per key, more than MaxLimit (%d); use slidingcounter or gcra for large limits", core.ErrInvalidConfig, cfg.Limit, cfg.Limit, MaxLimit)
 	}
 	l.Window = cfg.Window
-	return engine.Build[*ratekit.Limiter](store, cfg.Clock, l)
+	return l, nil
 }

@@ -101,19 +101,37 @@ type Config struct {
 // bad field. Its decisions' Window is the time the bucket takes to refill
 // from empty: RefillInterval times Capacity/RefillRate, rounded up.
 func New(store core.ScriptRunner, cfg Config) (*ratekit.Limiter, error) {
+	l, err := configure(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return engine.Build[*ratekit.Limiter](store, cfg.Clock, l)
+}
+
+// NewParams returns cfg's parameters, to give with a request
+// (core.Request.Params) to a limiter of this algorithm instead of those
+// it was built with. It checks cfg as New does, with the same errors;
+// cfg.Prefix and cfg.Clock must be empty: they are the limiter's.
+func NewParams(cfg Config) (core.Params, error) {
+	l, err := configure(cfg)
+	return spec.NewParams(cfg.Prefix, cfg.Clock, l, err)
+}
+
+// configure checks cfg and returns its limit.
+func configure(cfg Config) (engine.Limit, error) {
 	l, err := spec.Limit(cfg.Prefix, DefaultPrefix, cfg.Capacity, []int64{
 		capacity:       cfg.Capacity,
 		refillRate:     cfg.RefillRate,
 		refillInterval: int64(cfg.RefillInterval),
 	})
 	if err != nil {
-		return nil, err
+		return l, err
 	}
 	interval := l.Param(refillInterval)
 	refills := params.CeilDiv(cfg.Capacity, cfg.RefillRate)
 	if refills > params.MaxSpan/interval {
-		return nil, fmt.Errorf("%w: RefillInterval: a full refill takes %d intervals of %v, longer than %v", core.ErrInvalidConfig, refills, cfg.RefillInterval, time.Duration(params.MaxSpan)*time.Microsecond)
+		return l, fmt.Errorf("%w: RefillInterval: a full refill takes %d intervals of %v, longer than %v", core.ErrInvalidConfig, refills, cfg.RefillInterval, time.Duration(params.MaxSpan)*time.Microsecond)
 	}
 	l.Window = time.Duration(refills*interval) * time.Microsecond
-	return engine.Build[*ratekit.Limiter](store, cfg.Clock, l)
+	return l, nil
 }

@@ -8,20 +8,49 @@ package callcheck
 import (
 	"context"
 
+	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/engine"
 	"github.com/ratekit/ratekit/internal/keyspace"
 	"github.com/ratekit/ratekit/internal/params"
 )
 
-// Check returns the error a ratekit limiter returns, without asking its
-// store, for a call on key of cost n with ctx: a bad key (wrapping
-// core.ErrInvalidKey), a cost outside [1, maxCost] (core.ErrInvalidCost),
-// or ctx ended (core.ErrStore and ctx's error); nil when there is none.
-func Check(ctx context.Context, key string, n, maxCost int64) error {
-	if err := keyspace.CheckKey(key); err != nil {
+// Request returns the error a ratekit limiter returns for r without
+// asking its store, checking what it checks in its order: r's Op
+// (wrapping core.ErrInvalidConfig), its key (core.ErrInvalidKey), its
+// Params (each built by an algorithm package's NewParams,
+// core.ErrInvalidConfig), its cost (1 to the limit, core.ErrInvalidCost)
+// and ctx (ended: core.ErrStore and ctx's error); nil when there is none. The cost is checked
+// against the least Limit of r.Params when every entry is given, and
+// against that and maxCost (the wrapped limiter's MaxCost) when one is
+// nil or there are none: the wrapped limiter alone knows its own limits
+// one by one, and whether the Params are for its algorithms.
+func Request(ctx context.Context, r core.Request, maxCost int64) error {
+	if _, err := engine.ModeOf(r.Op); err != nil {
 		return err
 	}
-	if err := params.Cost(n, maxCost); err != nil {
+	if err := keyspace.CheckKey(r.Key); err != nil {
+		return err
+	}
+	if len(r.Params) > 0 {
+		given, all := params.MaxCount, true
+		for _, gp := range r.Params {
+			if gp == nil {
+				all = false
+				continue
+			}
+			p, err := engine.AsParams(gp)
+			if err != nil {
+				return err
+			}
+			given = min(given, p.Limit())
+		}
+		if all {
+			maxCost = given
+		} else {
+			maxCost = min(maxCost, given)
+		}
+	}
+	if err := params.Cost(r.N, maxCost); err != nil {
 		return err
 	}
 	return engine.Ended(ctx)

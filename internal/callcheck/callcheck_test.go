@@ -29,7 +29,7 @@ func tokenBucket7(t *testing.T) *ratekit.Limiter {
 	return tb
 }
 
-// Check refuses what the limiter refuses, with the same errors.
+// Request refuses what the limiter refuses, with the same errors.
 func TestCheckAgreesWithTheLimiter(t *testing.T) {
 	tb := tokenBucket7(t)
 	ended, cancel := context.WithCancel(context.Background())
@@ -51,13 +51,43 @@ func TestCheckAgreesWithTheLimiter(t *testing.T) {
 		{ended, "k", 1, context.Canceled},
 		{ended, "", 0, core.ErrInvalidKey}, // the key first, as the limiter
 	} {
-		got := callcheck.Check(c.ctx, c.key, c.n, tb.MaxCost())
+		got := callcheck.Request(c.ctx, core.Request{Key: c.key, N: c.n}, tb.MaxCost())
 		_, lim := tb.AllowN(c.ctx, c.key, c.n)
 		if !errors.Is(got, c.want) || (c.want == nil) != (got == nil) {
-			t.Errorf("Check(%.10q, %d) = %v, want %v", c.key, c.n, got, c.want)
+			t.Errorf("Request(%.10q, %d) = %v, want %v", c.key, c.n, got, c.want)
 		}
 		if (got == nil) != (lim == nil) || (got != nil && got.Error() != lim.Error()) {
-			t.Errorf("Check(%.10q, %d) = %v, the limiter says %v", c.key, c.n, got, lim)
+			t.Errorf("Request(%.10q, %d) = %v, the limiter says %v", c.key, c.n, got, lim)
+		}
+	}
+}
+
+// Request checks a request's Op and Params as the limiter does.
+func TestRequestAgreesWithTheLimiter(t *testing.T) {
+	tb := tokenBucket7(t)
+	ctx := context.Background()
+	p3, err := tokenbucket.NewParams(tokenbucket.Config{Capacity: 3, RefillRate: 1, RefillInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		r    core.Request
+		want error
+	}{
+		{core.Request{Key: "k", N: 3, Params: []core.Params{p3}}, nil},
+		{core.Request{Key: "k", N: 4, Params: []core.Params{p3}}, core.ErrInvalidCost},
+		{core.Request{Key: "k", N: 1, Op: 9}, core.ErrInvalidConfig},
+		{core.Request{Key: "", N: 1, Op: 9}, core.ErrInvalidConfig}, // the Op first
+		{core.Request{Key: "", N: 1, Params: []core.Params{p3}}, core.ErrInvalidKey},
+		{core.Request{Key: "k", N: 1, Op: core.OpRefund, Params: []core.Params{p3}}, nil},
+	} {
+		got := callcheck.Request(ctx, c.r, tb.MaxCost())
+		_, lim := tb.Decide(ctx, c.r)
+		if !errors.Is(got, c.want) || (c.want == nil) != (got == nil) {
+			t.Errorf("Request(%+v) = %v, want %v", c.r, got, c.want)
+		}
+		if (got == nil) != (lim == nil) || (got != nil && got.Error() != lim.Error()) {
+			t.Errorf("Request(%+v) = %v, the limiter says %v", c.r, got, lim)
 		}
 	}
 }

@@ -68,11 +68,11 @@ func (e *Engine) RunArgs(ctx context.Context, script *core.Script, key string, n
 	}
 	argv := make([]int64, 0, 3+len(e.args)+len(args))
 	argv = append(argv, now, n, int64(mode))
-	argv = e.appendArgs(argv, now)
+	argv = e.appendArgs(argv, now, nil)
 	argv = append(argv, args...)
 	reply, err := e.runner.RunScript(ctx, script, []string{keyspace.Key(e.limits[0].Prefix, key, "")}, argv, nil)
 	if err != nil {
 		return core.Decision{}, err
 	}
-	return e.decode(key, reply)
+	return e.decode(key, reply, nil)
 }

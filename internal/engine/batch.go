@@ -30,7 +30,8 @@ const maxBatch = 64
 const maxCoalescedKey = 4 * maxBatch
 
 // AllowMany decides every request, in order, each with its own result:
-// as Decide would in ModeAllow, one after the other. On a store that
+// as DecideRequest would, one after the other; every request's Op must
+// be core.OpAllow. On a store that
 // decides in process, that is what it does. On any other, requests go to
 // the store in batch calls of the composed script, up to maxBatch
 // requests each: on a store that is one node (core.SingleNode) any
@@ -50,15 +51,23 @@ func (e *Engine) AllowMany(ctx context.Context, reqs []core.Request) []core.Resu
 	items := make([]item, len(reqs))
 	valid := make([]int, 0, len(reqs))
 	for i, r := range reqs {
+		if r.Op != core.OpAllow {
+			out[i].Err = fmt.Errorf("%w: AllowMany decides OpAllow requests, got %v: call Decide", core.ErrInvalidConfig, r.Op)
+			continue
+		}
 		if err := keyspace.CheckKey(r.Key); err != nil {
 			out[i].Err = err
 			continue
 		}
-		if err := params.Cost(r.N, e.maxCost); err != nil {
+		maxCost, err := e.given(r.Params)
+		if err == nil {
+			err = params.Cost(r.N, maxCost)
+		}
+		if err != nil {
 			out[i].Err = err
 			continue
 		}
-		items[i] = item{key: r.Key, n: r.N}
+		items[i] = item{key: r.Key, n: r.N, ps: r.Params}
 		valid = append(valid, i)
 	}
 	// Then the clock and the context, in Decide's order: each request
@@ -82,10 +91,27 @@ func (e *Engine) AllowMany(ctx context.Context, reqs []core.Request) []core.Resu
 	return out
 }
 
-// item is one request of a batch: the user's key and the cost.
+// item is one request of a batch: the user's key, the cost and the
+// limits it gives (nil: the engine's own), checked.
 type item struct {
 	key string
 	n   int64
+	ps  []core.Params
+}
+
+// SameParams reports whether two requests give the same limits (a batch
+// call's limits are the same for every request in it), each checked by
+// AsParams: Params of another type may not be comparable.
+func SameParams(a, b []core.Params) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // singleNode reports whether the store is, now, one node on which a
@@ -106,18 +132,20 @@ func (e *Engine) decideItems(ctx context.Context, now int64, items []item, idx [
 	if e.local != nil {
 		var buf [4*MaxLimits + 2]int64
 		for _, i := range idx {
-			r, err := e.inProcess(items[i].key, items[i].n, ModeAllow, now, buf[:0])
+			it := &items[i]
+			r, err := e.inProcess(it.key, it.n, ModeAllow, now, it.ps, buf[:0])
 			if err == nil {
-				out[i].Decision, err = e.decode(items[i].key, r)
+				out[i].Decision, err = e.decode(it.key, r, it.ps)
 			}
 			out[i].Err = err
 		}
 		return
 	}
+	idx, apart := byParams(items, idx)
 	anySlot := e.singleNode()
 	var groups [][]int
 	if anySlot {
-		groups = [][]int{idx}
+		groups = splitByParams(items, idx)
 	} else {
 		groups = groupByTag(items, idx)
 	}
@@ -127,6 +155,75 @@ func (e *Engine) decideItems(ctx context.Context, now int64, items []item, idx [
 		// CROSSSLOT, running nothing): the same requests, key by key.
 		e.runGroups(ctx, now, items, groupByTag(items, retry), false, keyCap, out)
 	}
+	// The requests on keys that others on the same key gave other limits
+	// than: one call each, in order.
+	for _, i := range apart {
+		it := &items[i]
+		f := frames.Get().(*frame)
+		r, err := e.script(ctx, f, it.key, it.n, ModeAllow, now, it.ps)
+		if err == nil {
+			out[i].Decision, err = e.decode(it.key, r, it.ps)
+		}
+		out[i].Err = err
+		f.put()
+	}
+}
+
+// byParams returns the items at indexes idx that may go in batch calls,
+// and apart, those on a key whose requests give different limits (a
+// call's limits are the same for each of its requests, and a key's
+// requests in two calls of one round would run in any order): each in
+// the order of idx. When every request gives the same limits, as is
+// usual, apart is nil.
+func byParams(items []item, idx []int) (batch, apart []int) {
+	mixed := false
+	for _, i := range idx[1:] {
+		if !SameParams(items[i].ps, items[idx[0]].ps) {
+			mixed = true
+			break
+		}
+	}
+	if !mixed {
+		return idx, nil
+	}
+	first := make(map[string]int, len(idx)) // key -> its first item
+	split := map[string]bool{}              // keys whose requests differ
+	for _, i := range idx {
+		if f, ok := first[items[i].key]; !ok {
+			first[items[i].key] = i
+		} else if !SameParams(items[i].ps, items[f].ps) {
+			split[items[i].key] = true
+		}
+	}
+	if len(split) == 0 {
+		return idx, nil
+	}
+	for _, i := range idx {
+		if split[items[i].key] {
+			apart = append(apart, i)
+		} else {
+			batch = append(batch, i)
+		}
+	}
+	return batch, apart
+}
+
+// splitByParams splits the items at indexes idx into groups that give
+// the same limits, each in the order of idx, the groups in order of
+// their first item.
+func splitByParams(items []item, idx []int) [][]int {
+	var groups [][]int
+next:
+	for _, i := range idx {
+		for g := range groups {
+			if SameParams(items[groups[g][0]].ps, items[i].ps) {
+				groups[g] = append(groups[g], i)
+				continue next
+			}
+		}
+		groups = append(groups, []int{i})
+	}
+	return groups
 }
 
 // runGroups sends each group as batch calls (one decision: the single
@@ -288,7 +385,7 @@ func (e *Engine) runRound(ctx context.Context, now int64, items []item, chunks [
 		for _, i := range c {
 			keys, buf = e.appendKeys(keys, buf, items[i].key)
 		}
-		args = e.appendArgs(append(args, now, int64(ModeAllow)), now)
+		args = e.appendArgs(append(args, now, int64(ModeAllow)), now, items[c[0]].ps)
 		args = appendCosts(args, items, c)
 		calls = append(calls, core.ScriptCall{
 			Script:  e.rw,
@@ -330,7 +427,7 @@ func (e *Engine) runRound(ctx context.Context, now int64, items []item, chunks [
 				out[i].Err = res.Err
 				continue
 			}
-			out[i].Decision, out[i].Err = e.decode(items[i].key, res.Reply[R*x:R*x+R])
+			out[i].Decision, out[i].Err = e.decode(items[i].key, res.Reply[R*x:R*x+R], items[i].ps)
 		}
 	}
 	return retry

@@ -75,6 +75,7 @@ type waiter struct {
 	key string // the user's
 	buf []byte // where the slot of key is found
 	n   int64
+	ps  []core.Params // the limits the request gives, nil for the engine's
 	// d and err are the decision once the call was taken and woken.
 	d   core.Decision
 	err error
@@ -91,9 +92,10 @@ func NewCoalescer(e *Engine) *Coalescer {
 	return c
 }
 
-// Decide decides key at cost n, as Engine.Decide does in ModeAllow, with
-// the same errors: alone when fewer than MaxInFlight calls of its group
-// are in flight, in the next batch otherwise.
+// Decide decides key at cost n against the limits ps gives (nil: the
+// engine's own), as Engine.DecideRequest does for an OpAllow request,
+// with the same errors: alone when fewer than MaxInFlight calls of its
+// group are in flight, in the next batch otherwise.
 //
 // When ctx ends while the call waits in the queue, the call returns an
 // error wrapping core.ErrStore and ctx.Err(), and nothing is sent for it.
@@ -102,15 +104,19 @@ func NewCoalescer(e *Engine) *Coalescer {
 // call whose context ends while Redis runs it. A batch is sent with no
 // cancellation of its own (no caller's cancellation may undo another's
 // decision) and the latest deadline among its calls, none if one has none.
-func (c *Coalescer) Decide(ctx context.Context, key string, n int64) (core.Decision, error) {
+func (c *Coalescer) Decide(ctx context.Context, key string, n int64, ps []core.Params) (core.Decision, error) {
 	if c.e.local != nil {
 		// Nothing to gather: a decision in process is no store call.
-		return c.e.Decide(ctx, key, n, ModeAllow)
+		return c.e.DecideRequest(ctx, core.Request{Key: key, N: n, Params: ps})
 	}
 	if err := keyspace.CheckKey(key); err != nil {
 		return core.Decision{}, err
 	}
-	if err := params.Cost(n, c.e.maxCost); err != nil {
+	maxCost, err := c.e.given(ps)
+	if err != nil {
+		return core.Decision{}, err
+	}
+	if err := params.Cost(n, maxCost); err != nil {
 		return core.Decision{}, err
 	}
 	if err := Ended(ctx); err != nil {
@@ -120,13 +126,13 @@ func (c *Coalescer) Decide(ctx context.Context, key string, n int64) (core.Decis
 	// waiter: it is made only if the call queues.
 	g, w := c.one, (*waiter)(nil)
 	if !c.e.singleNode() {
-		w = c.waiter(key, n)
+		w = c.waiter(key, n, ps)
 		w.buf = keyspace.AppendKey(w.buf[:0], "", key, "")
 		g = c.slot(slot.Of(unsafe.String(unsafe.SliceData(w.buf), len(w.buf))))
 	}
 	q, alone := g.line.Enter(ctx, func() *waiter {
 		if w == nil {
-			w = c.waiter(key, n)
+			w = c.waiter(key, n, ps)
 		}
 		return w
 	})
@@ -135,6 +141,13 @@ func (c *Coalescer) Decide(ctx context.Context, key string, n int64) (core.Decis
 			c.free(w)
 		}
 		defer g.line.Done() // even if the store panics
+		if len(ps) > 0 {
+			now, err := params.Now(c.e.clock)
+			if err != nil {
+				return core.Decision{}, err
+			}
+			return c.e.decide(ctx, key, n, ModeAllow, now, ps)
+		}
 		return c.e.Decide(ctx, key, n, ModeAllow)
 	}
 	d, err := c.wait(ctx, g, q)
@@ -142,10 +155,10 @@ func (c *Coalescer) Decide(ctx context.Context, key string, n int64) (core.Decis
 	return d, err
 }
 
-// waiter returns a pooled waiter for key at cost n.
-func (c *Coalescer) waiter(key string, n int64) *waiter {
+// waiter returns a pooled waiter for key at cost n, giving ps.
+func (c *Coalescer) waiter(key string, n int64, ps []core.Params) *waiter {
 	w := c.waiters.Get().(*waiter)
-	w.key, w.n = key, n
+	w.key, w.n, w.ps = key, n, ps
 	return w
 }
 
@@ -217,7 +230,7 @@ func (c *Coalescer) send(g *group, live []*waiter) []core.Result {
 	items := make([]item, len(live))
 	idx := make([]int, len(live))
 	for i, x := range live {
-		items[i] = item{key: x.key, n: x.n}
+		items[i] = item{key: x.key, n: x.n, ps: x.ps}
 		idx[i] = i
 	}
 	ctx, cancel := g.line.Context(live)
@@ -229,6 +242,6 @@ func (c *Coalescer) send(g *group, live []*waiter) []core.Result {
 // free readies w for another call and pools it.
 func (c *Coalescer) free(w *waiter) {
 	w.Reset()
-	w.key, w.buf, w.n, w.d, w.err = "", w.buf[:0], 0, core.Decision{}, nil
+	w.key, w.buf, w.n, w.ps, w.d, w.err = "", w.buf[:0], 0, nil, core.Decision{}, nil
 	c.waiters.Put(w)
 }

@@ -204,22 +204,34 @@ func (e *Engine) AtMost() bool {
 	return e != nil && !e.sh.policy && e.limits[0].Spec.AtMost
 }
 
-// appendArgs appends the limits' arguments of a call at now.
-func (e *Engine) appendArgs(dst []int64, now int64) []int64 {
-	at := len(dst)
-	dst = append(dst, e.args...)
-	if !e.scheduled {
-		return dst
+// appendArgs appends the limits' arguments of a call at now: each
+// limit's own parameters, or those the request gave (ps, checked by
+// given), set for now by their schedule.
+func (e *Engine) appendArgs(dst []int64, now int64, ps []core.Params) []int64 {
+	if len(ps) == 0 && !e.scheduled {
+		return append(dst, e.args...)
 	}
 	for i := range e.limits {
 		l := &e.limits[i]
 		if e.sh.policy {
-			at += 2
+			var shadow int64
+			if l.Shadow {
+				shadow = 1
+			}
+			dst = append(dst, shadow, l.Penalty)
 		}
-		if l.Schedule != nil {
-			l.Schedule(now, dst[at:at+len(l.Params)])
+		at := len(dst)
+		sched := l.Schedule
+		if i < len(ps) && ps[i] != nil {
+			p := ps[i].(Params)
+			dst = append(dst, p.vals[:p.n]...)
+			sched = p.sched
+		} else {
+			dst = append(dst, l.Params...)
 		}
-		at += len(l.Params)
+		if sched != nil {
+			sched.Set(now, dst[at:])
+		}
 	}
 	return dst
 }
@@ -245,7 +257,7 @@ func (e *Engine) check(ctx context.Context, key string, n, maxCost int64) (int64
 }
 
 // Decide decides key at cost n in mode (ModeAllow, ModePeek or
-// ModeRefund).
+// ModeRefund), against the engine's own limits.
 func (e *Engine) Decide(ctx context.Context, key string, n int64, mode Mode) (core.Decision, error) {
 	// check's checks, written out on the hot path: the call would cost a
 	// twentieth of a decision in process.
@@ -270,7 +282,7 @@ func (e *Engine) Decide(ctx context.Context, key string, n int64, mode Mode) (co
 		// and the reply decoded inline (the same routine, e.script and
 		// e.decode, specialized for one limit on a local store).
 		var r [4]int64
-		if _, err := e.inProcess(key, n, mode, now, r[:0]); err != nil {
+		if _, err := e.inProcess(key, n, mode, now, nil, r[:0]); err != nil {
 			return core.Decision{}, err
 		}
 		l := &e.limits[0]
@@ -280,22 +292,76 @@ func (e *Engine) Decide(ctx context.Context, key string, n int64, mode Mode) (co
 		}
 		return core.Decision{}, e.decodeError(0, key, r[:])
 	}
+	return e.decide(ctx, key, n, mode, now, nil)
+}
+
+// DecideRequest decides r (core.Limiter.Decide): in the mode its Op
+// names, against the limits it gives, or the engine's own.
+func (e *Engine) DecideRequest(ctx context.Context, r core.Request) (core.Decision, error) {
+	mode, err := ModeOf(r.Op)
+	if err != nil {
+		return core.Decision{}, err
+	}
+	if len(r.Params) == 0 {
+		return e.Decide(ctx, r.Key, r.N, mode)
+	}
+	if e == nil {
+		return core.Decision{}, ErrZero
+	}
+	if err := keyspace.CheckKey(r.Key); err != nil {
+		return core.Decision{}, err
+	}
+	maxCost, err := e.given(r.Params)
+	if err != nil {
+		return core.Decision{}, err
+	}
+	if err := params.Cost(r.N, maxCost); err != nil {
+		return core.Decision{}, err
+	}
+	now, err := params.Now(e.clock)
+	if err != nil {
+		return core.Decision{}, err
+	}
+	if err := Ended(ctx); err != nil {
+		return core.Decision{}, err
+	}
+	return e.decide(ctx, r.Key, r.N, mode, now, r.Params)
+}
+
+// ModeOf returns the mode of a request's Op, or an error wrapping
+// core.ErrInvalidConfig for an Op that is none of core's.
+func ModeOf(op core.Op) (Mode, error) {
+	switch op {
+	case core.OpAllow:
+		return ModeAllow, nil
+	case core.OpPeek:
+		return ModePeek, nil
+	case core.OpRefund:
+		return ModeRefund, nil
+	}
+	return 0, fmt.Errorf("%w: the request's Op is %v, not OpAllow, OpPeek or OpRefund", core.ErrInvalidConfig, op)
+}
+
+// decide decides one checked request at now, against the limits ps
+// gives (nil: the engine's own), in process or through the script.
+func (e *Engine) decide(ctx context.Context, key string, n int64, mode Mode, now int64, ps []core.Params) (core.Decision, error) {
 	var reply []int64
+	var err error
 	if e.local != nil {
-		// A policy in process: the reply fits on the stack, and no pool
-		// is needed (one emptied by a GC, or by the race detector, would
-		// make the decision allocate).
+		// In process: the reply fits on the stack, and no pool is needed
+		// (one emptied by a GC, or by the race detector, would make the
+		// decision allocate).
 		var buf [4*MaxLimits + 2]int64
-		reply, err = e.inProcess(key, n, mode, now, buf[:0])
+		reply, err = e.inProcess(key, n, mode, now, ps, buf[:0])
 	} else {
 		f := frames.Get().(*frame)
 		defer f.put()
-		reply, err = e.script(ctx, f, key, n, mode, now)
+		reply, err = e.script(ctx, f, key, n, mode, now, ps)
 	}
 	if err != nil {
 		return core.Decision{}, err
 	}
-	d, err := e.decode(key, reply)
+	d, err := e.decode(key, reply, ps)
 	if mode == ModeAllow {
 		e.shadowDeny(ctx, key, d, err)
 	}
@@ -328,11 +394,11 @@ func (e *Engine) AllowAtMost(ctx context.Context, key string, n int64) (int64, c
 	var reply []int64
 	if e.local != nil {
 		var buf [4]int64
-		reply, err = e.inProcess(key, n, ModeAtMost, now, buf[:0])
+		reply, err = e.inProcess(key, n, ModeAtMost, now, nil, buf[:0])
 	} else {
 		f := frames.Get().(*frame)
 		defer f.put()
-		reply, err = e.script(ctx, f, key, n, ModeAtMost, now)
+		reply, err = e.script(ctx, f, key, n, ModeAtMost, now, nil)
 	}
 	if err != nil {
 		return 0, core.Decision{}, err
@@ -342,19 +408,20 @@ func (e *Engine) AllowAtMost(ctx context.Context, key string, n int64) (int64, c
 		// The decoder wants 0 or 1; the count goes to granted.
 		granted, reply[0] = reply[0], 1
 	}
-	d, err := e.decode(key, reply)
+	d, err := e.decode(key, reply, nil)
 	if err != nil {
 		return 0, core.Decision{}, err
 	}
 	return granted, d, nil
 }
 
-// script decides one request, checked, at now, through the composed
-// script, into f's reply buffer. (On a local store, Decide and
-// AllowAtMost decide in process instead.)
-func (e *Engine) script(ctx context.Context, f *frame, key string, n int64, mode Mode, now int64) ([]int64, error) {
+// script decides one request, checked, at now, against the limits ps
+// gives (nil: the engine's own), through the composed script, into f's
+// reply buffer. (On a local store, requests are decided in process
+// instead.)
+func (e *Engine) script(ctx context.Context, f *frame, key string, n int64, mode Mode, now int64, ps []core.Params) ([]int64, error) {
 	f.keys, f.key = e.appendKeys(f.keys[:0], f.key[:0], key)
-	f.args = append(e.appendArgs(append(f.args[:0], now, int64(mode)), now), n)
+	f.args = append(e.appendArgs(append(f.args[:0], now, int64(mode)), now, ps), n)
 	s := e.rw
 	if mode == ModePeek {
 		s = e.ro
@@ -444,14 +511,15 @@ func endedError(err error) error {
 }
 
 // decode turns one request's reply into its decision: a limit's, or a
-// policy's with each limit's. A refused state becomes an error wrapping
+// policy's with each limit's, made against the limits ps gives (nil: the
+// engine's own). A refused state becomes an error wrapping
 // core.ErrCorruptState that names the algorithm and the key.
-func (e *Engine) decode(key string, r []int64) (core.Decision, error) {
+func (e *Engine) decode(key string, r []int64, ps []core.Params) (core.Decision, error) {
 	if !e.sh.policy {
-		l := &e.limits[0]
+		max, window := e.applied(ps, 0)
 		if len(r) == 4 {
-			if d, ok := params.Decoded([4]int64(r), l.Max); ok {
-				d.Window = l.Window
+			if d, ok := params.Decoded([4]int64(r), max); ok {
+				d.Window = window
 				return d, nil
 			}
 		}
@@ -470,12 +538,13 @@ func (e *Engine) decode(key string, r []int64) (core.Decision, error) {
 	bind, deniedBy := -1, -1 // the enforced limits with the least Remaining, and the longest RetryAfter of a denial
 	for i := range e.limits {
 		l := &e.limits[i]
-		ld, ok := params.Decoded([4]int64(r[4*i:4*i+4]), l.Max)
+		max, window := e.applied(ps, i)
+		ld, ok := params.Decoded([4]int64(r[4*i:4*i+4]), max)
 		if !ok {
 			errs = append(errs, e.decodeError(i, key, r[4*i:4*i+4]))
 			continue
 		}
-		ld.Window = l.Window
+		ld.Window = window
 		d.Limits[i] = core.LimitDecision{Name: l.Name, Shadow: l.Shadow, Decision: ld}
 		if l.Shadow {
 			continue
@@ -559,6 +628,6 @@ func (e *Engine) Call(key string, n int64) (core.ScriptCall, error) {
 		return core.ScriptCall{}, err
 	}
 	keys, _ := e.appendKeys(nil, nil, key)
-	args := append(e.appendArgs([]int64{now, int64(ModeAllow)}, now), n)
+	args := append(e.appendArgs([]int64{now, int64(ModeAllow)}, now, nil), n)
 	return core.ScriptCall{Script: e.rw, Keys: keys, Args: args}, nil
 }

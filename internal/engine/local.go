@@ -9,9 +9,10 @@ import (
 // inProcess decides one request on a store that keeps its state in this
 // process (core.LocalStore): what the composed script's twin does for it
 // (shape.decide, the same steps and commits), minus the script call
-// around them. now is the limiter's time, or params.ServerTime. The reply
-// is appended to reply.
-func (e *Engine) inProcess(key string, n int64, mode Mode, now int64, reply []int64) (out []int64, err error) {
+// around them. now is the limiter's time, or params.ServerTime; ps the
+// limits the request gave (nil: the engine's own). The reply is appended
+// to reply.
+func (e *Engine) inProcess(key string, n int64, mode Mode, now int64, ps []core.Params, reply []int64) (out []int64, err error) {
 	tx, err := e.local.Lock(key)
 	if err != nil {
 		return nil, err
@@ -31,10 +32,10 @@ func (e *Engine) inProcess(key string, n int64, mode Mode, now int64, reply []in
 	c := call(t, now)
 	c.N, c.Mode = n, mode
 	args := e.args
-	if e.scheduled {
-		// Memory the store lends for the call: the schedule's copy of
-		// the parameters allocates nothing.
-		args = e.appendArgs(Scratch(t, len(e.args))[:0], now)
+	if e.scheduled || len(ps) > 0 {
+		// Memory the store lends for the call: the request's or the
+		// schedule's copy of the parameters allocates nothing.
+		args = e.appendArgs(Scratch(t, len(e.args))[:0], now, ps)
 	}
 	if e.sh.policy {
 		out = e.sh.decidePolicy(t, e.policyKeys(tx), c, args, reply)

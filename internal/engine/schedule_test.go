@@ -48,7 +48,7 @@ func TestSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Name = "sched"
-	l.Schedule = func(now int64, p []int64) { p[1] = now / 2 }
+	l.Schedule = halfNow{}
 	if _, err := engine.New(engine.Config{Store: s, Limits: []engine.Limit{l}}); !errors.Is(err, core.ErrInvalidConfig) {
 		t.Errorf("a schedule without a Clock: %v, want ErrInvalidConfig", err)
 	}
@@ -81,3 +81,8 @@ func TestSchedule(t *testing.T) {
 		}
 	}
 }
+
+// halfNow schedules parameter 1 at half the call's time.
+type halfNow struct{}
+
+func (halfNow) Set(now int64, p []int64) { p[1] = now / 2 }

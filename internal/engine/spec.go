@@ -213,18 +213,25 @@ type Limit struct {
 	// Window is every Decision's Window: the time in which the limit gives
 	// back its whole Max.
 	Window time.Duration
-	// Schedule, when set, sets some parameters for each call from its time
-	// (µs): Schedule(now, p) overwrites entries of p, a copy of Params (a
-	// calendar window sets its window's start and length). A limit with a
-	// Schedule needs a Clock, so that every call's time is known before
-	// the call.
-	Schedule func(now int64, p []int64)
+	// Schedule, when set, sets some parameters for each call from its
+	// time (a calendar window sets its window's start and length). A
+	// limit with a Schedule needs a Clock, so that every call's time is
+	// known before the call.
+	Schedule Schedule
 
 	// In a policy: the limit's name, whether it runs in shadow, and the
 	// penalty (µs, 0 for none) its denial starts.
 	Name    string
 	Shadow  bool
 	Penalty int64
+}
+
+// Schedule sets a limit's Scheduled parameters for each call. It is a
+// comparable value (a pointer), so that Params holding one compare.
+type Schedule interface {
+	// Set overwrites the scheduled entries of p, a copy of a limit's
+	// Params, for a call at now (µs).
+	Set(now int64, p []int64)
 }
 
 // Param returns the value of parameter i, as checked and converted.
