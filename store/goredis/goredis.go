@@ -21,12 +21,13 @@
 // as it is; New cannot tell a nil pointer of it, nor a go-redis client
 // not built by go-redis (a zero redis.Client{}), from a working one.
 //
-// The store is a *scriptproto.Runner: the protocol every ratekit Redis adapter
-// shares (EVALSHA with its EVAL fallback, batches, slot and context
-// checks), with its options (scriptproto.WithoutReadOnlyCommands for Redis
-// before 7.0 and miniredis). A *redis.Client is one node, so a batch's
-// keys may span slots there; the other clients may span nodes. A batch
-// (AllowMany) is one go-redis pipeline, which go-redis splits by node.
+// The store is a *scriptproto.Runner: the protocol every ratekit Redis
+// adapter shares (EVALSHA with its EVAL fallback, batches, slot and
+// context checks), with its options (scriptproto.WithoutReadOnlyCommands
+// for Redis before 7.0 and miniredis). A *redis.Client is one node, so a
+// batch's keys may span slots there; the other clients may span nodes. A
+// batch (AllowMany) is one go-redis pipeline, which go-redis splits by
+// node.
 //
 // On a *redis.Client, *redis.ClusterClient or *redis.Ring the store
 // pipelines concurrent calls (scriptproto.Pipelining says how, and
@@ -93,21 +94,21 @@
 // On a *redis.Client the store shortens it with a dial on demand: a call
 // that meets a dial error (which go-redis returns before it sends
 // anything: with MaxRetries: -1 the decision never ran; with retries an
-// earlier try may have, as MaxRetries says) dials the server itself, with the
-// client's Dialer, bounded by the call's context and DialTimeout; at most
-// one such dial is under way, and one starts at most every
+// earlier try may have, as MaxRetries says) dials the server itself, with
+// the client's Dialer, bounded by the call's context and DialTimeout; at
+// most one such dial is under way, and one starts at most every
 // DialerRetryTimeout (100 ms by default); the calls meanwhile return their
 // error. When that dial connects, the call runs on a spare client the
 // store makes with the client's Options (less a client-side cache,
 // maintenance notifications and MinIdleConns), and so does every call that
 // meets a dial error after it, until the client's pool gives a connection
 // again, the spare meets a dial error, or 2 s have passed: then the spare
-// is closed as soon as no call uses it. So decisions resume within about
-// a DialerRetryTimeout of the server answering. Hooks added to the client
+// is closed as soon as no call uses it. So decisions resume within about a
+// DialerRetryTimeout of the server answering. Hooks added to the client
 // (AddHook) do not see the calls on the spare, and the server sees the
-// spare's connections too, for that second. On a ClusterClient, a Ring
-// or an AutoPipeliner each node's pool does the same, and the store does
-// not shorten it: bound every call (failsafe, or httplimit's Timeout).
+// spare's connections too, for that second. On a ClusterClient, a Ring or
+// an AutoPipeliner each node's pool does the same, and the store does not
+// shorten it: bound every call (failsafe, or httplimit's Timeout).
 package goredisstore
 
 import (
