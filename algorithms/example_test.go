@@ -15,9 +15,12 @@ func Example() {
 	for _, a := range algorithms.All {
 		fmt.Printf("%s (%s):", a.Name, a.Title)
 		for _, p := range a.Params {
-			if p.Kind == algorithms.Duration {
+			switch p.Kind {
+			case algorithms.Duration:
 				fmt.Printf(" %s=%v", p.Name, time.Duration(p.Default))
-			} else {
+			case algorithms.Choice:
+				fmt.Printf(" %s=%s", p.Name, p.Choices()[p.Default])
+			default:
 				fmt.Printf(" %s=%d", p.Name, p.Default)
 			}
 		}
@@ -38,12 +41,12 @@ func Example() {
 		fmt.Println(d.Allowed, d.Remaining, d.Limit)
 	}
 	// Output:
-	// tokenbucket (Token bucket): capacity=5 refill_rate=1 refill_interval=2s
-	// fixedwindow (Fixed window counter): limit=5 window=10s
+	// tokenbucket (Token bucket): capacity=5 refill_rate=1 refill_interval=2s carry=used
+	// fixedwindow (Fixed window counter): limit=5 window=10s aligned=false
 	// slidinglog (Sliding window log): limit=5 window=10s
 	// slidingcounter (Sliding window counter): limit=5 window=10s
-	// leakybucket (Leaky bucket (policing)): capacity=5 leak_rate=1 per=2s
-	// gcra (GCRA): rate=1 period=2s burst=5
+	// leakybucket (Leaky bucket (policing)): capacity=5 leak_rate=1 per=2s carry=used
+	// gcra (GCRA): rate=1 period=2s burst=5 carry=used
 	// true 1 2
 	// true 0 2
 	// false 0 2

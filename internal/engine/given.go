@@ -80,6 +80,8 @@ func (p Params) String() string {
 			fmt.Fprintf(&b, "%s%s: %d", sep, prm.Field, p.vals[i])
 		case Micros:
 			fmt.Fprintf(&b, "%s%s: %v", sep, prm.Field, time.Duration(p.vals[i])*time.Microsecond)
+		case Choice:
+			fmt.Fprintf(&b, "%s%s: %s", sep, prm.Field, prm.Choices[p.vals[i]])
 		default:
 			continue
 		}
