@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ratekit/ratekit/algorithms"
+	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/store/memory"
 )
 
@@ -50,4 +51,33 @@ func Example() {
 	// true 1 2
 	// true 0 2
 	// false 0 2
+}
+
+// Limits read from a configuration by name, given with each request to a
+// limiter of the algorithm, as rules files and databases hold them.
+func ExampleAlgorithm_NewParams() {
+	store, _ := memory.New()
+	defer store.Close()
+	a, _ := algorithms.Lookup("fixedwindow")
+	limiter, err := a.New(store, a.Defaults(), nil, "")
+	if err != nil {
+		panic(err)
+	}
+	p, err := a.NewParams(algorithms.Params{"limit": 2, "window": int64(30 * time.Second), "aligned": 1})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(p)
+	for i := 0; i < 3; i++ {
+		d, _ := limiter.Decide(context.Background(), core.Request{Key: "k", N: 1, Params: []core.Params{p}})
+		fmt.Println(d.Allowed, d.Limit, d.Window)
+	}
+	_, err = a.NewParams(algorithms.Params{"limit": 2, "window": int64(30 * time.Second), "aligned": 2})
+	fmt.Println(err)
+	// Output:
+	// fixedwindow{Limit: 2, Window: 30s, Aligned: true}
+	// true 2 30s
+	// true 2 30s
+	// false 2 30s
+	// ratekit: invalid config: fixedwindow: Aligned must be one of its 2 values (0 to 1: false, true), got 2
 }
