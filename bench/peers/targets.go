@@ -233,6 +233,22 @@ func policyFunc(runner core.ScriptRunner, prefix string) (decideFunc, error) {
 	}, nil
 }
 
+// paramsFunc decides with the open token bucket l, each request giving
+// its own limits (core.Request.Params): another open configuration, made
+// once, as a customer's contract loaded from a database would be. Against
+// l's own limits, it measures what giving limits with a request costs.
+func paramsFunc(l core.Limiter) (decideFunc, error) {
+	p, err := tokenbucket.NewParams(tokenbucket.Config{Capacity: 1 << 40, RefillRate: 1 << 40, RefillInterval: time.Second})
+	if err != nil {
+		return nil, err
+	}
+	ps := []core.Params{p}
+	return func(ctx context.Context, key string) (bool, error) {
+		d, err := l.Decide(ctx, core.Request{Key: key, N: 1, Params: ps})
+		return d.Allowed, err
+	}, nil
+}
+
 // batchSize is the number of requests in one AllowMany of the batch case.
 const batchSize = 100
 
