@@ -419,3 +419,66 @@ func (s *switchable) RunScript(ctx context.Context, sc *core.Script, keys []stri
 	}
 	return s.ScriptRunner.RunScript(ctx, sc, keys, args, reply)
 }
+
+// Limits of different keys, under one Key, decided at once: limit i
+// counts at Key and Keys[i], a denied request counts nowhere, and a
+// limit's count is shared by every request that gives it the same key.
+func TestRequestKeys(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{"in process", "scripts"} {
+		t.Run(name, func(t *testing.T) {
+			clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			store := paramsStores(t, clock)[name]
+			bucket := func(prefix string, capacity int64) *ratekit.Limiter {
+				l, err := tokenbucket.New(store, tokenbucket.Config{Capacity: capacity, RefillRate: 1, RefillInterval: time.Hour, Prefix: prefix, Clock: clock})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return l
+			}
+			perIP, perUser := bucket("ip:", 2), bucket("user:", 3)
+			p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "ip", Limiter: perIP}, {Name: "user", Limiter: perUser}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := func(ip, user string) core.Request {
+				return core.Request{Key: "tenant", N: 1, Keys: []string{ip, user}}
+			}
+			for i, c := range []struct {
+				r               core.Request
+				allowed         bool
+				ipLeft, usrLeft int64
+			}{
+				{req("10.0.0.1", "ann"), true, 1, 2},
+				{req("10.0.0.1", "ann"), true, 0, 1},
+				{req("10.0.0.1", "bob"), false, 0, 3}, // denied by ip: bob counted nothing
+				{req("10.0.0.2", "ann"), true, 1, 0},
+				{req("10.0.0.2", "ann"), false, 1, 0}, // denied by user: 10.0.0.2 counted nothing
+			} {
+				d, err := p.Decide(ctx, c.r)
+				if err != nil || d.Allowed != c.allowed || d.Limits[0].Remaining != c.ipLeft || d.Limits[1].Remaining != c.usrLeft {
+					t.Fatalf("request %d %v: %+v, %v; want allowed %v, %d and %d left", i, c.r.Keys, d, err, c.allowed, c.ipLeft, c.usrLeft)
+				}
+			}
+			// A batch decides as one request after the other.
+			res := p.AllowMany(ctx, []core.Request{req("10.0.0.3", "cid"), req("10.0.0.3", "cid"), req("10.0.0.3", "cid")})
+			for i, want := range []bool{true, true, false} {
+				if res[i].Err != nil || res[i].Decision.Allowed != want {
+					t.Fatalf("batch request %d: %+v, %v; want allowed %v", i, res[i].Decision, res[i].Err, want)
+				}
+			}
+			for _, c := range []struct {
+				r    core.Request
+				want error
+			}{
+				{core.Request{Key: "tenant", N: 1, Keys: []string{"one"}}, core.ErrInvalidConfig},
+				{core.Request{Key: "tenant", N: 1, Keys: []string{"a", strings.Repeat("b", core.MaxKeyLen+1)}}, core.ErrInvalidKey},
+				{core.Request{Key: "", N: 1, Keys: []string{"a", "b"}}, core.ErrInvalidKey},
+			} {
+				if _, err := p.Decide(ctx, c.r); !errors.Is(err, c.want) {
+					t.Errorf("Keys %.20q: %v, want %v", c.r.Keys, err, c.want)
+				}
+			}
+		})
+	}
+}

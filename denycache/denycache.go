@@ -154,8 +154,9 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decisio
 // the next limiter would not refuse (Op, key, Params, cost and ctx
 // checked as it checks them). Where a key's denials come at several
 // costs, the lowest cost's is kept; where they come with other Params
-// (its limits changed), the latest's. An OpPeek request goes to the next
-// limiter; an OpRefund request, once checked, forgets the key's cached
+// (its limits changed), the latest's. A request whose limits have keys
+// of their own (Keys) goes to the next limiter. An OpPeek request goes to
+// the next limiter; an OpRefund request, once checked, forgets the key's cached
 // denial here (the refund may let a request through before it would
 // have ended) and goes to the next limiter.
 func (l *Limiter) Decide(ctx context.Context, r core.Request) (core.Decision, error) {
@@ -170,6 +171,11 @@ func (l *Limiter) Decide(ctx context.Context, r core.Request) (core.Decision, er
 			return core.Decision{}, err // refused: the denial still holds
 		}
 		l.Forget(r.Key)
+		return l.next.Decide(ctx, r)
+	}
+	if r.Keys != nil {
+		// Limits of keys of their own: a denial is the combination's,
+		// which the cache, by Key, does not hold.
 		return l.next.Decide(ctx, r)
 	}
 	key, n := r.Key, r.N

@@ -135,6 +135,25 @@ func AsParams(gp core.Params) (Params, error) {
 	return p, nil
 }
 
+// checkKeys checks a request's Keys against e's limits: nil, or one
+// entry per limit, each at most core.MaxKeyLen bytes.
+func (e *Engine) checkKeys(keys []string) error {
+	switch {
+	case keys == nil:
+		return nil
+	case len(keys) != len(e.limits):
+		return fmt.Errorf("%w: the request gives %d Keys to a limiter of %d limit(s): one per limit, in order", core.ErrInvalidConfig, len(keys), len(e.limits))
+	case e.penalty != "":
+		return fmt.Errorf("%w: a policy with penalties takes no Keys: its penalty block is one per Key", core.ErrInvalidConfig)
+	}
+	for i, k := range keys {
+		if len(k) > core.MaxKeyLen {
+			return fmt.Errorf("%w: Keys[%d] is %d bytes, more than %d", core.ErrInvalidKey, i, len(k), core.MaxKeyLen)
+		}
+	}
+	return nil
+}
+
 // limitName names limit i in errors: "limit \"day\"", or "the limiter".
 func (e *Engine) limitName(i int) string {
 	if e.sh.policy {
