@@ -49,7 +49,7 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 	// AllowN's body, not a call to it: AllowN does not inline, and the
 	// frame it adds is measurable on the memory store.
 	if l != nil && l.c != nil {
-		return l.c.Decide(ctx, key, 1, nil)
+		return l.c.Decide(ctx, key, 1, nil, nil)
 	}
 	return l.engine().Decide(ctx, key, 1, engine.ModeAllow)
 }
@@ -67,7 +67,7 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 // ctx has ended sends nothing.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
 	if l != nil && l.c != nil {
-		return l.c.Decide(ctx, key, n, nil)
+		return l.c.Decide(ctx, key, n, nil, nil)
 	}
 	return l.engine().Decide(ctx, key, n, engine.ModeAllow)
 }
@@ -114,7 +114,7 @@ func (l *Limiter) Refund(ctx context.Context, key string, n int64) (core.Decisio
 // their Params.
 func (l *Limiter) Decide(ctx context.Context, r core.Request) (core.Decision, error) {
 	if l != nil && l.c != nil && r.Op == core.OpAllow {
-		return l.c.Decide(ctx, r.Key, r.N, r.Params)
+		return l.c.Decide(ctx, r.Key, r.N, r.Params, r.Keys)
 	}
 	return l.engine().DecideRequest(ctx, r)
 }

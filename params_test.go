@@ -280,10 +280,10 @@ func TestParamsErrors(t *testing.T) {
 	if res := tb.AllowMany(ctx, []core.Request{{Key: "k", N: 1, Op: core.OpPeek}}); !errors.Is(res[0].Err, core.ErrInvalidConfig) {
 		t.Errorf("AllowMany of an OpPeek request: %v, want ErrInvalidConfig", res[0].Err)
 	}
-	if got := tbp.String(); got != "tokenbucket{Capacity: 2, RefillRate: 1, RefillInterval: 1s}" {
+	if got := tbp.String(); got != "tokenbucket{Capacity: 2, RefillRate: 1, RefillInterval: 1s, Carry: used}" {
 		t.Errorf("String() = %q", got)
 	}
-	if got := cal.String(); got != "fixedwindow{Limit: 3, Window: 744h0m0s, Calendar: day in UTC}" {
+	if got := cal.String(); got != "fixedwindow{Limit: 3, Window: 744h0m0s, Aligned: false, Calendar: day in UTC}" {
 		t.Errorf("String() = %q", got)
 	}
 }
@@ -357,10 +357,10 @@ func TestParamsThroughWrappers(t *testing.T) {
 			if err != nil || d.Allowed != (i < 5) || d.Limit != 5 {
 				t.Errorf("%s: request %d with a capacity of 5: %+v, %v", name, i, d, err)
 			}
-			// The limiter's own capacity reads the bucket's tokens, at
-			// most 2 (tokenbucket's package doc).
-			left := max(5-int64(i+1), 0)
-			if d, err := w.Peek(ctx, "k"); err != nil || d.Allowed != (left > 0) || d.Limit != 2 || d.Remaining != min(left, 2) {
+			// The limiter's own capacity of 2 reads what the key used
+			// (ratekit.CarryUsed, tokenbucket's package doc).
+			left := max(2-int64(i+1), 0)
+			if d, err := w.Peek(ctx, "k"); err != nil || d.Allowed != (left > 0) || d.Limit != 2 || d.Remaining != left {
 				t.Errorf("%s: Peek after request %d, with the limiter's own capacity: %+v, %v", name, i, d, err)
 			}
 		}
@@ -378,11 +378,12 @@ func TestParamsThroughWrappers(t *testing.T) {
 	for range 2 {
 		dc.Decide(ctx, core.Request{Key: "k", N: 1, Params: one}) // allowed, then denied
 	}
-	if d, err := dc.Decide(ctx, core.Request{Key: "k", N: 1, Params: five}); err != nil || d.Allowed || d.Limit != 5 || dc.Hits() != 0 {
-		t.Errorf("denycache: other limits after a cached denial: %+v, %v, %d hits; want the store's denial under them", d, err, dc.Hits())
+	// A raised capacity gives what the key did not use (4 of 5).
+	if d, err := dc.Decide(ctx, core.Request{Key: "k", N: 1, Params: five}); err != nil || !d.Allowed || d.Remaining != 3 || dc.Hits() != 0 {
+		t.Errorf("denycache: other limits after a cached denial: %+v, %v, %d hits; want allowed by the store under them", d, err, dc.Hits())
 	}
-	if d, err := dc.Decide(ctx, core.Request{Key: "k", N: 1, Params: five}); err != nil || d.Allowed || d.Limit != 5 || dc.Hits() != 1 {
-		t.Errorf("denycache: the same limits again: %+v, %v, %d hits; want the cached denial", d, err, dc.Hits())
+	if d, err := dc.Decide(ctx, core.Request{Key: "k", N: 1, Params: one}); err != nil || d.Allowed || d.Limit != 1 || dc.Hits() != 1 {
+		t.Errorf("denycache: the first limits again: %+v, %v, %d hits; want the cached denial", d, err, dc.Hits())
 	}
 
 	// failsafe: while the store is down, Local decides with the Params.
@@ -417,4 +418,67 @@ func (s *switchable) RunScript(ctx context.Context, sc *core.Script, keys []stri
 		return nil, fmt.Errorf("%w: connection refused", core.ErrStore)
 	}
 	return s.ScriptRunner.RunScript(ctx, sc, keys, args, reply)
+}
+
+// Limits of different keys, under one Key, decided at once: limit i
+// counts at Key and Keys[i], a denied request counts nowhere, and a
+// limit's count is shared by every request that gives it the same key.
+func TestRequestKeys(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{"in process", "scripts"} {
+		t.Run(name, func(t *testing.T) {
+			clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			store := paramsStores(t, clock)[name]
+			bucket := func(prefix string, capacity int64) *ratekit.Limiter {
+				l, err := tokenbucket.New(store, tokenbucket.Config{Capacity: capacity, RefillRate: 1, RefillInterval: time.Hour, Prefix: prefix, Clock: clock})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return l
+			}
+			perIP, perUser := bucket("ip:", 2), bucket("user:", 3)
+			p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "ip", Limiter: perIP}, {Name: "user", Limiter: perUser}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := func(ip, user string) core.Request {
+				return core.Request{Key: "tenant", N: 1, Keys: []string{ip, user}}
+			}
+			for i, c := range []struct {
+				r               core.Request
+				allowed         bool
+				ipLeft, usrLeft int64
+			}{
+				{req("10.0.0.1", "ann"), true, 1, 2},
+				{req("10.0.0.1", "ann"), true, 0, 1},
+				{req("10.0.0.1", "bob"), false, 0, 3}, // denied by ip: bob counted nothing
+				{req("10.0.0.2", "ann"), true, 1, 0},
+				{req("10.0.0.2", "ann"), false, 1, 0}, // denied by user: 10.0.0.2 counted nothing
+			} {
+				d, err := p.Decide(ctx, c.r)
+				if err != nil || d.Allowed != c.allowed || d.Limits[0].Remaining != c.ipLeft || d.Limits[1].Remaining != c.usrLeft {
+					t.Fatalf("request %d %v: %+v, %v; want allowed %v, %d and %d left", i, c.r.Keys, d, err, c.allowed, c.ipLeft, c.usrLeft)
+				}
+			}
+			// A batch decides as one request after the other.
+			res := p.AllowMany(ctx, []core.Request{req("10.0.0.3", "cid"), req("10.0.0.3", "cid"), req("10.0.0.3", "cid")})
+			for i, want := range []bool{true, true, false} {
+				if res[i].Err != nil || res[i].Decision.Allowed != want {
+					t.Fatalf("batch request %d: %+v, %v; want allowed %v", i, res[i].Decision, res[i].Err, want)
+				}
+			}
+			for _, c := range []struct {
+				r    core.Request
+				want error
+			}{
+				{core.Request{Key: "tenant", N: 1, Keys: []string{"one"}}, core.ErrInvalidConfig},
+				{core.Request{Key: "tenant", N: 1, Keys: []string{"a", strings.Repeat("b", core.MaxKeyLen+1)}}, core.ErrInvalidKey},
+				{core.Request{Key: "", N: 1, Keys: []string{"a", "b"}}, core.ErrInvalidKey},
+			} {
+				if _, err := p.Decide(ctx, c.r); !errors.Is(err, c.want) {
+					t.Errorf("Keys %.20q: %v, want %v", c.r.Keys, err, c.want)
+				}
+			}
+		})
+	}
 }

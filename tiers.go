@@ -26,9 +26,11 @@ var ErrUnknownTier = errors.New("ratekit: unknown tier")
 // their configurations, Shadow and Penalty differ. So a key whose tier
 // changes keeps its state, and each algorithm reads it under the new
 // configuration as its package doc says ("Time and configuration
-// changes"): for example a token bucket keeps its tokens, capped at the
-// new Capacity, and a GCRA key never waits longer than the new
-// configuration allows plus the time the clock is behind it.
+// changes"): a raised tier never denies what the old one would have
+// allowed, a lowered one never allows what it would have denied; for
+// example a token bucket keeps what it used (Carry), so a tier raised by
+// k tokens gives k more at once. (The same holds for limits given with
+// each request, core.Request.Params, which need no Tiers at all.)
 type Tiers struct {
 	policies map[string]*Limiter
 }

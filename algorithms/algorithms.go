@@ -99,15 +99,20 @@ const (
 	// Duration is a time.Duration, given in Params as its int64
 	// (nanoseconds): int64(time.Second).
 	Duration
+	// Choice is one of Param.Choices, given in Params as its index: a
+	// bool (false 0, true 1), or a ratekit.Carry.
+	Choice
 )
 
-// String names the kind: "count" or "duration".
+// String names the kind: "count", "duration" or "choice".
 func (k Kind) String() string {
 	switch k {
 	case Count:
 		return "count"
 	case Duration:
 		return "duration"
+	case Choice:
+		return "choice"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
@@ -125,10 +130,22 @@ type Param struct {
 	// Limit marks the parameter that is the limiter's limit: the largest
 	// cost a request may have, and every Decision's Limit.
 	Limit bool
+	// choices names a Choice's values (Choices); a pointer, so that Param
+	// compares with ==.
+	choices *[]string
+}
+
+// Choices names a Choice's values, in the order of their indexes
+// (["false", "true"], or ratekit.Carries()); nil for the other kinds.
+func (p Param) Choices() []string {
+	if p.choices == nil {
+		return nil
+	}
+	return *p.choices
 }
 
 // Params are an algorithm's parameter values by Param.Name; a Duration's
-// value is a time.Duration's int64.
+// value is a time.Duration's int64, a Choice's the index of its value.
 type Params map[string]int64
 
 // Lookup returns the algorithm named name.
@@ -181,8 +198,12 @@ func (a Algorithm) check(p Params) error {
 		return fmt.Errorf("%w: algorithms: Algorithm %q is not one of All (take it from All or Lookup)", core.ErrInvalidConfig, a.Name)
 	}
 	for _, prm := range a.Params {
-		if _, ok := p[prm.Name]; !ok {
+		v, ok := p[prm.Name]
+		if !ok {
 			return fmt.Errorf("%w: %s: parameter %s (%s) is missing", core.ErrInvalidConfig, a.Name, prm.Name, prm.Field)
+		}
+		if c := prm.Choices(); c != nil && (v < 0 || v >= int64(len(c))) {
+			return fmt.Errorf("%w: %s: %s must be one of its %d values (0 to %d: %s), got %d", core.ErrInvalidConfig, a.Name, prm.Field, len(c), len(c)-1, strings.Join(c, ", "), v)
 		}
 	}
 	for name := range p {
@@ -235,11 +256,16 @@ type about struct {
 	title, unit, remaining, doc string
 }
 
-var durationType = reflect.TypeFor[time.Duration]()
+var (
+	boolChoices  = []string{"false", "true"}
+	durationType = reflect.TypeFor[time.Duration]()
+	carryType    = reflect.TypeFor[ratekit.Carry]()
+)
 
 // define makes an entry from a package's New and NewParams and a Config
 // holding the defaults. Every field of C but Prefix and Clock is a parameter: an int64
-// is a Count, a time.Duration a Duration. A Config that does not fit (a
+// is a Count, a time.Duration a Duration, a bool or a ratekit.Carry a
+// Choice. A Config that does not fit (a
 // field of another type, no Prefix or Clock, no limit field) panics when
 // the program starts, so that no such entry ever gets used.
 func define[C any](newFn func(core.ScriptRunner, C) (*ratekit.Limiter, error), paramsFn func(C) (core.Params, error), defaults C, ab about) Algorithm {
@@ -255,14 +281,24 @@ func define[C any](newFn func(core.ScriptRunner, C) (*ratekit.Limiter, error), p
 		case !f.IsExported():
 			panic(fmt.Sprintf("algorithms: %s: unexported Config field %s", t, f.Name))
 		}
-		kind := Count
+		prm := Param{Name: snake(f.Name), Field: f.Name, Kind: Count, Limit: f.Name == ab.limit}
 		switch {
 		case f.Type == durationType:
-			kind = Duration
-		case f.Type.Kind() != reflect.Int64 || f.Type.PkgPath() != "":
-			panic(fmt.Sprintf("algorithms: %s.%s is a %s; a parameter is an int64 or a time.Duration", t, f.Name, f.Type))
+			prm.Kind, prm.Default = Duration, def.Field(i).Int()
+		case f.Type == carryType:
+			names := ratekit.Carries()
+			prm.Kind, prm.Default, prm.choices = Choice, def.Field(i).Int(), &names
+		case f.Type.Kind() == reflect.Bool && f.Type.PkgPath() == "":
+			prm.Kind, prm.choices = Choice, &boolChoices
+			if def.Field(i).Bool() {
+				prm.Default = 1
+			}
+		case f.Type.Kind() == reflect.Int64 && f.Type.PkgPath() == "":
+			prm.Default = def.Field(i).Int()
+		default:
+			panic(fmt.Sprintf("algorithms: %s.%s is a %s; a parameter is an int64, a time.Duration, a bool or a ratekit.Carry", t, f.Name, f.Type))
 		}
-		a.Params = append(a.Params, Param{Name: snake(f.Name), Field: f.Name, Kind: kind, Default: def.Field(i).Int(), Limit: f.Name == ab.limit})
+		a.Params = append(a.Params, prm)
 		index = append(index, i)
 	}
 	for _, f := range []string{"Prefix", "Clock"} {
@@ -277,7 +313,11 @@ func define[C any](newFn func(core.ScriptRunner, C) (*ratekit.Limiter, error), p
 	config := func(p Params) (cfg C) {
 		v := reflect.ValueOf(&cfg).Elem()
 		for i, prm := range params {
-			v.Field(index[i]).SetInt(p[prm.Name])
+			if f := v.Field(index[i]); f.Kind() == reflect.Bool {
+				f.SetBool(p[prm.Name] != 0)
+			} else {
+				f.SetInt(p[prm.Name])
+			}
 		}
 		return cfg
 	}

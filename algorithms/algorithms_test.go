@@ -101,8 +101,13 @@ func TestEntries(t *testing.T) {
 				if p.Limit {
 					limits++
 				}
-				if p.Default <= 0 || p.Kind == algorithms.Duration && time.Duration(p.Default)%time.Microsecond != 0 {
+				switch {
+				case p.Kind == algorithms.Choice && (p.Default < 0 || p.Default >= int64(len(p.Choices())) || len(p.Choices()) < 2):
+					t.Errorf("%s: default %d of choices %q", p.Name, p.Default, p.Choices())
+				case p.Kind != algorithms.Choice && (p.Default <= 0 || p.Kind == algorithms.Duration && time.Duration(p.Default)%time.Microsecond != 0):
 					t.Errorf("%s: default %d", p.Name, p.Default)
+				case p.Kind != algorithms.Choice && p.Choices() != nil:
+					t.Errorf("%s: a %v with choices %q", p.Name, p.Kind, p.Choices())
 				}
 			}
 			if limits != 1 || !a.Limit().Limit {
@@ -126,15 +131,20 @@ func TestEntries(t *testing.T) {
 			}
 
 			// Distinct values, one per parameter, reach the script: each
-			// count as is, each duration in µs; the limit is the Limit.
+			// count as is, each duration in µs, each choice its last value
+			// (1); the limit is the Limit.
 			p := algorithms.Params{}
 			var want []int64
 			for i, prm := range a.Params {
 				v := int64(i + 2)
-				if prm.Kind == algorithms.Duration {
+				switch prm.Kind {
+				case algorithms.Duration:
 					p[prm.Name] = int64(time.Duration(v) * time.Second)
 					want = append(want, v*1e6)
-				} else {
+				case algorithms.Choice:
+					p[prm.Name] = int64(len(prm.Choices()) - 1)
+					want = append(want, p[prm.Name])
+				default:
 					p[prm.Name] = v
 					want = append(want, v)
 				}
@@ -183,6 +193,9 @@ func TestEntries(t *testing.T) {
 			for _, prm := range a.Params {
 				bad := a.Defaults()
 				bad[prm.Name] = 0
+				if prm.Kind == algorithms.Choice {
+					bad[prm.Name] = int64(len(prm.Choices()))
+				}
 				if _, err := a.New(store, bad, clock, ""); !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), prm.Field) {
 					t.Errorf("%s = 0: %v, want ErrInvalidConfig naming %s", prm.Name, err, prm.Field)
 				}
@@ -227,12 +240,12 @@ func TestEntries(t *testing.T) {
 // algorithm's, a new one's too).
 func TestParamNames(t *testing.T) {
 	want := []string{
-		"tokenbucket.capacity=Capacity:count", "tokenbucket.refill_rate=RefillRate:count", "tokenbucket.refill_interval=RefillInterval:duration",
-		"fixedwindow.limit=Limit:count", "fixedwindow.window=Window:duration",
+		"tokenbucket.capacity=Capacity:count", "tokenbucket.refill_rate=RefillRate:count", "tokenbucket.refill_interval=RefillInterval:duration", "tokenbucket.carry=Carry:choice",
+		"fixedwindow.limit=Limit:count", "fixedwindow.window=Window:duration", "fixedwindow.aligned=Aligned:choice",
 		"slidinglog.limit=Limit:count", "slidinglog.window=Window:duration",
 		"slidingcounter.limit=Limit:count", "slidingcounter.window=Window:duration",
-		"leakybucket.capacity=Capacity:count", "leakybucket.leak_rate=LeakRate:count", "leakybucket.per=Per:duration",
-		"gcra.rate=Rate:count", "gcra.period=Period:duration", "gcra.burst=Burst:count",
+		"leakybucket.capacity=Capacity:count", "leakybucket.leak_rate=LeakRate:count", "leakybucket.per=Per:duration", "leakybucket.carry=Carry:choice",
+		"gcra.rate=Rate:count", "gcra.period=Period:duration", "gcra.burst=Burst:count", "gcra.carry=Carry:choice",
 	}
 	pinned := map[string]bool{}
 	for _, w := range want {

@@ -85,7 +85,7 @@ var drawnPeriods = append(slices.Clone(defaultPeriods), 24*time.Hour)
 // draw draws a configuration of a from the registry's parameters: the
 // limit a count in 1..20; every other count in 1..10, or up to the limit
 // + 2 when that is more (a rate may exceed a capacity); every duration
-// one of periods (nil: drawnPeriods).
+// one of periods (nil: drawnPeriods); every choice any of its values.
 func (a algorithm) draw(t *rapid.T, periods []time.Duration) variant {
 	if periods == nil {
 		periods = drawnPeriods
@@ -93,9 +93,6 @@ func (a algorithm) draw(t *rapid.T, periods []time.Duration) variant {
 	p := registry.Params{}
 	lim := a.reg.Limit()
 	p[lim.Name] = rapid.Int64Range(1, 20).Draw(t, lim.Name)
-	var desc strings.Builder
-	desc.WriteString(a.name)
-	var period time.Duration
 	for _, prm := range a.reg.Params {
 		switch {
 		case prm.Limit:
@@ -103,16 +100,31 @@ func (a algorithm) draw(t *rapid.T, periods []time.Duration) variant {
 			p[prm.Name] = rapid.Int64Range(1, max(10, p[lim.Name]+2)).Draw(t, prm.Name)
 		case prm.Kind == registry.Duration:
 			p[prm.Name] = int64(rapid.SampledFrom(periods).Draw(t, prm.Name))
+		case prm.Kind == registry.Choice:
+			p[prm.Name] = rapid.Int64Range(0, int64(len(prm.Choices()))-1).Draw(t, prm.Name)
 		default:
 			t.Fatalf("conformance: %s: no rule to draw parameter %s of kind %v", a.name, prm.Name, prm.Kind)
 		}
-		if prm.Kind == registry.Duration {
+	}
+	return a.variant(t, p)
+}
+
+// variant returns the configuration p of a, as the suite checks it.
+func (a algorithm) variant(t *rapid.T, p registry.Params) variant {
+	var desc strings.Builder
+	desc.WriteString(a.name)
+	var period time.Duration
+	for _, prm := range a.reg.Params {
+		switch prm.Kind {
+		case registry.Duration:
 			d := time.Duration(p[prm.Name])
 			fmt.Fprintf(&desc, " %s=%v", prm.Name, d)
 			if period == 0 || d < period {
 				period = d
 			}
-		} else {
+		case registry.Choice:
+			fmt.Fprintf(&desc, " %s=%s", prm.Name, prm.Choices()[p[prm.Name]])
+		default:
 			fmt.Fprintf(&desc, " %s=%d", prm.Name, p[prm.Name])
 		}
 	}
@@ -137,19 +149,21 @@ func (a algorithm) draw(t *rapid.T, periods []time.Duration) variant {
 	}
 	tag := a.name + ":"
 	return variant{
-		tag:  tag,
-		desc: desc.String(),
+		tag:    tag,
+		desc:   desc.String(),
+		params: p,
 		build: func(r core.ScriptRunner, prefix string, clock core.Clock) (*ratekit.Limiter, error) {
 			return a.reg.New(r, p, clock, prefix+tag)
 		},
-		maxCost:    l.Max,
-		window:     l.Window,
-		atMost:     spec.AtMost,
-		stateLen:   spec.StateLen,
-		period:     period,
-		wait:       wait,
-		bound:      func(h []engine.Event) error { return bound(l.Params, h) },
-		looseBound: func(h []engine.Event) error { return loose(l.Params, h) },
+		maxCost:     l.Max,
+		window:      l.Window,
+		atMost:      spec.AtMost,
+		stateLen:    spec.StateLen,
+		oldStateLen: spec.OldStateLen,
+		period:      period,
+		wait:        wait,
+		bound:       func(h []engine.Event) error { return bound(l.Params, h) },
+		looseBound:  func(h []engine.Event) error { return loose(l.Params, h) },
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/ratekit/ratekit"
+	registry "github.com/ratekit/ratekit/algorithms"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/fakeclock"
 	"github.com/ratekit/ratekit/internal/engine"
@@ -41,7 +42,9 @@ type Harness struct {
 // Run runs the suite for every algorithm, each as a subtest: the state
 // machine (whose batches use the batch script wherever the store lets
 // requests share one, and which also decides through a coalescing
-// limiter, bursts of concurrent calls included), then the refusal of corrupt state; then a state machine
+// limiter, bursts of concurrent calls included), then the refusal of
+// corrupt state, then what state becomes when limits change between
+// calls (change.go); then a state machine
 // of policies (ratekit.NewPolicy) of random limits, tiers, shadow limits,
 // penalties, refunds and batches; calendar windows (fixedwindow.NewCalendar) across
 // clock changes; and last the concurrency limiter's state machine
@@ -60,6 +63,9 @@ func Run(t *testing.T, h Harness) {
 		})
 		t.Run(a.name+"/corrupt", func(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) { checkCorrupt(rt, h, a) })
+		})
+		t.Run(a.name+"/change", func(t *testing.T) {
+			rapid.Check(t, func(rt *rapid.T) { runChange(rt, h, a) })
 		})
 	}
 	t.Run("policy", func(t *testing.T) {
@@ -81,6 +87,8 @@ type variant struct {
 	desc string
 	// tag is appended to the suite's prefix for the algorithm's keys.
 	tag string
+	// params are the configuration, by the registry's names.
+	params registry.Params
 	// build returns the limiter over runner, with clock (nil: store time).
 	build func(runner core.ScriptRunner, prefix string, clock core.Clock) (*ratekit.Limiter, error)
 	// maxCost is the largest cost that may ever pass.
@@ -109,8 +117,9 @@ type variant struct {
 	// RunServerClock).
 	looseBound func(history []engine.Event) error
 	// stateLen is how many integers the algorithm's state holds, 0 for a
-	// sorted set (engine.Spec.StateLen).
-	stateLen int
+	// sorted set (engine.Spec.StateLen); oldStateLen, when not 0, an
+	// older shape it reads too (engine.Spec.OldStateLen).
+	stateLen, oldStateLen int
 }
 
 // defaultPeriods are whole seconds or more: against a real server in

@@ -33,7 +33,7 @@ func newPoison(desc, lua string, vals ...int64) poison {
 var stringPoisons = []poison{
 	newPoison("a number beyond 2^53", `redis.call('SET', KEYS[1], '99999999999999999999999:1:1:1', 'PX', 3600000)`, 1<<60, 1, 1, 1),
 	newPoison("numbers just beyond what ratekit stores", `redis.call('SET', KEYS[1], '6755399441055745:6755399441055745:6755399441055745:6755399441055745', 'PX', 3600000)`, 6755399441055745, 6755399441055745, 6755399441055745, 6755399441055745),
-	newPoison("too many fields", `redis.call('SET', KEYS[1], '1:2:3:4:5:6', 'PX', 3600000)`, 1, 2, 3, 4, 5, 6),
+	newPoison("too many fields", `redis.call('SET', KEYS[1], '1:2:3:4:5:6:7', 'PX', 3600000)`, 1, 2, 3, 4, 5, 6, 7),
 	newPoison("too few fields", `redis.call('SET', KEYS[1], '7', 'PX', 3600000)`, 7),
 	newPoison("not a number", `redis.call('SET', KEYS[1], 'abc', 'PX', 3600000)`),
 	newPoison("a negative number", `redis.call('SET', KEYS[1], '-5:3:1:1', 'PX', 3600000)`, -5, 3, 1, 1),
@@ -46,7 +46,10 @@ var stringPoisons = []poison{
 // none (miniredis) each writes text that is not a state either. The twin's
 // values are what the memory store keeps in their place: integers it
 // refuses alike (it cannot hold a fraction, NaN or an infinity).
-func packedPoisons(n int) []poison {
+// old is the length of an older shape of the state the algorithm also
+// reads (engine.Spec.OldStateLen), 0 for none: "one integer too few" is
+// then one fewer than that.
+func packedPoisons(n, old int) []poison {
 	packed := func(desc string, tag, first string, count int, twin ...int64) poison {
 		vals := make([]string, count)
 		for i := range vals {
@@ -60,6 +63,10 @@ if not struct then redis.call('SET', KEYS[1], 'packed', 'PX', 3600000) return {}
 redis.call('SET', KEYS[1], struct.pack('>B%s', %s, %s), 'PX', 3600000)`,
 			strings.Repeat("d", count), tag, strings.Join(vals, ", "))
 		return newPoison("packed: "+desc, lua, twin...)
+	}
+	fewer := n - 1
+	if old == fewer {
+		fewer--
 	}
 	ones := func(count int, first int64) []int64 {
 		v := make([]int64, count)
@@ -76,7 +83,7 @@ redis.call('SET', KEYS[1], struct.pack('>B%s', %s, %s), 'PX', 3600000)`,
 		packed("NaN", "255", "0/0", n, ones(n, -1)...),
 		packed("an infinity", "255", "1/0", n, ones(n, -1)...),
 		packed("one integer too many", "255", "1", n+1, ones(n+1, 1)...),
-		packed("one integer too few", "255", "1", n-1, ones(n-1, -1)...),
+		packed("one integer too few", "255", "1", fewer, ones(fewer, -1)...),
 		packed("a first byte ratekit does not write", "7", "1", n, ones(n, -1)...),
 	}
 }
@@ -102,7 +109,7 @@ func checkCorrupt(t *rapid.T, h Harness, a algorithm) {
 	defer ref.Close()
 	poisons := logPoisons
 	if n := v.stateLen; n > 0 {
-		poisons = append(slices.Clone(stringPoisons), packedPoisons(n)...)
+		poisons = append(slices.Clone(stringPoisons), packedPoisons(n, v.oldStateLen)...)
 	}
 	ctx := context.Background()
 	for _, p := range poisons {

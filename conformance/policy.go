@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	"pgregory.net/rapid"
@@ -231,6 +232,31 @@ func runPolicy(t *rapid.T, h Harness) {
 						t.Fatalf("%s: denied, but the limits changed on the %s:\n  before %+v\n  after  %+v", what, name, before, after)
 					}
 				}
+			}
+		},
+		// Limits of keys of their own (core.Request.Keys), under tags the
+		// other actions do not use: the stores decide alike, one by one
+		// or coalesced; a policy with penalties refuses them on both.
+		"keys": func(t *rapid.T) {
+			tag := "tag:" + keyGen.Draw(t, "key")
+			own := make([]string, size)
+			for i := range own {
+				own[i] = rapid.SampledFrom([]string{"", "x", "y{", "%7B", "}z"}).Draw(t, "own key")
+			}
+			tier := rapid.IntRange(0, 1).Draw(t, "tier")
+			r := core.Request{Key: tag, N: rapid.Int64Range(1, maxCost).Draw(t, "n"), Keys: own}
+			sync()
+			what := fmt.Sprintf("Policy(tier %d).Decide(%q, keys %q, %d) at %d", tier, tag, own, r.N, now(clock))
+			lim := got[tier]
+			if rapid.Bool().Draw(t, "coalesced") {
+				lim, what = gotC[tier], what+", coalesced"
+			}
+			dw, ew := want[tier].Decide(ctx, r)
+			dg, eg := lim.Decide(ctx, r)
+			compareAll(t, what, dw, ew, dg, eg)
+			penalized := slices.ContainsFunc(limits, func(l policyLimit) bool { return l.penalty > 0 })
+			if penalized != (ew != nil) {
+				t.Fatalf("%s: error %v from a policy with penalties: %v", what, ew, penalized)
 			}
 		},
 		// A batch of one tier's keys on the store under test decides like

@@ -98,6 +98,15 @@ type Request struct {
 	// when they change ("Time and configuration changes"). The decision's
 	// Limit and Window are those of the limits applied.
 	Params []Params
+	// Keys, when not nil, give each limit a key of its own under Key:
+	// one entry per limit, in the limiter's order, and limit i counts at
+	// Key and Keys[i] together, so that limits of different keys (the
+	// descriptors of an Envoy request, a per-IP and a per-user limit) are
+	// decided at once, counted by all or by none. Key is what they share:
+	// on Redis Cluster, their slot. Each entry is at most MaxKeyLen bytes
+	// (ErrInvalidKey), and may be empty (the limit counts at Key alone). A
+	// policy with penalties refuses Keys: its block is one per Key.
+	Keys []string
 }
 
 // Result is the decision for one Request, or its own error.

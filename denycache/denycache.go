@@ -154,9 +154,10 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decisio
 // the next limiter would not refuse (Op, key, Params, cost and ctx
 // checked as it checks them). Where a key's denials come at several
 // costs, the lowest cost's is kept; where they come with other Params
-// (its limits changed), the latest's. An OpPeek request goes to the next
-// limiter; an OpRefund request, once checked (one refused keeps the
-// denial: nothing was refunded), goes to the next limiter and then
+// (its limits changed), the latest's. A request whose limits have keys
+// of their own (Keys) goes to the next limiter. An OpPeek request goes to
+// the next limiter; an OpRefund request, once checked (one refused keeps
+// the denial: nothing was refunded), goes to the next limiter and then
 // forgets the key's cached denial here (the refund may let a request
 // through before it would have ended).
 func (l *Limiter) Decide(ctx context.Context, r core.Request) (core.Decision, error) {
@@ -177,6 +178,11 @@ func (l *Limiter) Decide(ctx context.Context, r core.Request) (core.Decision, er
 		// too.
 		l.Forget(r.Key)
 		return d, err
+	}
+	if r.Keys != nil {
+		// Limits of keys of their own: a denial is the combination's,
+		// which the cache, by Key, does not hold.
+		return l.next.Decide(ctx, r)
 	}
 	key, n := r.Key, r.N
 	now := l.now().UnixNano()

@@ -18,6 +18,7 @@ import (
 	"github.com/ratekit/ratekit/algorithms/fixedwindow"
 	"github.com/ratekit/ratekit/algorithms/gcra"
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
+	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/grpclimit"
 	"github.com/ratekit/ratekit/store/memory"
 )
@@ -205,4 +206,46 @@ func ExampleJoin() {
 	// Output:
 	// "md:acme" "m:/shop.Cart/Add" <nil>
 	//  ratekit: invalid key: metadata x-tenant is missing
+}
+
+// Each call's limits from its caller's contract (Config.Params): here a
+// tenant named in the metadata, as read from your records.
+func Example_params() {
+	store, _ := memory.New()
+	defer store.Close()
+	limiter, err := tokenbucket.New(store, tokenbucket.Config{Capacity: 1, RefillRate: 1, RefillInterval: time.Minute})
+	if err != nil {
+		panic(err)
+	}
+	gold, err := tokenbucket.NewParams(tokenbucket.Config{Capacity: 3, RefillRate: 3, RefillInterval: time.Minute})
+	if err != nil {
+		panic(err)
+	}
+	limits, err := grpclimit.New(grpclimit.Config{
+		Name:    "api",
+		Limiter: limiter,
+		Key:     grpclimit.Metadata{Name: "tenant"},
+		Params: func(ctx context.Context, c grpclimit.Call) ([]core.Params, error) {
+			if md, _ := metadata.FromIncomingContext(ctx); len(md.Get("tenant")) == 1 && md.Get("tenant")[0] == "gold" {
+				return []core.Params{gold}, nil
+			}
+			return nil, nil // the limiter's own
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	client, stop := exampleServer(limits)
+	defer stop()
+	for _, tenant := range []string{"gold", "gold", "free", "free"} {
+		var header metadata.MD
+		ctx := metadata.AppendToOutgoingContext(context.Background(), "tenant", tenant)
+		_, err := client.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.Header(&header))
+		fmt.Println(tenant, status.Code(err), header.Get("ratelimit-policy"))
+	}
+	// Output:
+	// gold OK ["api";q=3;w=60]
+	// gold OK ["api";q=3;w=60]
+	// free OK ["api";q=1;w=60]
+	// free ResourceExhausted ["api";q=1;w=60]
 }

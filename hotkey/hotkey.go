@@ -258,10 +258,10 @@ func (b *Budget) Allow(ctx context.Context, key string) (core.Decision, error) {
 
 // Decide decides r: an OpAllow request without Params as AllowN does,
 // an OpPeek request as Peek, an OpRefund request as Refund. A request
-// that gives its own limits (Params) is decided by the source, as one
-// above Lease is: a Budget leases units of the limits the source was
-// built with, and units leased under one limit are not units of
-// another.
+// that gives its own limits (Params) or keys (Keys) is decided by the
+// source, as one above Lease is: a Budget leases units of the limits the
+// source was built with on one key, and units leased under one limit are
+// not units of another.
 func (b *Budget) Decide(ctx context.Context, r core.Request) (core.Decision, error) {
 	if !b.built() {
 		return core.Decision{}, errZero
@@ -274,7 +274,7 @@ func (b *Budget) Decide(ctx context.Context, r core.Request) (core.Decision, err
 		return b.src.Decide(ctx, r)
 	case r.Op != core.OpAllow:
 		return b.src.Decide(ctx, r)
-	case len(r.Params) > 0:
+	case len(r.Params) > 0 || r.Keys != nil:
 		d, err := b.src.Decide(ctx, r)
 		if err == nil && d.Allowed {
 			b.direct.Add(r.N)

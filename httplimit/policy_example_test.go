@@ -100,3 +100,46 @@ func ExampleConfig_limiterFor() {
 	// acme 200 "minute";q=100;w=60
 	// tiny 429 "minute";q=1;w=60
 }
+
+// A limit per tenant, from the tenant's contract: Params gives each
+// request its limits, and the fields say the limit applied.
+func ExampleConfig_params() {
+	store, _ := memory.New()
+	defer store.Close()
+	limiter, err := fixedwindow.New(store, fixedwindow.Config{Limit: 1, Window: time.Minute})
+	if err != nil {
+		panic(err)
+	}
+	contracts := map[string][]core.Params{} // from your records, built once
+	for tenant, perMinute := range map[string]int64{"acme": 100, "tiny": 1} {
+		p, err := fixedwindow.NewParams(fixedwindow.Config{Limit: perMinute, Window: time.Minute})
+		if err != nil {
+			panic(err)
+		}
+		contracts[tenant] = []core.Params{p}
+	}
+	limit, err := httplimit.New(httplimit.Config{
+		Limiter: limiter,
+		Key:     httplimit.Header("X-Tenant"),
+		Params: func(r *http.Request) ([]core.Params, error) {
+			return contracts[r.Header.Get("X-Tenant")], nil // nil: the limiter's own
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	handler := limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+
+	for _, tenant := range []string{"acme", "tiny", "acme", "tiny"} {
+		req := httptest.NewRequest("GET", "/", nil)
+		req.Header.Set("X-Tenant", tenant)
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		fmt.Println(tenant, rec.Code, rec.Header().Get("RateLimit-Policy"))
+	}
+	// Output:
+	// acme 200 "default";q=100;w=60
+	// tiny 200 "default";q=1;w=60
+	// acme 200 "default";q=100;w=60
+	// tiny 429 "default";q=1;w=60
+}

@@ -7,13 +7,20 @@ import (
 )
 
 // bound is the window's guarantee (engine.Spec.Bound): a window opens at
-// the first allowed request at or after the end of the previous one and
-// holds at most limit.
+// the first allowed request at or after the end of the previous one (or,
+// aligned, at the multiple of the window that holds it) and holds at most
+// limit.
 func bound(p []int64, allowed []engine.Event) error {
-	start, sum := allowed[0].At, int64(0)
+	open := func(at int64) int64 {
+		if p[aligned] == 1 {
+			return at - at%p[window]
+		}
+		return at
+	}
+	start, sum := open(allowed[0].At), int64(0)
 	for _, e := range allowed {
 		if e.At >= start+p[window] {
-			start, sum = e.At, 0
+			start, sum = open(e.At), 0
 		}
 		sum += e.Cost
 		if sum > p[limit] {

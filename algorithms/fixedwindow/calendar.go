@@ -106,6 +106,7 @@ func calendarLimit(cfg CalendarConfig) (engine.Limit, error) {
 		limit:         cfg.Limit,
 		window:        int64(31 * 24 * time.Hour), // the longest period; set for each call
 		calendarStart: 0,
+		aligned:       0,
 	})
 	if err != nil {
 		return engine.Limit{}, err

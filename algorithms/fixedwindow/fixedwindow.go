@@ -18,10 +18,27 @@
 // # Time and configuration changes
 //
 // A clock behind the window's start keeps the window, and RetryAfter counts
-// the time until it ends. State written under another configuration keeps
-// its count (at most Limit) and its start; its window ends at start + the
-// new Window, or where it was written to end, whichever comes first. State
-// the limiter did not write is refused with core.ErrCorruptState.
+// the time until it ends.
+//
+// The limit a key is decided against may change: a request's own limits
+// (core.Request.Params), a tier, a reloaded rule, old and new processes
+// side by side during a rolling deploy. A window counts what happened in
+// it, so it keeps its count under any configuration (one rule, no choice):
+//
+//   - Limit: the count is compared with the new Limit at once (a raised
+//     Limit allows the difference now; a lowered one may deny until the
+//     window ends). Remaining is never below 0.
+//   - Window: the window keeps its start and ends at start + the new
+//     Window, or where it was written to end, whichever comes first; the
+//     next window has the new length.
+//   - Aligned: the window in progress ends as it was written; the next
+//     one opens as the new configuration says.
+//
+// So a raised limit never denies a request the old one would have
+// allowed, and a lowered one never allows a request the old one would
+// have denied (the conformance suite checks both, on every store, with
+// the two interleaved). State the limiter did not write is refused with
+// core.ErrCorruptState.
 //
 // # Refunds
 //
@@ -48,6 +65,7 @@ const (
 	limit = iota
 	window
 	calendarStart // 0, or a calendar period's start (NewCalendar)
+	aligned
 )
 
 var spec = engine.NewSpec(engine.Spec{
@@ -56,6 +74,7 @@ var spec = engine.NewSpec(engine.Spec{
 		limit:         {Name: "limit", Field: "Limit", Kind: engine.Count},
 		window:        {Name: "window_us", Field: "Window", Kind: engine.Micros},
 		calendarStart: {Name: "start_us", Field: "Calendar", Kind: engine.Scheduled},
+		aligned:       {Name: "aligned", Field: "Aligned", Kind: engine.Choice, Choices: []string{"false", "true"}},
 	},
 	Lua:        lua,
 	Step:       step,
@@ -73,6 +92,12 @@ type Config struct {
 	Limit int64
 	// Window is the length of a window, a whole number of microseconds.
 	Window time.Duration
+	// Aligned starts windows at whole multiples of Window since the Unix
+	// epoch (00:00:00 UTC, 1 January 1970), as envoyproxy/ratelimit
+	// does: the same for every key, and the window a request falls in is
+	// known from its time alone. By default a key's window opens at its
+	// first request.
+	Aligned bool
 	// Prefix is prepended to every storage key, DefaultPrefix when empty.
 	// It must not contain '{' or '}'.
 	Prefix string
@@ -107,10 +132,19 @@ func configure(cfg Config) (engine.Limit, error) {
 		limit:         cfg.Limit,
 		window:        int64(cfg.Window),
 		calendarStart: 0,
+		aligned:       b2i(cfg.Aligned),
 	})
 	if err != nil {
 		return l, err
 	}
 	l.Window = cfg.Window
 	return l, nil
+}
+
+// b2i is 1 for true, 0 for false: a Choice of two.
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -3,8 +3,9 @@
 --
 -- key      the window: the state (prelude) count, start_us, end_us, or
 --          absent. end_us is start_us + window_us of the configuration that wrote it.
--- limit, window_us, start_us (0, or the calendar period's start): the
---          parameters
+-- limit, window_us, start_us (0, or the calendar period's start),
+--          aligned (1: windows start at multiples of window_us since the
+--          epoch): the parameters
 -- returns  allowed, remaining, retry_after_us, reset_after_us, and the
 --          new state's value and TTL in µs (nil when nothing is written;
 --          false deletes the key)
@@ -18,14 +19,19 @@
 -- the window is full under this one. A window ends at start + Window, or
 -- at the end it was written with, whichever comes first: so a longer
 -- Window never stretches state beyond the TTL it was written with.
-local function fixedwindow(key, now, client_clock, n, mode, limit, window_us, start_us)
+local function fixedwindow(key, now, client_clock, n, mode, limit, window_us, start_us, aligned)
   local window = window_us
   local peek, refund = mode == MODE_PEEK, mode == MODE_REFUND
 
   -- A new window opens now, or, on a calendar (start_us > 0), is the
-  -- calendar period [start_us, start_us + window_us) that holds now.
+  -- calendar period [start_us, start_us + window_us) that holds now, or,
+  -- aligned, the multiple of window_us that holds now.
   local open = now
-  if start_us > 0 then open = start_us end
+  if start_us > 0 then
+    open = start_us
+  elseif aligned == 1 then
+    open = now - now % window
+  end
   local count, start, stop = 0, open, open + window
   local s1, s2, s3 = read_state(key, 3)
   if s1 == false then return CORRUPT, 0, 0, 0 end

@@ -19,6 +19,8 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 	open := now
 	if p[calendarStart] > 0 {
 		open = p[calendarStart]
+	} else if p[aligned] == 1 {
+		open = now - now%window
 	}
 	count, start, stop := int64(0), open, open+window
 	if v, ok := tx.Get(key); ok {

@@ -16,11 +16,34 @@
 // A key's time never runs backwards: with the clock behind the state's last
 // write, the request is decided as at that write, and RetryAfter and
 // ResetAfter count the time until the clock catches up, so a caller that
-// sleeps RetryAfter gets through. State written under another configuration
-// is held to at most a full Burst ahead of its write under the new one (a
-// lowered limit takes effect at once, and never makes a caller wait longer
-// than the new configuration allows), and a fraction of a microsecond is
-// rounded up when Rate changed. State the limiter did not write is refused
+// sleeps RetryAfter gets through.
+//
+// The limit a key is decided against may change: a request's own limits
+// (core.Request.Params), a tier, a reloaded rule, old and new processes
+// side by side during a rolling deploy. The state stores the Rate, Period
+// and Burst that wrote it; what it becomes under another configuration is
+// one rule per parameter:
+//
+//   - Rate, Period: what the key used (Config.Carry ratekit.CarryUsed,
+//     the default) or had left (ratekit.CarryAvailable) at its last write
+//     carries over in whole requests, at most Burst, and drains at the new
+//     rate from then on; a partly drained request counts as used, unless
+//     the new configuration is at least as fast and as large as the old
+//     one in every parameter, when it counts as drained. So a raised rate
+//     never denies what the old one allowed (the surprise of
+//     brandur/redis-cell#54 and letsencrypt/boulder#8785, where the time
+//     debt was kept and a faster rate shrank the burst window).
+//   - Burst: with CarryUsed the requests counted stay counted (a raised
+//     Burst gives the difference at once, a lowered one at most Burst
+//     counted); with CarryAvailable what was left stays, at most Burst.
+//
+// Either way a raised limit never denies a request the old one would
+// have allowed, and a lowered one never allows a request the old one
+// would have denied (the conformance suite checks both, on every store,
+// with the two interleaved). From the old configuration's theoretical
+// arrival time on, the key is fresh, as its TTL says. State written by a
+// ratekit from before this rule (four integers) is held to at most a full
+// Burst ahead of its write. State the limiter did not write is refused
 // with core.ErrCorruptState.
 //
 // # Refunds
@@ -50,6 +73,7 @@ const (
 	rate = iota
 	period
 	burst
+	carry
 )
 
 var spec = engine.NewSpec(engine.Spec{
@@ -58,12 +82,14 @@ var spec = engine.NewSpec(engine.Spec{
 		rate:   {Name: "rate", Field: "Rate", Kind: engine.Count},
 		period: {Name: "period_us", Field: "Period", Kind: engine.Micros},
 		burst:  {Name: "burst", Field: "Burst", Kind: engine.Count},
+		carry:  {Name: "carry", Field: "Carry", Kind: engine.Choice, Choices: ratekit.Carries()},
 	},
-	Lua:      lua,
-	Step:     step,
-	AtMost:   true,
-	StateLen: stateLen,
-	Bound:    bound,
+	Lua:         lua,
+	Step:        step,
+	AtMost:      true,
+	StateLen:    stateLen,
+	OldStateLen: oldStateLen,
+	Bound:       bound,
 })
 
 // DefaultPrefix is the key prefix used when Config.Prefix is empty.
@@ -79,6 +105,11 @@ type Config struct {
 	// Burst is the most requests (sum of costs) allowed at once, and the
 	// largest cost a single request may have.
 	Burst int64
+	// Carry says what a key written under another Rate, Period or Burst
+	// keeps: ratekit.CarryUsed (the default: the requests it made stay
+	// counted) or ratekit.CarryAvailable (what it had left stays, at most
+	// Burst).
+	Carry ratekit.Carry
 	// Prefix is prepended to every storage key, DefaultPrefix when empty.
 	// It must not contain '{' or '}'.
 	Prefix string
@@ -117,6 +148,7 @@ func configure(cfg Config) (engine.Limit, error) {
 		rate:   cfg.Rate,
 		period: int64(cfg.Period),
 		burst:  cfg.Burst,
+		carry:  int64(cfg.Carry),
 	})
 	if err != nil {
 		return l, err

@@ -18,11 +18,33 @@
 // the bucket is decided as at that time, and RetryAfter and ResetAfter
 // count the time until the clock catches up, so a caller that sleeps
 // RetryAfter gets through; an empty bucket (after a Refund, say) is in its
-// initial state already, and its ResetAfter is 0. State written under another configuration keeps
-// its level in whole units (a partly drained unit counts whole when Per
-// changed), at most a full bucket, and is empty from the moment it would
-// have been under the configuration that wrote it. State the limiter did
-// not write is refused with core.ErrCorruptState.
+// initial state already, and its ResetAfter is 0.
+//
+// The limit a key is decided against may change: a request's own limits
+// (core.Request.Params), a tier, a reloaded rule, old and new processes
+// side by side during a rolling deploy. The state stores the Capacity,
+// LeakRate and Per that wrote it; what it becomes under another
+// configuration is one rule per parameter:
+//
+//   - Capacity: with Config.Carry ratekit.CarryUsed (the default) the
+//     level (what the key used) stays, at most a full bucket: a raised
+//     Capacity gives the difference at once. With ratekit.CarryAvailable
+//     the room (what it had left) stays, at most the new Capacity.
+//   - LeakRate: the level stays, and drains at the new rate since the last
+//     leak.
+//   - Per: the level (or the room) carries over in whole units; a partly
+//     drained unit counts as drained when the new configuration is at
+//     least as large and as fast as the old one in every parameter, as
+//     not drained otherwise.
+//
+// Either way a raised limit never denies a request the old one would
+// have allowed, and a lowered one never allows a request the old one
+// would have denied (the conformance suite checks both, on every store,
+// with the two interleaved). The bucket is empty from the moment it would
+// have been under the configuration that wrote it. State written by a
+// ratekit from before this rule (four integers) keeps its level in whole
+// units. State the limiter did not write is refused with
+// core.ErrCorruptState.
 //
 // # Refunds
 //
@@ -50,6 +72,7 @@ const (
 	capacity = iota
 	leakRate
 	per
+	carry
 )
 
 var spec = engine.NewSpec(engine.Spec{
@@ -58,11 +81,13 @@ var spec = engine.NewSpec(engine.Spec{
 		capacity: {Name: "capacity", Field: "Capacity", Kind: engine.Count},
 		leakRate: {Name: "leak_rate", Field: "LeakRate", Kind: engine.Count},
 		per:      {Name: "per_us", Field: "Per", Kind: engine.Micros},
+		carry:    {Name: "carry", Field: "Carry", Kind: engine.Choice, Choices: ratekit.Carries()},
 	},
-	Lua:      lua,
-	Step:     step,
-	StateLen: stateLen,
-	Bound:    bound,
+	Lua:         lua,
+	Step:        step,
+	StateLen:    stateLen,
+	OldStateLen: oldStateLen,
+	Bound:       bound,
 })
 
 // DefaultPrefix is the key prefix used when Config.Prefix is empty.
@@ -78,6 +103,11 @@ type Config struct {
 	// Per is the time over which LeakRate units drain, a whole number of
 	// microseconds: LeakRate 5, Per time.Second drains 5 units a second.
 	Per time.Duration
+	// Carry says what a key written under another configuration keeps:
+	// ratekit.CarryUsed (the default: its level, what it used) or
+	// ratekit.CarryAvailable (its room, what it had left), at most a full
+	// bucket.
+	Carry ratekit.Carry
 	// Prefix is prepended to every storage key, DefaultPrefix when empty.
 	// It must not contain '{' or '}'.
 	Prefix string
@@ -115,6 +145,7 @@ func configure(cfg Config) (engine.Limit, error) {
 		capacity: cfg.Capacity,
 		leakRate: cfg.LeakRate,
 		per:      int64(cfg.Per),
+		carry:    int64(cfg.Carry),
 	})
 	if err != nil {
 		return l, err

@@ -8,7 +8,12 @@ import (
 
 // stateLen is how many integers the stored value holds
 // (engine.Spec.StateLen).
-const stateLen = 4
+const stateLen = 6
+
+// oldStateLen is how many integers an earlier ratekit stored: level,
+// last_leak_us, per_us and fresh_at_us, without the Capacity and LeakRate
+// that wrote them.
+const oldStateLen = 4
 
 // step is leakybucket.lua in Go. The stored value is
 // {level scaled by per_us, last_leak_us, per_us, fresh_at_us}.
@@ -18,14 +23,34 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 
 	full := capacity * per
 	level, t, fresh := int64(0), now, int64(-1)
-	if v, ok := tx.Get(key); ok && (!params.State(v, stateLen) || v[2] < 1) {
+	v, ok := tx.Get(key)
+	old := ok && params.State(v, oldStateLen)
+	if ok && (!old && !params.State(v, stateLen) || v[2] < 1 || !old && (v[4] < 1 || v[5] < 1 || v[4] > params.MaxSpan/v[2] || v[0] > v[4]*v[2])) {
 		return params.CorruptReply, engine.State{}
 	} else if ok && max(now, v[1]) < v[3] {
 		last, oldPer := v[1], v[2]
 		fresh = v[3]
 		level = v[0]
-		if oldPer != per {
-			level = min(params.CeilDiv(level, oldPer), capacity) * per
+		// A partly drained unit counts as drained for a configuration at
+		// least as large and as fast as the writer's, as not otherwise.
+		up := !old && capacity >= v[4] && rate >= v[5] && per <= oldPer
+		switch {
+		case old:
+			if oldPer != per {
+				level = min(params.CeilDiv(level, oldPer), capacity) * per
+			}
+		case p[carry] == engine.CarryAvailable && (oldPer != per || v[4] != capacity):
+			room := (v[4]*oldPer - level) / oldPer
+			if up {
+				room = params.CeilDiv(v[4]*oldPer-level, oldPer)
+			}
+			level = (capacity - min(room, capacity)) * per
+		case oldPer != per:
+			if up {
+				level = min(level/oldPer, capacity) * per
+			} else {
+				level = min(params.CeilDiv(level, oldPer), capacity) * per
+			}
 		}
 		level = min(level, full)
 		t = max(t, last)
@@ -68,7 +93,7 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 	}
 	var st engine.State
 	if write || refunded {
-		st.Set(params.TTL(reset, c.ClientClock), level, t, per, now+reset)
+		st.Set(params.TTL(reset, c.ClientClock), level, t, per, now+reset, capacity, rate)
 	}
 	return engine.Reply{allowed, (full - level) / per, retry, reset}, st
 }

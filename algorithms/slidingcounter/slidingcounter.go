@@ -29,11 +29,27 @@
 //
 // With the clock behind the stored window, the request is decided as at
 // that window's start, and RetryAfter counts the time until the clock
-// catches up. State written under another configuration keeps its counts
-// (each at most Limit); under another Window, both counts move into the new
-// window that holds the old current window's start. Either way the state
-// stops counting when it would have under the configuration that wrote it.
-// State the limiter did not write is refused with core.ErrCorruptState.
+// catches up.
+//
+// The limit a key is decided against may change: a request's own limits
+// (core.Request.Params), a tier, a reloaded rule, old and new processes
+// side by side during a rolling deploy. The counts are what happened, and
+// stay (one rule, no choice):
+//
+//   - Limit: the estimate is compared with the new Limit at once; a count
+//     above it counts as Limit.
+//   - Window: the state is read two ways, under the Window that wrote it
+//     and with both its counts moved into the new Window's window that
+//     holds the old current window's start; a shorter Window allows what
+//     either allows, a longer one only what both allow. An allowed
+//     request writes the second.
+//
+// So a raised limit never denies a request the old one would have
+// allowed, and a lowered one never allows a request the old one would
+// have denied (the conformance suite checks both, on every store, with
+// the two interleaved). Either way the state stops counting when it would
+// have under the configuration that wrote it. State the limiter did not
+// write is refused with core.ErrCorruptState.
 //
 // # Refunds
 //

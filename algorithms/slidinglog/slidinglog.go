@@ -18,11 +18,19 @@
 // the request is decided as at that entry's time, its entry is logged
 // there, and RetryAfter and ResetAfter count the time until the clock
 // catches up. Only an allowed request writes: a denial and a Peek leave the
-// log untouched. Under another configuration the log is read with the new
-// Limit (Remaining is never negative) and the new Window, but no entry
-// outlives the Window it was logged under, and entries that had already
-// left the window at the last write are gone. State the limiter did not
-// write is refused with core.ErrCorruptState.
+// log untouched.
+//
+// The limit a key is decided against may change: a request's own limits
+// (core.Request.Params), a tier, a reloaded rule, old and new processes
+// side by side during a rolling deploy. The log is what happened, and
+// stays (one rule, no choice): it is read with the new Limit (Remaining
+// is never negative) and the new Window, but no entry outlives the Window
+// it was logged under, and entries that had already left the window at
+// the last write are gone. So a raised limit never denies a request the
+// old one would have allowed, and a lowered one never allows a request
+// the old one would have denied (the conformance suite checks both, on
+// every store, with the two interleaved). State the limiter did not write
+// is refused with core.ErrCorruptState.
 //
 // # Refunds
 //

@@ -24,11 +24,31 @@
 //
 // A clock behind the bucket's last refill refills nothing, and RetryAfter
 // and ResetAfter count the time until it catches up: a caller that sleeps
-// RetryAfter gets through. State written under another configuration keeps
-// its tokens (at most Capacity) and its refill phase, and counts as a full
-// bucket from the moment it would have been full under the configuration
-// that wrote it, so it never outlives the TTL it was written with. State
-// the bucket did not write is refused with core.ErrCorruptState.
+// RetryAfter gets through.
+//
+// The limit a key is decided against may change: a request's own limits
+// (core.Request.Params), a tier, a reloaded rule, old and new processes
+// side by side during a rolling deploy. The bucket stores the Capacity
+// that wrote it; what it becomes under another configuration is one rule
+// per parameter:
+//
+//   - Capacity: with Config.Carry ratekit.CarryUsed (the default), the
+//     tokens it used stay used: a Capacity raised by k gives k tokens at
+//     once, a lowered one takes them away (never below none). With
+//     ratekit.CarryAvailable the tokens it has stay, at most the new
+//     Capacity.
+//   - RefillRate, RefillInterval: the tokens stay, and refill at the new
+//     rate from the same phase.
+//
+// Either way a raised limit never denies a request the old one would
+// have allowed, and a lowered one never allows a request the old one
+// would have denied (the conformance suite checks both, on every store,
+// with the two interleaved). State counts as a full bucket from the
+// moment it would have been full under the configuration that wrote it,
+// so it never outlives the TTL it was written with. State written by a
+// ratekit from before this rule (three integers) is read as written under
+// the configuration reading it. State the bucket did not write is refused
+// with core.ErrCorruptState.
 //
 // # Refunds
 //
@@ -57,6 +77,7 @@ const (
 	capacity = iota
 	refillRate
 	refillInterval
+	carry
 )
 
 var spec = engine.NewSpec(engine.Spec{
@@ -65,11 +86,13 @@ var spec = engine.NewSpec(engine.Spec{
 		capacity:       {Name: "capacity", Field: "Capacity", Kind: engine.Count},
 		refillRate:     {Name: "refill_rate", Field: "RefillRate", Kind: engine.Count},
 		refillInterval: {Name: "refill_interval_us", Field: "RefillInterval", Kind: engine.Micros},
+		carry:          {Name: "carry", Field: "Carry", Kind: engine.Choice, Choices: ratekit.Carries()},
 	},
-	Lua:      lua,
-	Step:     step,
-	StateLen: stateLen,
-	Bound:    bound,
+	Lua:         lua,
+	Step:        step,
+	StateLen:    stateLen,
+	OldStateLen: oldStateLen,
+	Bound:       bound,
 })
 
 // DefaultPrefix is the key prefix used when Config.Prefix is empty.
@@ -87,6 +110,10 @@ type Config struct {
 	// RefillInterval is the time between refills, a whole number of
 	// microseconds.
 	RefillInterval time.Duration
+	// Carry says what a key written under another Capacity keeps:
+	// ratekit.CarryUsed (the default: the tokens it used stay used) or
+	// ratekit.CarryAvailable (the tokens it has stay, at most Capacity).
+	Carry ratekit.Carry
 	// Prefix is prepended to every storage key, DefaultPrefix when empty.
 	// It must not contain '{' or '}'.
 	Prefix string
@@ -123,6 +150,7 @@ func configure(cfg Config) (engine.Limit, error) {
 		capacity:       cfg.Capacity,
 		refillRate:     cfg.RefillRate,
 		refillInterval: int64(cfg.RefillInterval),
+		carry:          int64(cfg.Carry),
 	})
 	if err != nil {
 		return l, err

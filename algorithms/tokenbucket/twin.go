@@ -8,7 +8,11 @@ import (
 
 // stateLen is how many integers the stored value holds
 // (engine.Spec.StateLen).
-const stateLen = 3
+const stateLen = 4
+
+// oldStateLen is how many integers an earlier ratekit stored: tokens,
+// last_refill_us and fresh_at_us, without the capacity that wrote them.
+const oldStateLen = 3
 
 // step is tokenbucket.lua in Go: same arguments, same reply, same steps.
 // The stored value is {tokens, last_refill_us, fresh_at_us}.
@@ -18,11 +22,16 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 
 	tokens, last, fresh := capacity, now, int64(-1)
 	if v, ok := tx.Get(key); ok {
-		if !params.State(v, stateLen) {
+		old := params.State(v, oldStateLen)
+		if !old && (!params.State(v, stateLen) || v[3] < 1 || v[0] > v[3]) {
 			return params.CorruptReply, engine.State{}
 		}
 		if now < v[2] {
-			tokens, last, fresh = min(v[0], capacity), v[1], v[2]
+			tokens, last, fresh = v[0], v[1], v[2]
+			if !old && v[3] != capacity && p[carry] == engine.CarryUsed {
+				tokens = max(tokens+capacity-v[3], 0)
+			}
+			tokens = min(tokens, capacity)
 		}
 	}
 
@@ -71,7 +80,7 @@ func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engin
 	}
 	var st engine.State
 	if (allowed == 1 && !peek) || (refund && fresh >= 0) {
-		st.Set(params.TTL(reset, c.ClientClock), tokens, last, now+reset)
+		st.Set(params.TTL(reset, c.ClientClock), tokens, last, now+reset, capacity)
 	}
 	return engine.Reply{allowed, tokens, retry, reset}, st
 }

@@ -207,6 +207,21 @@ func (r *results) markdown(o options, withChart bool) string {
 		}
 	}
 
+	w("\n## Limits given with each request\n\nThe open token bucket, each request giving its own limits (`core.Request.Params`, made once), against the same limiter with its own (decisions/s and allocations per decision, medians).\n\n| store | goroutines | with Params | own limits | ratio | allocs/op with | allocs/op own |\n|---|---|---|---|---|---|---|\n")
+	for _, st := range storeNames {
+		for _, g := range o.goroutines {
+			pk, sk := caseKey{"ratekit/" + st, "tokenbucket", "params", g}, caseKey{"ratekit/" + st, "tokenbucket", "open", g}
+			if !r.has(pk) || !r.has(sk) {
+				continue
+			}
+			pm, _, _ := r.ops(pk)
+			sm, _, _ := r.ops(sk)
+			w("| %s | %d | %s | %s | %.2fx | %.1f | %.1f |\n", st, g, human(pm), human(sm), r.ratio(pk, sk),
+				median(field(r.samples[pk], func(s sample) float64 { return s.allocs })),
+				median(field(r.samples[sk], func(s sample) float64 { return s.allocs })))
+		}
+	}
+
 	w("\n## AllowMany: batches of %d random keys from one goroutine, token bucket, nothing denied\n\n", batchSize)
 	w("One pipelined round trip per batch (call by call on the memory store). Latency is per batch; allocations per decision.\n\n| store | decisions/s | p50 batch | p99 batch | allocs/decision | of the script's -P16 ceiling |\n|---|---|---|---|---|---|\n")
 	for _, st := range storeNames {

@@ -288,6 +288,13 @@ func runAll(ctx context.Context, o options, t *target, m *meter) (*results, erro
 				for _, g := range o.goroutines {
 					jobs = append(jobs, job{key: caseKey{"ratekit/" + st, a.name, "policy2", g}, decide: pol, per: 1})
 				}
+				given, err := paramsFunc(open)
+				if err != nil {
+					return nil, err
+				}
+				for _, g := range o.goroutines {
+					jobs = append(jobs, job{key: caseKey{"ratekit/" + st, a.name, "params", g}, decide: given, per: 1})
+				}
 				b, err := batchFunc(open, keys, batchSize)
 				if err != nil {
 					return nil, err

@@ -114,7 +114,8 @@ type algo struct {
 const big = int64(1) << 30
 
 // openParams returns a's parameters for a limit so high that nothing is
-// denied: every duration a second, every count big or, when a's New
+// denied: every duration a second, every choice its default, every count
+// big or, when a's New
 // refuses that (the sliding log keeps an entry per unit and takes at most
 // slidinglog.MaxLimit), the largest count it takes, found by bisection on
 // New with runner. Only the registry's kinds are needed, no entry per
@@ -123,9 +124,13 @@ func openParams(a algorithms.Algorithm, runner core.ScriptRunner) (algorithms.Pa
 	with := func(count int64) algorithms.Params {
 		p := algorithms.Params{}
 		for _, prm := range a.Params {
-			p[prm.Name] = count
-			if prm.Kind == algorithms.Duration {
+			switch prm.Kind {
+			case algorithms.Duration:
 				p[prm.Name] = int64(time.Second)
+			case algorithms.Choice:
+				p[prm.Name] = prm.Default
+			default:
+				p[prm.Name] = count
 			}
 		}
 		return p
@@ -154,13 +159,17 @@ func openParams(a algorithms.Algorithm, runner core.ScriptRunner) (algorithms.Pa
 
 // tightParams are a's parameters for a limiter that allows a key's first
 // request and nothing after it within the benchmark: every count 1, every
-// duration an hour.
+// duration an hour, every choice its default.
 func tightParams(a algorithms.Algorithm) algorithms.Params {
 	p := algorithms.Params{}
 	for _, prm := range a.Params {
-		p[prm.Name] = 1
-		if prm.Kind == algorithms.Duration {
+		switch prm.Kind {
+		case algorithms.Duration:
 			p[prm.Name] = int64(time.Hour)
+		case algorithms.Choice:
+			p[prm.Name] = prm.Default
+		default:
+			p[prm.Name] = 1
 		}
 	}
 	return p
@@ -220,6 +229,22 @@ func policyFunc(runner core.ScriptRunner, prefix string) (decideFunc, error) {
 	}
 	return func(ctx context.Context, key string) (bool, error) {
 		d, err := p.Allow(ctx, key)
+		return d.Allowed, err
+	}, nil
+}
+
+// paramsFunc decides with the open token bucket l, each request giving
+// its own limits (core.Request.Params): another open configuration, made
+// once, as a customer's contract loaded from a database would be. Against
+// l's own limits, it measures what giving limits with a request costs.
+func paramsFunc(l core.Limiter) (decideFunc, error) {
+	p, err := tokenbucket.NewParams(tokenbucket.Config{Capacity: 1 << 40, RefillRate: 1 << 40, RefillInterval: time.Second})
+	if err != nil {
+		return nil, err
+	}
+	ps := []core.Params{p}
+	return func(ctx context.Context, key string) (bool, error) {
+		d, err := l.Decide(ctx, core.Request{Key: key, N: 1, Params: ps})
 		return d.Allowed, err
 	}, nil
 }

@@ -65,7 +65,7 @@ func TestOpenParams(t *testing.T) {
 		give string
 		want algorithms.Params
 	}{
-		{"tokenbucket", algorithms.Params{"capacity": big, "refill_rate": big, "refill_interval": int64(time.Second)}},
+		{"tokenbucket", algorithms.Params{"capacity": big, "refill_rate": big, "refill_interval": int64(time.Second), "carry": 0}},
 		{"slidinglog", algorithms.Params{"limit": slidinglog.MaxLimit, "window": int64(time.Second)}},
 	}
 	for _, tt := range tests {

@@ -10,7 +10,8 @@ import (
 )
 
 // param is one integer parameter of an algorithm, as the page shows it: a
-// count, or a duration in whole milliseconds, whose name ends in _ms.
+// count, a duration in whole milliseconds, whose name ends in _ms, or a
+// choice by its number.
 type param struct {
 	Name    string `json:"name"`
 	Label   string `json:"label"`
@@ -40,8 +41,15 @@ func fromRegistry(all []registry.Algorithm) []algorithm {
 		for _, p := range a.Params {
 			label := strings.ToUpper(p.Name[:1]) + strings.ReplaceAll(p.Name[1:], "_", " ")
 			dp := param{Name: p.Name, Label: label + " (" + a.Unit + ")", Default: p.Default, reg: p}
-			if p.Kind == registry.Duration {
+			switch p.Kind {
+			case registry.Duration:
 				dp.Name, dp.Label, dp.Default = p.Name+"_ms", label+" (ms)", p.Default/int64(time.Millisecond)
+			case registry.Choice:
+				var opts []string
+				for i, c := range p.Choices() {
+					opts = append(opts, fmt.Sprintf("%d %s", i, c))
+				}
+				dp.Label = label + " (" + strings.Join(opts, ", ") + ")"
 			}
 			d.Params = append(d.Params, dp)
 		}

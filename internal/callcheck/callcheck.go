@@ -7,6 +7,7 @@ package callcheck
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/engine"
@@ -30,6 +31,11 @@ func Request(ctx context.Context, r core.Request, maxCost int64) error {
 	}
 	if err := keyspace.CheckKey(r.Key); err != nil {
 		return err
+	}
+	for i, k := range r.Keys {
+		if len(k) > core.MaxKeyLen {
+			return fmt.Errorf("%w: Keys[%d] is %d bytes, more than %d", core.ErrInvalidKey, i, len(k), core.MaxKeyLen)
+		}
 	}
 	if len(r.Params) > 0 {
 		given, all := params.MaxCount, true

@@ -59,6 +59,10 @@ func (e *Engine) AllowMany(ctx context.Context, reqs []core.Request) []core.Resu
 			out[i].Err = err
 			continue
 		}
+		if err := e.checkKeys(r.Keys); err != nil {
+			out[i].Err = err
+			continue
+		}
 		maxCost, err := e.given(r.Params)
 		if err == nil {
 			err = params.Cost(r.N, maxCost)
@@ -67,7 +71,7 @@ func (e *Engine) AllowMany(ctx context.Context, reqs []core.Request) []core.Resu
 			out[i].Err = err
 			continue
 		}
-		items[i] = item{key: r.Key, n: r.N, ps: r.Params}
+		items[i] = item{key: r.Key, n: r.N, ps: r.Params, keys: r.Keys}
 		valid = append(valid, i)
 	}
 	// Then the clock and the context, in Decide's order: each request
@@ -91,12 +95,14 @@ func (e *Engine) AllowMany(ctx context.Context, reqs []core.Request) []core.Resu
 	return out
 }
 
-// item is one request of a batch: the user's key, the cost and the
-// limits it gives (nil: the engine's own), checked.
+// item is one request of a batch: the user's key, the cost, the limits
+// it gives (nil: the engine's own) and its limits' own keys (nil: none),
+// checked.
 type item struct {
-	key string
-	n   int64
-	ps  []core.Params
+	key  string
+	n    int64
+	ps   []core.Params
+	keys []string
 }
 
 // SameParams reports whether two requests give the same limits (a batch
@@ -133,6 +139,12 @@ func (e *Engine) decideItems(ctx context.Context, now int64, items []item, idx [
 		var buf [4*MaxLimits + 2]int64
 		for _, i := range idx {
 			it := &items[i]
+			if it.keys != nil {
+				// Keys of their own: through the script, whose twin the
+				// store runs on every key it touches.
+				out[i].Decision, out[i].Err = e.decide(ctx, it.key, it.n, ModeAllow, now, it.ps, it.keys)
+				continue
+			}
 			r, err := e.inProcess(it.key, it.n, ModeAllow, now, it.ps, buf[:0])
 			if err == nil {
 				out[i].Decision, err = e.decode(it.key, r, it.ps)
@@ -160,7 +172,7 @@ func (e *Engine) decideItems(ctx context.Context, now int64, items []item, idx [
 	for _, i := range apart {
 		it := &items[i]
 		f := frames.Get().(*frame)
-		r, err := e.script(ctx, f, it.key, it.n, ModeAllow, now, it.ps)
+		r, err := e.script(ctx, f, it.key, it.n, ModeAllow, now, it.ps, it.keys)
 		if err == nil {
 			out[i].Decision, err = e.decode(it.key, r, it.ps)
 		}
@@ -374,7 +386,7 @@ func (e *Engine) runRound(ctx context.Context, now int64, items []item, chunks [
 	K, need := e.sh.keys(), 0
 	for _, c := range chunks {
 		for _, i := range c {
-			need += e.keyBytes(items[i].key)
+			need += e.keyBytes(items[i].key, items[i].keys)
 		}
 	}
 	args := make([]int64, 0, n+len(chunks)*(2+len(e.args)))
@@ -383,7 +395,7 @@ func (e *Engine) runRound(ctx context.Context, now int64, items []item, chunks [
 	for _, c := range chunks {
 		start, kstart := len(args), len(keys)
 		for _, i := range c {
-			keys, buf = e.appendKeys(keys, buf, items[i].key)
+			keys, buf = e.appendKeys(keys, buf, items[i].key, items[i].keys)
 		}
 		args = e.appendArgs(append(args, now, int64(ModeAllow)), now, items[c[0]].ps)
 		args = appendCosts(args, items, c)

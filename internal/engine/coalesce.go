@@ -72,10 +72,11 @@ func newGroup() *group {
 // waiter is one call waiting in a group's queue.
 type waiter struct {
 	gather.Waiter[*waiter]
-	key string // the user's
-	buf []byte // where the slot of key is found
-	n   int64
-	ps  []core.Params // the limits the request gives, nil for the engine's
+	key  string // the user's
+	buf  []byte // where the slot of key is found
+	n    int64
+	ps   []core.Params // the limits the request gives, nil for the engine's
+	keys []string      // its limits' own keys, nil for none
 	// d and err are the decision once the call was taken and woken.
 	d   core.Decision
 	err error
@@ -104,12 +105,15 @@ func NewCoalescer(e *Engine) *Coalescer {
 // call whose context ends while Redis runs it. A batch is sent with no
 // cancellation of its own (no caller's cancellation may undo another's
 // decision) and the latest deadline among its calls, none if one has none.
-func (c *Coalescer) Decide(ctx context.Context, key string, n int64, ps []core.Params) (core.Decision, error) {
+func (c *Coalescer) Decide(ctx context.Context, key string, n int64, ps []core.Params, keys []string) (core.Decision, error) {
 	if c.e.local != nil {
 		// Nothing to gather: a decision in process is no store call.
-		return c.e.DecideRequest(ctx, core.Request{Key: key, N: n, Params: ps})
+		return c.e.DecideRequest(ctx, core.Request{Key: key, N: n, Params: ps, Keys: keys})
 	}
 	if err := keyspace.CheckKey(key); err != nil {
+		return core.Decision{}, err
+	}
+	if err := c.e.checkKeys(keys); err != nil {
 		return core.Decision{}, err
 	}
 	maxCost, err := c.e.given(ps)
@@ -126,13 +130,13 @@ func (c *Coalescer) Decide(ctx context.Context, key string, n int64, ps []core.P
 	// waiter: it is made only if the call queues.
 	g, w := c.one, (*waiter)(nil)
 	if !c.e.singleNode() {
-		w = c.waiter(key, n, ps)
+		w = c.waiter(key, n, ps, keys)
 		w.buf = keyspace.AppendKey(w.buf[:0], "", key, "")
 		g = c.slot(slot.Of(unsafe.String(unsafe.SliceData(w.buf), len(w.buf))))
 	}
 	q, alone := g.line.Enter(ctx, func() *waiter {
 		if w == nil {
-			w = c.waiter(key, n, ps)
+			w = c.waiter(key, n, ps, keys)
 		}
 		return w
 	})
@@ -141,12 +145,12 @@ func (c *Coalescer) Decide(ctx context.Context, key string, n int64, ps []core.P
 			c.free(w)
 		}
 		defer g.line.Done() // even if the store panics
-		if len(ps) > 0 {
+		if len(ps) > 0 || keys != nil {
 			now, err := params.Now(c.e.clock)
 			if err != nil {
 				return core.Decision{}, err
 			}
-			return c.e.decide(ctx, key, n, ModeAllow, now, ps)
+			return c.e.decide(ctx, key, n, ModeAllow, now, ps, keys)
 		}
 		return c.e.Decide(ctx, key, n, ModeAllow)
 	}
@@ -155,10 +159,10 @@ func (c *Coalescer) Decide(ctx context.Context, key string, n int64, ps []core.P
 	return d, err
 }
 
-// waiter returns a pooled waiter for key at cost n, giving ps.
-func (c *Coalescer) waiter(key string, n int64, ps []core.Params) *waiter {
+// waiter returns a pooled waiter for key at cost n, giving ps and keys.
+func (c *Coalescer) waiter(key string, n int64, ps []core.Params, keys []string) *waiter {
 	w := c.waiters.Get().(*waiter)
-	w.key, w.n, w.ps = key, n, ps
+	w.key, w.n, w.ps, w.keys = key, n, ps, keys
 	return w
 }
 
@@ -230,7 +234,7 @@ func (c *Coalescer) send(g *group, live []*waiter) []core.Result {
 	items := make([]item, len(live))
 	idx := make([]int, len(live))
 	for i, x := range live {
-		items[i] = item{key: x.key, n: x.n, ps: x.ps}
+		items[i] = item{key: x.key, n: x.n, ps: x.ps, keys: x.keys}
 		idx[i] = i
 	}
 	ctx, cancel := g.line.Context(live)
@@ -242,6 +246,6 @@ func (c *Coalescer) send(g *group, live []*waiter) []core.Result {
 // free readies w for another call and pools it.
 func (c *Coalescer) free(w *waiter) {
 	w.Reset()
-	w.key, w.buf, w.n, w.ps, w.d, w.err = "", w.buf[:0], 0, nil, core.Decision{}, nil
+	w.key, w.buf, w.n, w.ps, w.keys, w.d, w.err = "", w.buf[:0], 0, nil, nil, core.Decision{}, nil
 	c.waiters.Put(w)
 }

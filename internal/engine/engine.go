@@ -292,23 +292,27 @@ func (e *Engine) Decide(ctx context.Context, key string, n int64, mode Mode) (co
 		}
 		return core.Decision{}, e.decodeError(0, key, r[:])
 	}
-	return e.decide(ctx, key, n, mode, now, nil)
+	return e.decide(ctx, key, n, mode, now, nil, nil)
 }
 
 // DecideRequest decides r (core.Limiter.Decide): in the mode its Op
-// names, against the limits it gives, or the engine's own.
+// names, against the limits it gives, or the engine's own, at its Key
+// (and its limits' own Keys under it).
 func (e *Engine) DecideRequest(ctx context.Context, r core.Request) (core.Decision, error) {
 	mode, err := ModeOf(r.Op)
 	if err != nil {
 		return core.Decision{}, err
 	}
-	if len(r.Params) == 0 {
+	if len(r.Params) == 0 && r.Keys == nil {
 		return e.Decide(ctx, r.Key, r.N, mode)
 	}
 	if e == nil {
 		return core.Decision{}, ErrZero
 	}
 	if err := keyspace.CheckKey(r.Key); err != nil {
+		return core.Decision{}, err
+	}
+	if err := e.checkKeys(r.Keys); err != nil {
 		return core.Decision{}, err
 	}
 	maxCost, err := e.given(r.Params)
@@ -325,7 +329,7 @@ func (e *Engine) DecideRequest(ctx context.Context, r core.Request) (core.Decisi
 	if err := Ended(ctx); err != nil {
 		return core.Decision{}, err
 	}
-	return e.decide(ctx, r.Key, r.N, mode, now, r.Params)
+	return e.decide(ctx, r.Key, r.N, mode, now, r.Params, r.Keys)
 }
 
 // ModeOf returns the mode of a request's Op, or an error wrapping
@@ -343,11 +347,12 @@ func ModeOf(op core.Op) (Mode, error) {
 }
 
 // decide decides one checked request at now, against the limits ps
-// gives (nil: the engine's own), in process or through the script.
-func (e *Engine) decide(ctx context.Context, key string, n int64, mode Mode, now int64, ps []core.Params) (core.Decision, error) {
+// gives (nil: the engine's own), at key and each limit's own key under
+// it (keys, nil for none), in process or through the script.
+func (e *Engine) decide(ctx context.Context, key string, n int64, mode Mode, now int64, ps []core.Params, keys []string) (core.Decision, error) {
 	var reply []int64
 	var err error
-	if e.local != nil {
+	if e.local != nil && keys == nil {
 		// In process: the reply fits on the stack, and no pool is needed
 		// (one emptied by a GC, or by the race detector, would make the
 		// decision allocate).
@@ -356,7 +361,7 @@ func (e *Engine) decide(ctx context.Context, key string, n int64, mode Mode, now
 	} else {
 		f := frames.Get().(*frame)
 		defer f.put()
-		reply, err = e.script(ctx, f, key, n, mode, now, ps)
+		reply, err = e.script(ctx, f, key, n, mode, now, ps, keys)
 	}
 	if err != nil {
 		return core.Decision{}, err
@@ -398,7 +403,7 @@ func (e *Engine) AllowAtMost(ctx context.Context, key string, n int64) (int64, c
 	} else {
 		f := frames.Get().(*frame)
 		defer f.put()
-		reply, err = e.script(ctx, f, key, n, ModeAtMost, now, nil)
+		reply, err = e.script(ctx, f, key, n, ModeAtMost, now, nil, nil)
 	}
 	if err != nil {
 		return 0, core.Decision{}, err
@@ -416,11 +421,11 @@ func (e *Engine) AllowAtMost(ctx context.Context, key string, n int64) (int64, c
 }
 
 // script decides one request, checked, at now, against the limits ps
-// gives (nil: the engine's own), through the composed script, into f's
-// reply buffer. (On a local store, requests are decided in process
-// instead.)
-func (e *Engine) script(ctx context.Context, f *frame, key string, n int64, mode Mode, now int64, ps []core.Params) ([]int64, error) {
-	f.keys, f.key = e.appendKeys(f.keys[:0], f.key[:0], key)
+// gives (nil: the engine's own), at key and each limit's own key under it
+// (keys), through the composed script, into f's reply buffer. (On a local
+// store, requests without keys are decided in process instead.)
+func (e *Engine) script(ctx context.Context, f *frame, key string, n int64, mode Mode, now int64, ps []core.Params, keys []string) ([]int64, error) {
+	f.keys, f.key = e.appendKeys(f.keys[:0], f.key[:0], key, keys)
 	f.args = append(e.appendArgs(append(f.args[:0], now, int64(mode)), now, ps), n)
 	s := e.rw
 	if mode == ModePeek {
@@ -434,15 +439,20 @@ func (e *Engine) script(ctx context.Context, f *frame, key string, n int64, mode
 }
 
 // appendKeys appends the storage keys of one request on key (one per
-// limit, then the penalty key) to keys, building them in buf, which it
-// grows first so that no append moves what the strings point to.
-func (e *Engine) appendKeys(keys []string, buf []byte, key string) ([]string, []byte) {
-	if need := e.keyBytes(key); cap(buf)-len(buf) < need {
+// limit, each under its own key of own when it is not nil, then the
+// penalty key) to keys, building them in buf, which it grows first so
+// that no append moves what the strings point to.
+func (e *Engine) appendKeys(keys []string, buf []byte, key string, own []string) ([]string, []byte) {
+	if need := e.keyBytes(key, own); cap(buf)-len(buf) < need {
 		buf = make([]byte, 0, len(buf)+need)
 	}
 	for i := range e.limits {
 		at := len(buf)
-		buf = keyspace.AppendKey(buf, e.limits[i].Prefix, key, "")
+		suffix := ""
+		if own != nil {
+			suffix = own[i]
+		}
+		buf = keyspace.AppendKey(buf, e.limits[i].Prefix, key, suffix)
 		keys = append(keys, unsafe.String(&buf[at], len(buf)-at))
 	}
 	if e.penalty != "" {
@@ -453,11 +463,14 @@ func (e *Engine) appendKeys(keys []string, buf []byte, key string) ([]string, []
 	return keys, buf
 }
 
-// keyBytes is the most bytes appendKeys writes for key.
-func (e *Engine) keyBytes(key string) int {
+// keyBytes is the most bytes appendKeys writes for key and own.
+func (e *Engine) keyBytes(key string, own []string) int {
 	need := 0
 	for i := range e.limits {
 		need += len(e.limits[i].Prefix) + 3*len(key) + 2 // an escaped byte takes three
+		if own != nil {
+			need += len(own[i])
+		}
 	}
 	if e.penalty != "" {
 		need += len(e.penalty) + 3*len(key) + 2
@@ -491,7 +504,7 @@ func (e *Engine) Reset(ctx context.Context, key string) error {
 		}
 		return e.local.Unlock(tx)
 	}
-	f.keys, f.key = e.appendKeys(f.keys[:0], f.key[:0], key)
+	f.keys, f.key = e.appendKeys(f.keys[:0], f.key[:0], key, nil)
 	_, err := e.runner.RunScript(ctx, keyspace.ResetScript, f.keys, nil, f.reply[:0])
 	return err
 }
@@ -627,7 +640,7 @@ func (e *Engine) Call(key string, n int64) (core.ScriptCall, error) {
 	if err != nil {
 		return core.ScriptCall{}, err
 	}
-	keys, _ := e.appendKeys(nil, nil, key)
+	keys, _ := e.appendKeys(nil, nil, key, nil)
 	args := append(e.appendArgs([]int64{now, int64(ModeAllow)}, now, nil), n)
 	return core.ScriptCall{Script: e.rw, Keys: keys, Args: args}, nil
 }

@@ -80,6 +80,8 @@ func (p Params) String() string {
 			fmt.Fprintf(&b, "%s%s: %d", sep, prm.Field, p.vals[i])
 		case Micros:
 			fmt.Fprintf(&b, "%s%s: %v", sep, prm.Field, time.Duration(p.vals[i])*time.Microsecond)
+		case Choice:
+			fmt.Fprintf(&b, "%s%s: %s", sep, prm.Field, prm.Choices[p.vals[i]])
 		default:
 			continue
 		}
@@ -131,6 +133,25 @@ func AsParams(gp core.Params) (Params, error) {
 		return Params{}, fmt.Errorf("%w: Params of type %T: build them with an algorithm package's NewParams", core.ErrInvalidConfig, gp)
 	}
 	return p, nil
+}
+
+// checkKeys checks a request's Keys against e's limits: nil, or one
+// entry per limit, each at most core.MaxKeyLen bytes.
+func (e *Engine) checkKeys(keys []string) error {
+	switch {
+	case keys == nil:
+		return nil
+	case len(keys) != len(e.limits):
+		return fmt.Errorf("%w: the request gives %d Keys to a limiter of %d limit(s): one per limit, in order", core.ErrInvalidConfig, len(keys), len(e.limits))
+	case e.penalty != "":
+		return fmt.Errorf("%w: a policy with penalties takes no Keys: its penalty block is one per Key", core.ErrInvalidConfig)
+	}
+	for i, k := range keys {
+		if len(k) > core.MaxKeyLen {
+			return fmt.Errorf("%w: Keys[%d] is %d bytes, more than %d", core.ErrInvalidKey, i, len(k), core.MaxKeyLen)
+		}
+	}
+	return nil
 }
 
 // limitName names limit i in errors: "limit \"day\"", or "the limiter".

@@ -15,15 +15,26 @@ import (
 //go:embed prelude.lua
 var prelude string
 
+// The rules of ratekit.Carry, as a bucket's step takes them (its carry
+// parameter): what a key written under another limit keeps.
+const (
+	CarryUsed      = 0
+	CarryAvailable = 1
+)
+
 // luaConstants are the numbers Lua and Go share, written once, here: the
 // composer replaces each name, wherever it stands in a prelude or a step
 // (MODE_PEEK, MAX_STATE), by its value, so that the server reads a literal
 // (no upvalue, no global) and no number is copied by hand.
 var luaConstants = func() map[string]int64 {
 	m := map[string]int64{
-		"MAX_STATE":      params.MaxState,
-		"CLOCK_SLACK_MS": params.ClockSlackMillis,
-		"CORRUPT":        params.Corrupt,
+		"MAX_STATE":       params.MaxState,
+		"MAX_COUNT":       params.MaxCount,
+		"MAX_SPAN":        params.MaxSpan,
+		"CLOCK_SLACK_MS":  params.ClockSlackMillis,
+		"CORRUPT":         params.Corrupt,
+		"CARRY_USED":      CarryUsed,
+		"CARRY_AVAILABLE": CarryAvailable,
 	}
 	for mode, name := range modeNames {
 		m[name] = int64(mode)
@@ -33,7 +44,7 @@ var luaConstants = func() map[string]int64 {
 
 // constantName finds the names inject replaces, and any other name of
 // their form, which is a mistake (MODE_PEKE).
-var constantName = regexp.MustCompile(`\b(MODE_[A-Z_]+|MAX_STATE|CLOCK_SLACK_MS|CORRUPT)\b`)
+var constantName = regexp.MustCompile(`\b(MODE_[A-Z_]+|CARRY_[A-Z_]+|MAX_STATE|MAX_COUNT|MAX_SPAN|CLOCK_SLACK_MS|CORRUPT)\b`)
 
 // inject returns lua with every shared constant's name replaced by its
 // value. An unknown MODE_ name panics: scripts are composed when the

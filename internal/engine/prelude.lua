@@ -56,10 +56,16 @@ local struct = rawget(_G, 'struct')
 -- type, another shape, a number that is not an integer in [0, MAX_STATE],
 -- or text with an integer of more than 16 digits (params.State).
 -- One format per count reads the whole value into locals, without a table.
-local function read_state(key, n)
+-- read_state(key, n, m) also reads a state of m < n integers (the shape
+-- an earlier ratekit stored), returning nil in the places past m.
+local function read_state(key, n, m)
   local s = redis.pcall('GET', key)
   if not s then return nil end
   if type(s) ~= 'string' then return false end
+  if m and #s ~= 8 * n + 1 then
+    local _, colons = string.gsub(s, ':', ':')
+    if (#s == 8 * m + 1 and string.byte(s, 1) == 255) or colons == m - 1 then n = m end
+  end
   local packed, pattern
   if n == 3 then
     packed, pattern = '>Bddd', '^(%d+):(%d+):(%d+)$'

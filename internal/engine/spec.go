@@ -54,6 +54,9 @@ const (
 	// Scheduled is set for each call by the limit's schedule
 	// (Limit.Schedule), and is 0 in a limit without one.
 	Scheduled
+	// Choice is one of Param.Choices options, numbered from 0: 0 is the
+	// default (a bool is 0 or 1).
+	Choice
 )
 
 // Param declares one parameter of an algorithm's step: its name in Lua
@@ -63,6 +66,8 @@ type Param struct {
 	Name  string
 	Field string
 	Kind  Kind
+	// Choices names a Choice's values, in order.
+	Choices []string
 }
 
 // Event is one request a limit allowed, as a Spec's Bound reads it.
@@ -129,6 +134,11 @@ type Spec struct {
 	// count with params.State. 0: the step keeps another kind of value
 	// (the sliding log's sorted set). NewSpec checks the Lua against it.
 	StateLen int
+	// OldStateLen, when not 0, is the count of integers of the state an
+	// earlier ratekit stored at the key, shorter than StateLen: the step
+	// reads both (read_state(key, StateLen, OldStateLen)), the older one
+	// as written under the configuration reading it.
+	OldStateLen int
 
 	// The guarantee of a rate algorithm, which the conformance suite
 	// checks on every store (each algorithm's bound.go says why it holds).
@@ -196,6 +206,11 @@ func (s *Spec) Limit(prefix, defaultPrefix string, max int64, raw []int64) (Limi
 			if raw[i] != 0 {
 				return Limit{}, fmt.Errorf("%w: %s: parameter %s is set for each call, not configured", core.ErrInvalidConfig, s.Name, p.Name)
 			}
+		case Choice:
+			if raw[i] < 0 || raw[i] >= int64(len(p.Choices)) {
+				return Limit{}, fmt.Errorf("%w: %s must be one of %s, got %d", core.ErrInvalidConfig, p.Field, strings.Join(p.Choices, ", "), raw[i])
+			}
+			vals[i] = raw[i]
 		}
 	}
 	return Limit{Spec: s, Prefix: prefix, Params: vals, Max: max}, nil
@@ -272,12 +287,16 @@ func checkSignature(s *Spec, open bool, extra ...string) {
 }
 
 // checkStateLen panics unless s.Lua reads its key's state with
-// read_state(key, StateLen), and only so, or, with StateLen 0, never
+// read_state(key, StateLen) (read_state(key, StateLen, OldStateLen) when
+// it has an older state), and only so, or, with StateLen 0, never
 // reads it that way: the count is declared once, in StateLen, which the
 // twin checks too.
 func checkStateLen(s *Spec) {
 	const call = "read_state(key, "
 	want := call + strconv.Itoa(s.StateLen) + ")"
+	if s.OldStateLen > 0 {
+		want = call + strconv.Itoa(s.StateLen) + ", " + strconv.Itoa(s.OldStateLen) + ")"
+	}
 	reads := strings.Count(s.Lua, call)
 	switch {
 	case s.StateLen > 0 && reads == 0:

@@ -56,9 +56,13 @@ func TestAllowedDecisionsDoNotAllocate(t *testing.T) {
 	for _, a := range algorithms.All {
 		p := algorithms.Params{}
 		for _, prm := range a.Params {
-			p[prm.Name] = 1 << 20
-			if prm.Kind == algorithms.Duration {
+			switch prm.Kind {
+			case algorithms.Duration:
 				p[prm.Name] = int64(time.Minute)
+			case algorithms.Choice:
+				p[prm.Name] = prm.Default
+			default:
+				p[prm.Name] = 1 << 20
 			}
 		}
 		if a.Name == "slidinglog" {

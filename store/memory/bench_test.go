@@ -41,9 +41,13 @@ func BenchmarkAlgorithms(b *testing.B) {
 	for _, a := range algorithms.All {
 		p := algorithms.Params{}
 		for _, prm := range a.Params {
-			p[prm.Name] = 1 << 30
-			if prm.Kind == algorithms.Duration {
+			switch prm.Kind {
+			case algorithms.Duration:
 				p[prm.Name] = int64(time.Second)
+			case algorithms.Choice:
+				p[prm.Name] = prm.Default
+			default:
+				p[prm.Name] = 1 << 30
 			}
 		}
 		if a.Name == "slidinglog" {

@@ -180,6 +180,9 @@ func TestInProcessDoesNotAllocate(t *testing.T) {
 							p[prm.Name] = int64(time.Minute)
 						}
 					}
+					if prm.Kind == algorithms.Choice {
+						p[prm.Name] = 0
+					}
 				}
 				if a.Name == "slidinglog" && open {
 					p["limit"] = 10000

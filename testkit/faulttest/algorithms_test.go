@@ -7,8 +7,9 @@ import (
 )
 
 // limitParams gives every parameter of a: limit to the one that is its
-// limit (capacity, limit, burst), other to every other count (rates), and
-// d to every duration (intervals, windows, periods).
+// limit (capacity, limit, burst), other to every other count (rates), d
+// to every duration (intervals, windows, periods), and every choice its
+// default.
 func limitParams(a algorithms.Algorithm, limit, other int64, d time.Duration) algorithms.Params {
 	p := algorithms.Params{}
 	for _, prm := range a.Params {
@@ -17,6 +18,8 @@ func limitParams(a algorithms.Algorithm, limit, other int64, d time.Duration) al
 			p[prm.Name] = limit
 		case prm.Kind == algorithms.Duration:
 			p[prm.Name] = int64(d)
+		case prm.Kind == algorithms.Choice:
+			p[prm.Name] = prm.Default
 		default:
 			p[prm.Name] = other
 		}
