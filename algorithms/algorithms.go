@@ -171,7 +171,8 @@ func Names() []string {
 // its state through runner under prefix (the package's default prefix when
 // empty), deciding at clock's time (nil: the store's): what the package's
 // New returns, so that it can be a limit of a policy. p must give every
-// parameter and nothing else. An error wraps core.ErrInvalidConfig and
+// Count and Duration parameter and nothing else; a Choice it leaves out
+// is its value 0, the Config field's zero value. An error wraps core.ErrInvalidConfig and
 // names the parameter or the Config field.
 func (a Algorithm) New(runner core.ScriptRunner, p Params, clock core.Clock, prefix string) (*ratekit.Limiter, error) {
 	if err := a.check(p); err != nil {
@@ -183,7 +184,8 @@ func (a Algorithm) New(runner core.ScriptRunner, p Params, clock core.Clock, pre
 // NewParams returns the parameters p, to give with a request
 // (core.Request.Params) to a limiter of the algorithm instead of those it
 // was built with: what the package's NewParams returns. p must give
-// every parameter and nothing else; an error wraps core.ErrInvalidConfig
+// every Count and Duration parameter and nothing else (a Choice left out
+// is 0, as in New); an error wraps core.ErrInvalidConfig
 // and names the parameter or the Config field, as New's.
 func (a Algorithm) NewParams(p Params) (core.Params, error) {
 	if err := a.check(p); err != nil {
@@ -192,14 +194,15 @@ func (a Algorithm) NewParams(p Params) (core.Params, error) {
 	return a.params(p)
 }
 
-// check refuses p unless it gives each of a's parameters, and only those.
+// check refuses p unless it gives each of a's Count and Duration
+// parameters, and only a's parameters.
 func (a Algorithm) check(p Params) error {
 	if a.build == nil {
 		return fmt.Errorf("%w: algorithms: Algorithm %q is not one of All (take it from All or Lookup)", core.ErrInvalidConfig, a.Name)
 	}
 	for _, prm := range a.Params {
 		v, ok := p[prm.Name]
-		if !ok {
+		if !ok && prm.Kind != Choice {
 			return fmt.Errorf("%w: %s: parameter %s (%s) is missing", core.ErrInvalidConfig, a.Name, prm.Name, prm.Field)
 		}
 		if c := prm.Choices(); c != nil && (v < 0 || v >= int64(len(c))) {

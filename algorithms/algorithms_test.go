@@ -201,6 +201,17 @@ func TestEntries(t *testing.T) {
 				}
 				missing := a.Defaults()
 				delete(missing, prm.Name)
+				if prm.Kind == algorithms.Choice {
+					// A Choice left out is 0, its Config field's zero value.
+					zero := a.Defaults()
+					zero[prm.Name] = 0
+					got, err := a.NewParams(missing)
+					want, _ := a.NewParams(zero)
+					if err != nil || got != want {
+						t.Errorf("without %s: %v, %v; want the parameters with %s = 0, %v", prm.Name, got, err, prm.Name, want)
+					}
+					continue
+				}
 				if _, err := a.New(store, missing, clock, ""); !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), prm.Name) {
 					t.Errorf("without %s: %v, want ErrInvalidConfig naming it", prm.Name, err)
 				}

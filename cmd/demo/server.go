@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	registry "github.com/ratekit/ratekit/algorithms"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/httplimit"
 	"github.com/ratekit/ratekit/internal/clientip"
@@ -88,6 +89,9 @@ func (s *server) configure(cfg config) error {
 	p := map[string]int64{}
 	for _, prm := range a.Params {
 		v, ok := cfg.Params[prm.Name]
+		if !ok && prm.reg.Kind == registry.Choice {
+			continue // its Config field's zero value, as the registry's
+		}
 		if !ok {
 			return fmt.Errorf("parameter %s is missing", prm.Name)
 		}

@@ -208,12 +208,12 @@ func TestAlgorithmsAPI(t *testing.T) {
 		got[a.Name] = strings.Join(ps, " ")
 	}
 	for name, want := range map[string]string{
-		"tokenbucket":    "capacity=5 refill_rate=1 refill_interval_ms=2000",
-		"fixedwindow":    "limit=5 window_ms=10000",
+		"tokenbucket":    "capacity=5 refill_rate=1 refill_interval_ms=2000 carry=0",
+		"fixedwindow":    "limit=5 window_ms=10000 aligned=0",
 		"slidinglog":     "limit=5 window_ms=10000",
 		"slidingcounter": "limit=5 window_ms=10000",
-		"leakybucket":    "capacity=5 leak_rate=1 per_ms=2000",
-		"gcra":           "rate=1 period_ms=2000 burst=5",
+		"leakybucket":    "capacity=5 leak_rate=1 per_ms=2000 carry=0",
+		"gcra":           "rate=1 period_ms=2000 burst=5 carry=0",
 	} {
 		if got[name] != want {
 			t.Errorf("%s: parameters %q, want %q", name, got[name], want)
