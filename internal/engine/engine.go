@@ -278,11 +278,10 @@ func (e *Engine) Decide(ctx context.Context, key string, n int64, mode Mode) (co
 		return core.Decision{}, err
 	}
 	if e.local != nil && !e.sh.policy {
-		// The common decision in process, in memory of its own: no frame,
-		// and the reply decoded inline (the same routine, e.script and
-		// e.decode, specialized for one limit on a local store).
-		var r [4]int64
-		if _, err := e.inProcess(key, n, mode, now, nil, r[:0]); err != nil {
+		// decideLocal's body, without Params: the call and the copy of
+		// its Decision would cost a twentieth of a decision.
+		r, err := e.inProcess1(key, n, mode, now, nil)
+		if err != nil {
 			return core.Decision{}, err
 		}
 		l := &e.limits[0]
@@ -293,6 +292,30 @@ func (e *Engine) Decide(ctx context.Context, key string, n int64, mode Mode) (co
 		return core.Decision{}, e.decodeError(0, key, r[:])
 	}
 	return e.decide(ctx, key, n, mode, now, nil, nil)
+}
+
+// decideLocal decides a checked request on an engine of one limit on a
+// local store, against the limit ps gives (nil: the engine's own): the
+// common decision in process, in memory of its own (no frame), the reply
+// decoded inline (the same routine as decide's, specialized).
+func (e *Engine) decideLocal(key string, n int64, mode Mode, now int64, ps []core.Params) (core.Decision, error) {
+	l := &e.limits[0]
+	max, window := l.Max, l.Window
+	var one *Params
+	if len(ps) > 0 && ps[0] != nil {
+		// Read once: a copy of a dozen words, which given checked.
+		p := ps[0].(Params)
+		max, window, one = p.max, p.window, &p
+	}
+	r, err := e.inProcess1(key, n, mode, now, one)
+	if err != nil {
+		return core.Decision{}, err
+	}
+	if d, ok := params.Decoded(r, max); ok {
+		d.Window = window
+		return d, nil
+	}
+	return core.Decision{}, e.decodeError(0, key, r[:])
 }
 
 // DecideRequest decides r (core.Limiter.Decide): in the mode its Op
@@ -329,6 +352,9 @@ func (e *Engine) DecideRequest(ctx context.Context, r core.Request) (core.Decisi
 	if err := Ended(ctx); err != nil {
 		return core.Decision{}, err
 	}
+	if e.local != nil && !e.sh.policy && r.Keys == nil {
+		return e.decideLocal(r.Key, r.N, mode, now, r.Params)
+	}
 	return e.decide(ctx, r.Key, r.N, mode, now, r.Params, r.Keys)
 }
 
@@ -355,9 +381,15 @@ func (e *Engine) decide(ctx context.Context, key string, n int64, mode Mode, now
 	if e.local != nil && keys == nil {
 		// In process: the reply fits on the stack, and no pool is needed
 		// (one emptied by a GC, or by the race detector, would make the
-		// decision allocate).
-		var buf [4*MaxLimits + 2]int64
-		reply, err = e.inProcess(key, n, mode, now, ps, buf[:0])
+		// decision allocate); only as much is zeroed as a policy of a
+		// few limits needs.
+		var small [4*4 + 2]int64
+		buf := small[:0]
+		if len(e.limits) > 4 {
+			var large [4*MaxLimits + 2]int64
+			buf = large[:0]
+		}
+		reply, err = e.inProcess(key, n, mode, now, ps, buf)
 	} else {
 		f := frames.Get().(*frame)
 		defer f.put()
@@ -492,15 +524,13 @@ func (e *Engine) Reset(ctx context.Context, key string) error {
 	f := frames.Get().(*frame)
 	defer f.put()
 	if e.local != nil {
-		tx, err := e.local.Lock(key)
+		tx, first, err := e.local.Lock(key, e.limits[0].Prefix)
 		if err != nil {
 			return err
 		}
-		for i := range e.limits {
-			tx.Del(e.local.Key(tx, e.limits[i].Prefix))
-		}
-		if e.penalty != "" {
-			tx.Del(e.local.Key(tx, e.penalty))
+		var buf [MaxLimits + 1]string
+		for _, k := range e.policyKeys(buf[:0], tx, first) {
+			tx.Del(k)
 		}
 		return e.local.Unlock(tx)
 	}
