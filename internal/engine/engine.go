@@ -259,6 +259,13 @@ func (e *Engine) check(ctx context.Context, key string, n, maxCost int64) (int64
 // Decide decides key at cost n in mode (ModeAllow, ModePeek or
 // ModeRefund), against the engine's own limits.
 func (e *Engine) Decide(ctx context.Context, key string, n int64, mode Mode) (core.Decision, error) {
+	return e.decideOne(ctx, key, n, mode, nil)
+}
+
+// decideOne is Decide, against the limit one (nil: the engine's own),
+// which DecideRequest gives only to an engine of one limit on a local
+// store, checked.
+func (e *Engine) decideOne(ctx context.Context, key string, n int64, mode Mode, one *Params) (core.Decision, error) {
 	// check's checks, written out on the hot path: the call would cost a
 	// twentieth of a decision in process.
 	if e == nil {
@@ -267,7 +274,11 @@ func (e *Engine) Decide(ctx context.Context, key string, n int64, mode Mode) (co
 	if err := keyspace.CheckKey(key); err != nil {
 		return core.Decision{}, err
 	}
-	if err := params.Cost(n, e.maxCost); err != nil {
+	maxCost := e.maxCost
+	if one != nil {
+		maxCost = min(one.max, params.MaxCount)
+	}
+	if err := params.Cost(n, maxCost); err != nil {
 		return core.Decision{}, err
 	}
 	now, err := params.Now(e.clock)
@@ -277,39 +288,20 @@ func (e *Engine) Decide(ctx context.Context, key string, n int64, mode Mode) (co
 	if err := Ended(ctx); err != nil {
 		return core.Decision{}, err
 	}
-	if e.local != nil && !e.sh.policy {
-		// decideLocal's body, without Params: the call and the copy of
-		// its Decision would cost a twentieth of a decision.
-		r, err := e.inProcess1(key, n, mode, now, nil)
-		if err != nil {
-			return core.Decision{}, err
-		}
-		l := &e.limits[0]
-		if d, ok := params.Decoded(r, l.Max); ok {
-			d.Window = l.Window
-			return d, nil
-		}
-		return core.Decision{}, e.decodeError(0, key, r[:])
+	if e.local == nil || e.sh.policy {
+		return e.decide(ctx, key, n, mode, now, nil, nil)
 	}
-	return e.decide(ctx, key, n, mode, now, nil, nil)
-}
-
-// decideLocal decides a checked request on an engine of one limit on a
-// local store, against the limit ps gives (nil: the engine's own): the
-// common decision in process, in memory of its own (no frame), the reply
-// decoded inline (the same routine as decide's, specialized).
-func (e *Engine) decideLocal(key string, n int64, mode Mode, now int64, ps []core.Params) (core.Decision, error) {
-	l := &e.limits[0]
-	max, window := l.Max, l.Window
-	var one *Params
-	if len(ps) > 0 && ps[0] != nil {
-		// Read once: a copy of a dozen words, which given checked.
-		p := ps[0].(Params)
-		max, window, one = p.max, p.window, &p
-	}
+	// The common decision in process, in memory of its own: no frame,
+	// and the reply decoded inline (the same routine, e.script and
+	// e.decode, specialized for one limit on a local store).
 	r, err := e.inProcess1(key, n, mode, now, one)
 	if err != nil {
 		return core.Decision{}, err
+	}
+	l := &e.limits[0]
+	max, window := l.Max, l.Window
+	if one != nil {
+		max, window = one.max, one.window
 	}
 	if d, ok := params.Decoded(r, max); ok {
 		d.Window = window
@@ -326,8 +318,17 @@ func (e *Engine) DecideRequest(ctx context.Context, r core.Request) (core.Decisi
 	if err != nil {
 		return core.Decision{}, err
 	}
-	if len(r.Params) == 0 && r.Keys == nil {
-		return e.Decide(ctx, r.Key, r.N, mode)
+	if r.Keys == nil {
+		switch {
+		case len(r.Params) == 0:
+			return e.decideOne(ctx, r.Key, r.N, mode, nil)
+		case e != nil && e.local != nil && !e.sh.policy && len(r.Params) == 1:
+			// The limit of an engine of one limit in process, read and
+			// checked once (given's checks; it says what is wrong).
+			if p, ok := r.Params[0].(Params); ok && p.spec == e.limits[0].Spec && (p.sched == nil || e.clock != nil) {
+				return e.decideOne(ctx, r.Key, r.N, mode, &p)
+			}
+		}
 	}
 	if e == nil {
 		return core.Decision{}, ErrZero
@@ -351,9 +352,6 @@ func (e *Engine) DecideRequest(ctx context.Context, r core.Request) (core.Decisi
 	}
 	if err := Ended(ctx); err != nil {
 		return core.Decision{}, err
-	}
-	if e.local != nil && !e.sh.policy && r.Keys == nil {
-		return e.decideLocal(r.Key, r.N, mode, now, r.Params)
 	}
 	return e.decide(ctx, r.Key, r.N, mode, now, r.Params, r.Keys)
 }
