@@ -1,0 +1,202 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+
+	"github.com/ratekit/ratekit/fakeclock"
+)
+
+// The cases of envoyproxy/ratelimit's test/integration/integration_test.go
+// (testBasicBaseConfig, testConfigReload, share_threshold), replayed on its
+// own configuration files: the same codes, limits and remaining counts.
+
+const (
+	ok   = rlsv3.RateLimitResponse_OK
+	over = rlsv3.RateLimitResponse_OVER_LIMIT
+)
+
+// epoch is the time of the tests' clock: 1 s into a day (so into a minute
+// and an hour), so that no window ends during a replay.
+var epoch = time.Date(2026, 1, 5, 0, 0, 1, 0, time.UTC)
+
+type wantStatus struct {
+	code      rlsv3.RateLimitResponse_Code
+	rpu       uint32
+	unit      rlsv3.RateLimitResponse_RateLimit_Unit // 0 (UNKNOWN): no current_limit
+	remaining uint32
+}
+
+func checkResponse(t *testing.T, step string, resp *rlsv3.RateLimitResponse, overall rlsv3.RateLimitResponse_Code, want ...wantStatus) {
+	t.Helper()
+	if resp.GetOverallCode() != overall {
+		t.Errorf("%s: overall_code = %v, want %v", step, resp.GetOverallCode(), overall)
+	}
+	if len(resp.GetStatuses()) != len(want) {
+		t.Fatalf("%s: %d statuses, want %d", step, len(resp.GetStatuses()), len(want))
+	}
+	for i, w := range want {
+		st := resp.GetStatuses()[i]
+		got := wantStatus{code: st.GetCode(), remaining: st.GetLimitRemaining()}
+		if l := st.GetCurrentLimit(); l != nil {
+			got.rpu, got.unit = l.GetRequestsPerUnit(), l.GetUnit()
+		}
+		if got != w {
+			t.Errorf("%s: status %d = %+v, want %+v", step, i, got, w)
+		}
+		if w.unit != 0 && st.GetDurationUntilReset().AsDuration() <= 0 {
+			t.Errorf("%s: status %d duration_until_reset = %v, want > 0", step, i, st.GetDurationUntilReset().AsDuration())
+		}
+		if w.unit == 0 && st.GetDurationUntilReset() != nil {
+			t.Errorf("%s: status %d has duration_until_reset %v without a limit", step, i, st.GetDurationUntilReset().AsDuration())
+		}
+	}
+}
+
+func TestEnvoyIntegrationBasic(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			for _, stop := range []bool{false, true} {
+				t.Run(fmt.Sprintf("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=%t", stop), func(t *testing.T) {
+					r := startRLS(t, backend, fakeclock.New(epoch), map[string]string{
+						"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT": fmt.Sprint(stop),
+					})
+					replayBasic(t, r, stop)
+				})
+			}
+		})
+	}
+}
+
+func replayBasic(t *testing.T, r *rls, stop bool) {
+	// An unknown domain: OK, no limit.
+	checkResponse(t, "foo", r.call("foo", desc("hello", "world")), ok, wantStatus{code: ok})
+	if got := r.stat("ratelimit.service.rate_limit.foo.domain_not_found"); got != 1 {
+		t.Errorf("foo.domain_not_found = %d, want 1", got)
+	}
+
+	checkResponse(t, "basic", r.call("basic", desc("key1", "foo")), ok,
+		wantStatus{ok, 50, rlsv3.RateLimitResponse_RateLimit_SECOND, 49})
+
+	// One key, 20 a minute, 25 calls.
+	v := fmt.Sprint(rand.Uint64())
+	for i := range 25 {
+		resp := r.call("another", desc("key2", v))
+		if i < 20 {
+			checkResponse(t, fmt.Sprintf("key2 call %d", i), resp, ok, wantStatus{ok, 20, rlsv3.RateLimitResponse_RateLimit_MINUTE, uint32(19 - i)})
+		} else {
+			checkResponse(t, fmt.Sprintf("key2 call %d", i), resp, over, wantStatus{over, 20, rlsv3.RateLimitResponse_RateLimit_MINUTE, 0})
+		}
+		if got := r.stat("ratelimit.service.rate_limit.another.key2.total_hits"); got != uint64(i+1) {
+			t.Errorf("key2 call %d: total_hits = %d, want %d", i, got, i+1)
+		}
+		if got, want := r.stat("ratelimit.service.rate_limit.another.key2.over_limit"), uint64(max(0, i-19)); got != want {
+			t.Errorf("key2 call %d: over_limit = %d, want %d", i, got, want)
+		}
+		if got, want := r.stat("ratelimit.service.rate_limit.another.key2.within_limit"), uint64(min(i+1, 20)); got != want {
+			t.Errorf("key2 call %d: within_limit = %d, want %d", i, got, want)
+		}
+	}
+
+	// Two keys: 20 a minute and 10 an hour.
+	v = fmt.Sprint(rand.Uint64())
+	for i := range 15 {
+		resp := r.call("another", desc("key2", v), desc("key3", v))
+		remaining2 := uint32(19 - i)
+		if stop && i >= 10 {
+			// A request denied by key3 spends none of key2's quota.
+			remaining2 = 10
+		}
+		if i < 10 {
+			checkResponse(t, fmt.Sprintf("key2+key3 call %d", i), resp, ok,
+				wantStatus{ok, 20, rlsv3.RateLimitResponse_RateLimit_MINUTE, remaining2},
+				wantStatus{ok, 10, rlsv3.RateLimitResponse_RateLimit_HOUR, uint32(9 - i)})
+		} else {
+			checkResponse(t, fmt.Sprintf("key2+key3 call %d", i), resp, over,
+				wantStatus{ok, 20, rlsv3.RateLimitResponse_RateLimit_MINUTE, remaining2},
+				wantStatus{over, 10, rlsv3.RateLimitResponse_RateLimit_HOUR, 0})
+		}
+		// The stats key is shared by every value of key2.
+		if got := r.stat("ratelimit.service.rate_limit.another.key2.total_hits"); got != uint64(i+26) {
+			t.Errorf("key2+key3 call %d: key2 total_hits = %d, want %d", i, got, i+26)
+		}
+		if got := r.stat("ratelimit.service.rate_limit.another.key2.over_limit"); got != 5 {
+			t.Errorf("key2+key3 call %d: key2 over_limit = %d, want 5", i, got)
+		}
+		if got, want := r.stat("ratelimit.service.rate_limit.another.key3.over_limit"), uint64(max(0, i-9)); got != want {
+			t.Errorf("key2+key3 call %d: key3 over_limit = %d, want %d", i, got, want)
+		}
+	}
+
+	// duration_until_reset shrinks as time passes.
+	first := r.call("another", desc("key4", "durTest")).GetStatuses()[0].GetDurationUntilReset().AsDuration()
+	r.clock.Advance(2 * time.Second)
+	second := r.call("another", desc("key4", "durTest")).GetStatuses()[0].GetDurationUntilReset().AsDuration()
+	if second >= first || first-second != 2*time.Second {
+		t.Errorf("key4 duration_until_reset %v then, 2 s later, %v: want 2 s less", first, second)
+	}
+	if want := 24*time.Hour - time.Second; first != want {
+		t.Errorf("key4 duration_until_reset 1 s into the day = %v, want %v", first, want)
+	}
+}
+
+func TestEnvoyIntegrationShareThreshold(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			r := startRLS(t, backend, fakeclock.New(epoch), nil)
+			for i := range 10 {
+				checkResponse(t, fmt.Sprintf("files/a.pdf call %d", i), r.call("share-threshold-test", desc("files", "files/a.pdf")), ok,
+					wantStatus{ok, 10, rlsv3.RateLimitResponse_RateLimit_HOUR, uint32(9 - i)})
+			}
+			// Another value under the same pattern shares its count.
+			checkResponse(t, "files/b.csv", r.call("share-threshold-test", desc("files", "files/b.csv")), over,
+				wantStatus{over, 10, rlsv3.RateLimitResponse_RateLimit_HOUR, 0})
+			// Without share_threshold, each value counts on its own.
+			for i := range 10 {
+				checkResponse(t, fmt.Sprintf("files_no_share call %d", i),
+					r.call("share-threshold-test", desc("files_no_share", fmt.Sprintf("files_no_share/%d.txt", i))), ok,
+					wantStatus{ok, 10, rlsv3.RateLimitResponse_RateLimit_HOUR, 9})
+			}
+		})
+	}
+}
+
+func TestEnvoyIntegrationReload(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			r := startRLS(t, backend, nil, nil)
+			const loads = "ratelimit.service.config_load_success"
+			// Not loaded yet: the domain is unknown.
+			checkResponse(t, "reload before", r.call("reload", desc("block", "foo")), ok, wantStatus{code: ok})
+
+			n := r.stat(loads)
+			config := filepath.Join(r.root, "ratelimit", "config", "reload.yaml")
+			b, err := os.ReadFile(filepath.Join(r.root, "ratelimit", "reload.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(config, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r.waitStat(loads, n)
+			checkResponse(t, "reload after", r.call("reload", desc("key1", "foo")), ok,
+				wantStatus{ok, 50, rlsv3.RateLimitResponse_RateLimit_SECOND, 49})
+			checkResponse(t, "reload block", r.call("reload", desc("block", "foo")), over,
+				wantStatus{over, 0, rlsv3.RateLimitResponse_RateLimit_SECOND, 0})
+
+			// Removing the file is a reload too.
+			n = r.stat(loads)
+			if err := os.Remove(config); err != nil {
+				t.Fatal(err)
+			}
+			r.waitStat(loads, n)
+			checkResponse(t, "reload removed", r.call("reload", desc("key1", "foo")), ok, wantStatus{code: ok})
+		})
+	}
+}
