@@ -77,6 +77,14 @@ func TestResponseShape(t *testing.T) {
 			}
 			checkResponse(t, "hits_addend 2 over", resp, over, wantStatus{over, 3, minute, 1})
 
+			// quota_mode: over only when every quota descriptor is.
+			checkResponse(t, "quota", r.call("extras", desc("quota", "q"), desc("small", "q")), ok,
+				wantStatus{ok, 1, minute, 0}, wantStatus{ok, 3, minute, 2})
+			checkResponse(t, "one quota over, one not", r.call("extras", desc("quota", "q"), desc("quota", "q2")), ok,
+				wantStatus{over, 1, minute, 0}, wantStatus{ok, 1, minute, 0})
+			checkResponse(t, "every quota over", r.call("extras", desc("quota", "q"), desc("quota", "q2"), desc("small", "q")), over,
+				wantStatus{over, 1, minute, 0}, wantStatus{over, 1, minute, 0}, wantStatus{ok, 3, minute, 1})
+
 			// The request's limit override applies in a known domain.
 			o := desc("anything", "o")
 			o.Limit = &commonv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 2, Unit: typev3.RateLimitUnit_MINUTE}

@@ -21,7 +21,16 @@ import (
 	"github.com/ratekit/ratekit/testkit/redistest"
 )
 
-func TestMain(m *testing.M) { redistest.Main(m) }
+// TestMain runs the tests, or, in a process that process_test.go starts
+// with runMainEnv set, the server itself: the binary as an operator runs it.
+func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" {
+		os.Exit(run(false, os.LookupEnv, os.Stderr))
+	}
+	redistest.Main(m)
+}
+
+const runMainEnv = "RATEKIT_SERVER_TEST_RUN_MAIN"
 
 // rls is a ratekit-server started in process on free loopback ports, with
 // a client of Envoy's RLS v3 types.
@@ -70,7 +79,7 @@ func startRLS(t *testing.T, backend string, clock *fakeclock.Clock, env map[stri
 	if clock != nil {
 		s.clock = clock
 	}
-	srv, err := start(s, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv, err := start(s, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,5 +170,28 @@ func (r *rls) waitStat(name string, after uint64) {
 			r.t.Fatalf("%s stayed at %d for 10s", name, after)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// testWriter sends the server's log to the test's, shown when it fails.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
+// writeAtomically replaces a file as a ConfigMap update or a deploy tool
+// does: written beside it under a dot name (which the rules skip), then
+// renamed. A file written in place can be read half-written, and counted as
+// a failed load, as in envoyproxy/ratelimit.
+func writeAtomically(t *testing.T, path string, data []byte) {
+	t.Helper()
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
 	}
 }

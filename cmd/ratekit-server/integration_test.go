@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	commonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 
 	"github.com/ratekit/ratekit/fakeclock"
@@ -181,9 +182,7 @@ func TestEnvoyIntegrationReload(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(config, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeAtomically(t, config, b)
 			r.waitStat(loads, n)
 			checkResponse(t, "reload after", r.call("reload", desc("key1", "foo")), ok,
 				wantStatus{ok, 50, rlsv3.RateLimitResponse_RateLimit_SECOND, 49})
@@ -199,4 +198,77 @@ func TestEnvoyIntegrationReload(t *testing.T) {
 			checkResponse(t, "reload removed", r.call("reload", desc("key1", "foo")), ok, wantStatus{code: ok})
 		})
 	}
+}
+
+// The replay on a Redis Cluster of three masters: the descriptors of a
+// request share a hash tag, so one request is decided in one slot.
+func TestEnvoyIntegrationCluster(t *testing.T) {
+	r := startRLS(t, "cluster", fakeclock.New(epoch), nil)
+	replayBasic(t, r, false)
+}
+
+// Reloads under load lose no count and count none twice: clients decide
+// at full speed while the file is rewritten (changing another rule each
+// time); exactly the limit is allowed.
+func TestReloadUnderLoad(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			r := startRLS(t, backend, fakeclock.New(epoch), nil)
+			const loads = "ratelimit.service.config_load_success"
+			file := filepath.Join(r.root, "ratelimit", "config", "load.yaml")
+			write := func(n int) {
+				yaml := fmt.Sprintf("domain: load\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: hour\n      requests_per_unit: 100\n  - key: other\n    rate_limit:\n      unit: hour\n      requests_per_unit: %d\n", n+1)
+				writeAtomically(t, file, []byte(yaml))
+			}
+			n := r.stat(loads)
+			write(0)
+			r.waitStat(loads, n)
+
+			const clients, each = 4, 50
+			allowed := make(chan int, clients)
+			for range clients {
+				go func() {
+					count := 0
+					for range each {
+						resp, err := r.send(&rlsv3.RateLimitRequest{Domain: "load", Descriptors: []*commonv3.RateLimitDescriptor{desc("k", "v")}})
+						if err != nil {
+							t.Error(err)
+							break
+						}
+						if resp.GetOverallCode() == ok {
+							count++
+						}
+					}
+					allowed <- count
+				}()
+			}
+			for i := 1; i <= 10; i++ {
+				n := r.stat(loads)
+				write(i)
+				r.waitStat(loads, n)
+			}
+			total := 0
+			for range clients {
+				total += <-allowed
+			}
+			if total != 100 {
+				t.Errorf("%d requests allowed across 10 reloads, want exactly 100", total)
+			}
+			if got := r.stat("ratelimit.service.config_load_error"); got != 0 {
+				t.Errorf("config_load_error = %d, want 0", got)
+			}
+		})
+	}
+}
+
+// A bad file keeps the configuration in force, counted as a load error.
+func TestReloadBadConfig(t *testing.T) {
+	r := startRLS(t, "memory", fakeclock.New(epoch), nil)
+	n := r.stat("ratelimit.service.config_load_error")
+	bad := filepath.Join(r.root, "ratelimit", "config", "bad.yaml")
+	writeAtomically(t, bad, []byte("domain: bad\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: fortnight\n      requests_per_unit: 1\n"))
+	r.waitStat("ratelimit.service.config_load_error", n)
+	checkResponse(t, "old config kept", r.call("basic", desc("key1", "x")), ok,
+		wantStatus{ok, 50, rlsv3.RateLimitResponse_RateLimit_SECOND, 49})
+	checkResponse(t, "bad domain not loaded", r.call("bad", desc("k", "x")), ok, wantStatus{code: ok})
 }

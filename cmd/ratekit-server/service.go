@@ -9,6 +9,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -40,61 +41,59 @@ type service struct {
 	stopWatch func()
 }
 
-// newService loads the rules from the runtime directory and starts
-// watching it.
+// newService loads the rules from the runtime directory and keeps them
+// in force as it changes (rules.Rules.Watch). A first load that fails
+// stops the start, unless FORCE_START_WITHOUT_INITIAL_CONFIG.
 func newService(s settings, store core.ScriptRunner, st *stats, h *healthState, log *slog.Logger) (*service, error) {
 	svc := &service{settings: s, stats: st, log: log, stopWatch: func() {}}
-	opts := rules.LoadOptions{MergeDomains: s.MergeDomainConfig}
 	dir := runtimeDir(s)
-	cfg, err := rules.Load(dir, opts)
-	if err != nil {
-		st.inc(statConfigLoadError)
-		if !s.ForceStartWithoutInitialConfig {
-			return nil, fmt.Errorf("rules in %s (RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY): %w", dir, err)
-		}
-		log.Error("Error loading new configuration; starting without one (FORCE_START_WITHOUT_INITIAL_CONFIG)", "dir", dir, "err", err)
-		cfg = nil
-	} else {
-		st.inc(statConfigLoadSuccess)
+	if s.HealthyWithAtLeastOneConfigLoaded {
+		h.set(componentConfig, false)
 	}
-	svc.rules, err = rules.New(store, cfg, rules.Options{
+	first := make(chan error, 1)
+	var once sync.Once
+	var err error
+	svc.rules, err = rules.New(store, nil, rules.Options{
 		Prefix:    s.CacheKeyPrefix,
+		Atomic:    s.StopCacheKeyIncrementWhenOverlimit,
 		QuotaMode: s.GlobalQuotaMode,
 		Clock:     s.clock,
+		OnLoad: func(cfg *rules.Config, err error) {
+			if err != nil {
+				st.inc(statConfigLoadError)
+				log.Error("Error loading new configuration", "dir", dir, "err", err)
+			} else {
+				st.inc(statConfigLoadSuccess)
+				if s.HealthyWithAtLeastOneConfigLoaded {
+					h.set(componentConfig, len(cfg.Domains()) > 0)
+				}
+				log.Info("Successfully loaded new configuration", "dir", dir, "domains", len(cfg.Domains()), "rules", len(cfg.Rules()))
+			}
+			once.Do(func() { first <- err })
+		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	svc.configHealth(h, cfg)
-
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	svc.stopWatch = func() { cancel(); <-done }
 	go func() {
 		defer close(done)
-		watch(ctx, dir, s.RuntimePollInterval, opts, func(cfg *rules.Config, err error) {
-			if err == nil {
-				err = svc.rules.Set(cfg)
-			}
-			if err != nil {
-				st.inc(statConfigLoadError)
-				log.Error("Error loading new configuration", "dir", dir, "err", err)
-				return
-			}
-			st.inc(statConfigLoadSuccess)
-			svc.configHealth(h, cfg)
-			log.Info("Successfully loaded new configuration", "dir", dir, "domains", cfg.Domains())
+		err := svc.rules.Watch(ctx, dir, rules.WatchOptions{
+			LoadOptions: rules.LoadOptions{MergeDomains: s.MergeDomainConfig},
+			Interval:    s.RuntimePollInterval,
 		})
+		once.Do(func() { first <- err }) // Watch refused to start
 	}()
-	return svc, nil
-}
-
-// configHealth is HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: unhealthy while
-// no domain is loaded.
-func (svc *service) configHealth(h *healthState, cfg *rules.Config) {
-	if svc.settings.HealthyWithAtLeastOneConfigLoaded {
-		h.set(componentConfig, cfg != nil && len(cfg.Domains()) > 0)
+	svc.stopWatch = func() { cancel(); <-done }
+	if err := <-first; err != nil {
+		if !s.ForceStartWithoutInitialConfig {
+			svc.stopWatch()
+			return nil, fmt.Errorf("rules in %s (RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY): %w", dir, err)
+		}
+		log.Error("starting without a configuration (FORCE_START_WITHOUT_INITIAL_CONFIG): every call fails until one loads", "dir", dir)
 	}
+	return svc, nil
 }
 
 func (svc *service) close() { svc.stopWatch() }
