@@ -57,6 +57,9 @@ func start(s settings, log *slog.Logger) (_ *server, err error) {
 			srv.stop(context.Background())
 		}
 	}()
+	if s.Backend == "memory" {
+		log.Warn("no REDIS_URL: counting in this process's memory, not shared with other replicas")
+	}
 	store, closeStore, err := openStore(s)
 	if err != nil {
 		return nil, err
@@ -188,6 +191,7 @@ func (srv *server) stop(ctx context.Context) {
 	}
 	if srv.stopStats != nil {
 		close(srv.stopStats)
+		srv.stopStats = nil
 	}
 	srv.wg.Wait()
 	if srv.service != nil {
