@@ -35,7 +35,7 @@ const runMainEnv = "RATEKIT_SERVER_TEST_RUN_MAIN"
 // rls is a ratekit-server started in process on free loopback ports, with
 // a client of Envoy's RLS v3 types.
 type rls struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *server
 	client rlsv3.RateLimitServiceClient
 	health healthpb.HealthClient
@@ -49,7 +49,7 @@ var backends = []string{"memory", "redis"}
 // startRLS starts a server on backend ("memory", "redis", "cluster") with
 // envoyproxy/ratelimit's integration configuration copied into a fresh
 // runtime root, and env added to the test's settings.
-func startRLS(t *testing.T, backend string, clock *fakeclock.Clock, env map[string]string) *rls {
+func startRLS(t testing.TB, backend string, clock *fakeclock.Clock, env map[string]string) *rls {
 	t.Helper()
 	root := t.TempDir()
 	copyDir(t, "testdata/integration", root)
@@ -96,7 +96,7 @@ func startRLS(t *testing.T, backend string, clock *fakeclock.Clock, env map[stri
 	return &rls{t: t, srv: srv, client: rlsv3.NewRateLimitServiceClient(conn), health: healthpb.NewHealthClient(conn), root: root, clock: clock}
 }
 
-func copyDir(t *testing.T, from, to string) {
+func copyDir(t testing.TB, from, to string) {
 	t.Helper()
 	err := filepath.WalkDir(from, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -174,7 +174,7 @@ func (r *rls) waitStat(name string, after uint64) {
 }
 
 // testWriter sends the server's log to the test's, shown when it fails.
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSuffix(string(p), "\n"))
