@@ -195,3 +195,15 @@ func writeAtomically(t *testing.T, path string, data []byte) {
 		t.Fatal(err)
 	}
 }
+
+// expectStat checks a counter, on ratekit-server (an rls with no server,
+// envoyproxy/ratelimit in TestEnvoyOracle, is not read).
+func (r *rls) expectStat(step, name string, want uint64) {
+	r.t.Helper()
+	if r.srv == nil {
+		return
+	}
+	if got := r.stat(name); got != want {
+		r.t.Errorf("%s: %s = %d, want %d", step, name, got, want)
+	}
+}
