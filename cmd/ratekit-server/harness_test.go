@@ -54,6 +54,7 @@ func startRLS(t testing.TB, backend string, clock *fakeclock.Clock, env map[stri
 	root := t.TempDir()
 	copyDir(t, "testdata/integration", root)
 	copyDir(t, "testdata/ratekit", root)
+	copyDir(t, "testdata/examples", root)
 	vars := map[string]string{
 		"USE_STATSD": "false", "HOST": "127.0.0.1", "PORT": "0", "GRPC_HOST": "127.0.0.1", "GRPC_PORT": "0",
 		"DEBUG_HOST": "127.0.0.1", "DEBUG_PORT": "0",

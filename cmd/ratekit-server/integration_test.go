@@ -208,6 +208,7 @@ func TestEnvoyIntegrationReload(t *testing.T) {
 func TestEnvoyIntegrationCluster(t *testing.T) {
 	r := startRLS(t, "cluster", fakeclock.New(epoch), nil)
 	replayBasic(t, r, false)
+	replayReplaces(t, r)
 }
 
 // Reloads under load lose no count and count none twice: clients decide
@@ -276,6 +277,67 @@ func TestReloadBadConfig(t *testing.T) {
 	checkResponse(t, "bad domain not loaded", r.call("bad", desc("k", "x")), ok, wantStatus{code: ok})
 }
 
+// envoyproxy/ratelimit's integration-test/scripts/replaces.sh, its
+// requests through Envoy's example routes (examples/envoy/proxy.yaml)
+// translated into the descriptors Envoy sends: /twoheader sends
+// (foo, bar); /fourheader adds (source_cluster, destination_cluster);
+// /fiveheader adds (category).
+func TestEnvoyReplacesScript(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			replayReplaces(t, startRLS(t, backend, fakeclock.New(epoch), nil))
+		})
+	}
+}
+
+func replayReplaces(t *testing.T, r *rls) {
+	two := func(foo, bar string) bool {
+		return r.call("rl", desc("foo", foo, "bar", bar)).GetOverallCode() == ok
+	}
+	four := func(foo, bar, dst string) bool {
+		return r.call("rl", desc("foo", foo, "bar", bar), desc("source_cluster", "proxy", "destination_cluster", dst)).GetOverallCode() == ok
+	}
+	five := func(foo, bar, dst string) bool {
+		return r.call("rl", desc("foo", foo, "bar", bar), desc("source_cluster", "proxy", "destination_cluster", dst), desc("category", "account")).GetOverallCode() == ok
+	}
+	steps := []struct {
+		name string
+		call func() bool
+		want bool
+	}{
+		// replaces increases the limit
+		{"banned", func() bool { return two("bkthomps", "banned") }, false},
+		{"banned, mock", func() bool { return four("bkthomps", "banned", "mock") }, false},
+		{"override 1", func() bool { return four("bkthomps", "banned", "override") }, true},
+		{"override 2", func() bool { return four("bkthomps", "banned", "override") }, true},
+		{"override 3", func() bool { return four("bkthomps", "banned", "override") }, false},
+		// replaces does not change the original limit
+		{"bkthomps 1", func() bool { return four("my_foo", "bkthomps", "bkthomps") }, true},
+		{"bkthomps 2", func() bool { return four("my_foo", "bkthomps", "bkthomps") }, true},
+		{"bkthomps 3", func() bool { return four("my_foo", "bkthomps", "bkthomps") }, false},
+		{"not_bkthomps 1", func() bool { return four("my_foo", "bkthomps", "not_bkthomps") }, true},
+		{"not_bkthomps 2", func() bool { return four("my_foo", "bkthomps", "not_bkthomps") }, false},
+		{"bkthomps 4", func() bool { return four("my_foo", "bkthomps", "bkthomps") }, false},
+		// replaces replaces several
+		{"account 1", func() bool { return five("my_foo", "bkthomps", "fake") }, true},
+		{"account 2", func() bool { return five("my_foo", "bkthomps", "fake") }, true},
+		{"account 3", func() bool { return five("my_foo", "bkthomps", "fake") }, true},
+		{"account 4", func() bool { return five("my_foo", "bkthomps", "fake") }, true},
+		{"account 5", func() bool { return five("my_foo", "bkthomps", "fake") }, false},
+		{"foo_2 1", func() bool { return two("foo_2", "bkthomps") }, true},
+		{"foo_2 2", func() bool { return two("foo_2", "bkthomps") }, false},
+		{"fake 1", func() bool { return four("foo_3", "bar_3", "fake") }, true},
+		{"fake 2", func() bool { return four("foo_3", "bar_3", "fake") }, true},
+		{"fake 3", func() bool { return four("foo_3", "bar_3", "fake") }, false},
+		{"account 6", func() bool { return five("my_foo", "bkthomps", "fake") }, false},
+	}
+	for _, s := range steps {
+		if got := s.call(); got != s.want {
+			t.Errorf("%s: allowed = %t, want %t", s.name, got, s.want)
+		}
+	}
+}
+
 // The same replay against envoyproxy/ratelimit itself, when
 // RATEKIT_ENVOY_RLS names its binary (go install
 // github.com/envoyproxy/ratelimit/src/service_cmd@...): the oracle the
@@ -289,6 +351,7 @@ func TestEnvoyOracle(t *testing.T) {
 	}
 	root := t.TempDir()
 	copyDir(t, "testdata/integration", root)
+	copyDir(t, "testdata/examples", root)
 	grpcPort := freePort(t)
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "USE_STATSD=false", "LOG_LEVEL=error", "REDIS_SOCKET_TYPE=tcp", "REDIS_URL="+redistest.Start(t).Addr,
@@ -316,4 +379,5 @@ func TestEnvoyOracle(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	replayBasic(t, r, false)
+	replayReplaces(t, r)
 }
