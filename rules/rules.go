@@ -19,8 +19,9 @@ import (
 // configuration in force.
 var ErrNoConfig = errors.New("rules: no rate limit configuration loaded")
 
-// ErrRequest is what an error about a request wraps: a negative cost, an
-// override of no unit.
+// ErrRequest is what an error about a request wraps: an empty domain, no
+// descriptors, an entry without a key, a negative cost, an override of no
+// unit.
 var ErrRequest = errors.New("rules: invalid request")
 
 // DefaultPrefix begins every storage key of Rules when Options.Prefix is
@@ -197,6 +198,19 @@ func (r *Rules) DecideTo(ctx context.Context, res *Result, domain string, descri
 	if hits < 0 {
 		return fmt.Errorf("%w: hits %d is negative", ErrRequest, hits)
 	}
+	if domain == "" {
+		return fmt.Errorf("%w: rate limit domain must not be empty", ErrRequest)
+	}
+	if len(descriptors) == 0 {
+		return fmt.Errorf("%w: rate limit descriptor list must not be empty", ErrRequest)
+	}
+	for i := range descriptors {
+		for j := range descriptors[i].Entries {
+			if descriptors[i].Entries[j].Key == "" {
+				return fmt.Errorf("%w: descriptor %d's entry %d has no key", ErrRequest, i, j)
+			}
+		}
+	}
 	n := len(descriptors)
 	if cap(res.Statuses) < n {
 		res.Statuses = make([]Status, n)
@@ -230,6 +244,17 @@ func (r *Rules) DecideTo(ctx context.Context, res *Result, domain string, descri
 				sc.buf = append(append(append(append(sc.buf, '_'), e.Key...), '_'), e.Value...)
 			}
 			sc.keys[i] = r.keys.get(sc.buf)
+			sc.buf = append(sc.buf[:0], domain...)
+			if len(d.Entries) == 0 {
+				sc.buf = append(sc.buf, '.')
+			}
+			for _, e := range d.Entries {
+				sc.buf = append(append(sc.buf, '.'), e.Key...)
+				if e.Value != "" {
+					sc.buf = append(append(sc.buf, '_'), e.Value...)
+				}
+			}
+			s.StatsKey = r.keys.get(sc.buf)
 			continue
 		}
 		var rule *Rule
@@ -237,6 +262,12 @@ func (r *Rules) DecideTo(ctx context.Context, res *Result, domain string, descri
 		s.Rule = rule
 		if rule == nil {
 			continue
+		}
+		if rule.plainStats {
+			s.StatsKey = rule.Path
+		} else {
+			sc.stats = st.cfg.appendStatsKey(sc.stats[:0], &sc.m, domain, d.Entries, rule)
+			s.StatsKey = r.keys.get(sc.stats)
 		}
 		if rule.Unlimited {
 			s.Unlimited, s.Remaining = true, math.MaxUint32
@@ -281,6 +312,7 @@ func (r *Rules) DecideTo(ctx context.Context, res *Result, domain string, descri
 				}
 				cost = *h
 			}
+			s.Hits = cost
 			var own []core.Params
 			if sc.params[i] != nil {
 				own = sc.params[i : i+1]
@@ -358,6 +390,7 @@ func (r *Rules) shadow(s *Status) {
 type scratch struct {
 	m      matcher
 	buf    []byte
+	stats  []byte
 	keys   []string
 	params []core.Params
 }
