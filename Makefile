@@ -12,7 +12,7 @@ export RAPID_CHECKS RAPID_STEPS
 # nested module, so test and vet visit each one.
 MODULES := $(sort $(patsubst ./%,%,$(patsubst %/go.mod,%,$(shell find . -name go.mod -not -path './.git/*'))))
 
-.PHONY: test test-default test-servers fmt-check vet oldest-go soak bench gobench fuzz release
+.PHONY: test test-saturated test-default test-servers fmt-check vet oldest-go soak bench gobench fuzz release
 
 # The modules a program imports: all but the demo, the benchmark harness
 # and the test-only modules under testkit/.
@@ -35,6 +35,19 @@ TEST_JOBS ?= 3
 # (test-servers); each part's output is printed whole when it is done.
 test: fmt-check vet
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-default test-servers
+
+# make test-saturated: make test while HOGS CPU-bound processes run beside
+# it, stopped when it ends: a test that fails only then depends on the
+# machine's speed (docs/contributing.md). Run it before a change that
+# touches timing.
+HOGS ?= 2
+test-saturated:
+	@pids=; for i in $$(seq $(HOGS)); do sh -c 'while :; do :; done' & pids="$$pids $$!"; done; \
+	trap 'kill $$pids 2>/dev/null' EXIT INT TERM; \
+	echo "test-saturated: make test beside $(HOGS) CPU-bound processes;$$(uptime | sed 's/.*,  *load/ load/')"; \
+	start=$$(date +%s); $(MAKE) --no-print-directory test; status=$$?; \
+	echo "test-saturated: make test exited $$status after $$(( $$(date +%s) - start )) s;$$(uptime | sed 's/.*,  *load/ load/')"; \
+	exit $$status
 
 # Everything, -race, on the default server: the fault, contention and
 # seed tests, the tests on miniredis, the rapid checks in full.

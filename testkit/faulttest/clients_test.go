@@ -19,6 +19,14 @@ import (
 	valkeystore "github.com/ratekit/ratekit/store/valkey"
 )
 
+// decideTimeout is the Timeout given to httplimit and grpclimit (and
+// failsafe) by the tests whose subject is not a timeout: their defaults
+// (100 ms) are shorter than a decision over a real Redis can take on a
+// saturated machine, where the wrapper would answer its documented
+// timeout outcome (fail open, or 503) instead of the decision the test is
+// about. Tests of a timeout set their own (fault_test.go, outage_test.go).
+const decideTimeout = 10 * time.Second
+
 // adapter opens a fresh, independent client of one kind for a server, as
 // a separate application process would; closed when t ends.
 type adapter struct {
