@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -51,6 +52,13 @@ type Options struct {
 	// QuotaMode is envoyproxy/ratelimit's QUOTA_MODE: every descriptor
 	// is a quota descriptor.
 	QuotaMode bool
+	// OnLoad, when set, is called after every load by Update and Watch:
+	// with the configuration put in force and a nil error, or with a nil
+	// Config and the error that kept the one in force.
+	OnLoad func(*Config, error)
+	// Logger, when set, gets a line for every load by Update and Watch:
+	// Info when it succeeded, Error when it failed.
+	Logger *slog.Logger
 }
 
 // Rules decides requests, each a domain and descriptors, against the
@@ -70,6 +78,8 @@ type Rules struct {
 	keys      interner
 	overrides overrides
 	scratch   sync.Pool
+	succeeded atomic.Uint64
+	failed    atomic.Uint64
 }
 
 // state is a configuration in force, with the limiter of each rule.
