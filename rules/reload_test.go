@@ -191,6 +191,9 @@ func TestDecisionsSeeOneConfig(t *testing.T) {
 		}
 		configs[i] = cfg
 	}
+	if err := r.Set(configs[0]); err != nil {
+		t.Fatal(err)
+	}
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	wg.Add(1)
