@@ -12,7 +12,7 @@ export RAPID_CHECKS RAPID_STEPS
 # nested module, so test and vet visit each one.
 MODULES := $(sort $(patsubst ./%,%,$(patsubst %/go.mod,%,$(shell find . -name go.mod -not -path './.git/*'))))
 
-.PHONY: test test-default test-servers fmt-check vet oldest-go soak bench bench-rls gobench fuzz release
+.PHONY: test test-saturated test-default test-servers fmt-check vet oldest-go soak bench bench-rls gobench fuzz release
 
 # The modules a program imports: all but the demo, the benchmark harness
 # and the test-only modules under testkit/.
@@ -36,6 +36,19 @@ TEST_JOBS ?= 3
 test: fmt-check vet
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-default test-servers
 
+# make test-saturated: make test while HOGS CPU-bound processes run beside
+# it, stopped when it ends: a test that fails only then depends on the
+# machine's speed (docs/contributing.md). Run it before a change that
+# touches timing.
+HOGS ?= 2
+test-saturated:
+	@pids=; for i in $$(seq $(HOGS)); do sh -c 'while :; do :; done' & pids="$$pids $$!"; done; \
+	trap 'kill $$pids 2>/dev/null' EXIT INT TERM; \
+	echo "test-saturated: make test beside $(HOGS) CPU-bound processes;$$(uptime | sed 's/.*,  *load/ load/')"; \
+	start=$$(date +%s); $(MAKE) --no-print-directory test; status=$$?; \
+	echo "test-saturated: make test exited $$status after $$(( $$(date +%s) - start )) s;$$(uptime | sed 's/.*,  *load/ load/')"; \
+	exit $$status
+
 # Everything, -race, on the default server: the fault, contention and
 # seed tests, the tests on miniredis, the rapid checks in full.
 test-default:
@@ -50,14 +63,15 @@ test-default:
 # The other servers: RATEKIT_REDIS_SERVERS holds their command prefixes
 # separated by ';' (.ci/servers.sh installs them and prints it; .ci/run
 # sets it), each given to the tests as RATEKIT_REDIS_SERVER (see
-# testkit/redistest). On each, SERVER_MODULES' tests run, the
+# testkit/redistest). On each, SERVER_MODULES' tests run (every Redis
+# store, each a module under store/, and testkit/redistest), the
 # stores' conformance suites among them, with SERVER_RAPID_CHECKS checks
 # per property, without -race (the Go code is the default run's; what
 # differs here is the server) and without the tests on miniredis (named
 # *Miniredis*), which never reach the server. Unset, it says loudly that
 # the stores were tested on the default server only, and fails under
 # CI=true. SERVER_JOBS runs are at once.
-SERVER_MODULES := store/goredis store/rueidis store/valkey store/redigo testkit/redistest
+SERVER_MODULES := $(filter store/%,$(MODULES)) testkit/redistest
 SERVER_RAPID_CHECKS ?= 25
 SERVER_JOBS ?= 2
 test-servers:
