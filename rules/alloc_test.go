@@ -20,9 +20,12 @@ func TestDecideToDoesNotAllocate(t *testing.T) {
     value: files/*
     share_threshold: true
     rate_limit: {unit: hour, requests_per_unit: 1000000}
+  - key: detailed
+    detailed_metric: true
+    rate_limit: {unit: second, requests_per_unit: 1000000}
 `, rules.Options{})
 	ds := []rules.Descriptor{
-		desc("key1=value1", "subkey1=a"), desc("key2=b"), desc("key6=c"), desc("none=d"), desc("tb=e"), desc("files=files/x"),
+		desc("key1=value1", "subkey1=a"), desc("key2=b"), desc("key6=c"), desc("none=d"), desc("tb=e"), desc("files=files/x"), desc("detailed=y"),
 	}
 	over := desc("key2=b")
 	over.Limit = &rules.Override{RequestsPerUnit: 1000000, Unit: rules.Hour}

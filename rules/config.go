@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -69,6 +70,9 @@ type Rule struct {
 	index    int           // in Config.rules
 	params   []core.Params // Limits' Params, given with each request
 	calendar bool          // decided by a limiter with a clock
+	// plainStats: the statistics of every descriptor that matches the
+	// rule are named Path (no detailed_metric nor value_to_metric).
+	plainStats bool
 }
 
 // Limit is one limit of a rule: its parameters, given with each request
@@ -88,6 +92,7 @@ type node struct {
 	wildcards []wildcard       // the children whose "key_value" holds '*', in file order
 	rule      *Rule
 	share     bool   // share_threshold
+	toMetric  bool   // value_to_metric
 	pattern   string // its "key_value" when share is set
 }
 
@@ -218,4 +223,139 @@ func (m *matcher) match(dom *node, domain string, entries []Entry, key []byte) (
 		at = next
 	}
 	return rule, key
+}
+
+// StatsKey returns the name envoyproxy/ratelimit gives the statistics of
+// a descriptor of domain made of entries that matched rule (Match): the
+// rule's Path, but with detailed_metric (each entry's key and value) and
+// value_to_metric (the values of the descriptors that set it).
+func (c *Config) StatsKey(domain string, entries []Entry, rule *Rule) string {
+	if rule == nil {
+		return ""
+	}
+	if rule.plainStats {
+		return rule.Path
+	}
+	var m matcher
+	return string(c.appendStatsKey(nil, &m, domain, entries, rule))
+}
+
+// statsMode is which of envoyproxy/ratelimit's statistics names
+// appendStatsKey builds.
+type statsMode int
+
+const (
+	statsToMetric statsMode = iota // the default, and value_to_metric's
+	statsDetailed                  // detailed_metric's
+	statsShared                    // detailed_metric's, when a shared wildcard matched
+)
+
+// appendStatsKey appends StatsKey's name to b.
+func (c *Config) appendStatsKey(b []byte, m *matcher, domain string, entries []Entry, rule *Rule) []byte {
+	dom := c.domains[domain]
+	if dom == nil {
+		return append(b, rule.Path...)
+	}
+	if !rule.DetailedMetric {
+		b, _ = walkStats(b, m, dom, domain, entries, statsToMetric)
+		return b
+	}
+	at := len(b)
+	b, shared := walkStats(b, m, dom, domain, entries, statsShared)
+	if shared {
+		return b
+	}
+	b, _ = walkStats(b[:at], m, dom, domain, entries, statsDetailed)
+	return b
+}
+
+// walkStats appends the statistics name of mode to b, walking entries
+// down dom as match does, and reports whether a shared wildcard matched.
+func walkStats(b []byte, m *matcher, dom *node, domain string, entries []Entry, mode statsMode) ([]byte, bool) {
+	b = append(b, domain...)
+	shared := false
+	at := dom
+	for _, e := range entries {
+		m.fk = append(append(append(m.fk[:0], e.Key...), '_'), e.Value...)
+		fk := unsafe.String(unsafe.SliceData(m.fk), len(m.fk))
+		b = append(b, '.')
+		if mode == statsDetailed {
+			b = append(b, fk...)
+		} else {
+			b = append(b, e.Key...)
+		}
+		next, how, wildKey := at.children[fk], matchedValue, ""
+		if next == nil {
+			for j := range at.wildcards {
+				if w := &at.wildcards[j]; w.match(fk) {
+					next, how, wildKey = at.children[w.key], matchedWildcard, w.key
+					break
+				}
+			}
+		}
+		if next == nil {
+			next, how = at.children[e.Key], matchedKey
+		}
+		if next == nil {
+			break
+		}
+		prefix := fk[:len(e.Key)+1]
+		switch {
+		case mode == statsShared && how == matchedWildcard && next.share:
+			b = append(append(b, '_'), strings.TrimPrefix(next.pattern, prefix)...)
+			shared = true
+		case mode == statsShared:
+			if e.Value != "" {
+				b = append(append(b, '_'), e.Value...)
+			}
+		case mode == statsToMetric:
+			value := ""
+			switch how {
+			case matchedWildcard:
+				switch {
+				case next.share:
+					value = strings.TrimPrefix(next.pattern, prefix)
+				case next.toMetric:
+					value = e.Value
+				default:
+					value = strings.TrimPrefix(wildKey, prefix)
+				}
+			case matchedValue:
+				value = e.Value
+			case matchedKey:
+				if next.toMetric {
+					value = e.Value
+				}
+			}
+			if value != "" {
+				b = append(append(b, '_'), value...)
+			}
+		}
+		if len(next.children) == 0 {
+			break
+		}
+		at = next
+	}
+	return b, shared
+}
+
+const (
+	matchedValue = iota
+	matchedWildcard
+	matchedKey
+)
+
+// Dump describes every rule, one line each, as envoyproxy/ratelimit's
+// /rlconfig does: "domain.key_value: unit=MINUTE requests_per_unit=20,
+// shadow_mode: false, quota_mode: false".
+func (c *Config) Dump() string {
+	if c == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, r := range c.rules {
+		fmt.Fprintf(&b, "%s: unit=%s requests_per_unit=%d, shadow_mode: %t, quota_mode: %t\n",
+			r.Path, strings.ToUpper(r.Unit.String()), r.RequestsPerUnit, r.ShadowMode, r.QuotaMode)
+	}
+	return b.String()
 }

@@ -2,6 +2,7 @@ package rules_test
 
 import (
 	"context"
+	"errors"
 	"math"
 	"testing"
 	"time"
@@ -275,8 +276,19 @@ func TestDecideHits(t *testing.T) {
 	if s := decide(t, r, "test-domain", 11, desc("key2=h")).Statuses[0]; s.Code != rules.OverLimit || s.Remaining != 10 {
 		t.Errorf("hits 11 of 10 left: %+v", s)
 	}
-	if _, err := r.Decide(context.Background(), "test-domain", []rules.Descriptor{desc("key2=h")}, -1); err == nil {
-		t.Error("hits -1 decided")
+	for _, bad := range []struct {
+		domain string
+		ds     []rules.Descriptor
+		hits   int64
+	}{
+		{"test-domain", []rules.Descriptor{desc("key2=h")}, -1},
+		{"", []rules.Descriptor{desc("key2=h")}, 1},
+		{"test-domain", nil, 1},
+		{"test-domain", []rules.Descriptor{desc("=h")}, 1},
+	} {
+		if _, err := r.Decide(context.Background(), bad.domain, bad.ds, bad.hits); !errors.Is(err, rules.ErrRequest) {
+			t.Errorf("Decide(%q, %v, %d): %v, want ErrRequest", bad.domain, bad.ds, bad.hits, err)
+		}
 	}
 }
 
@@ -289,7 +301,7 @@ func TestDecideOverride(t *testing.T) {
 	for i := range 4 {
 		res := decide(t, r, "test-domain", 1, d)
 		s := res.Statuses[0]
-		if !s.Override || !s.Checked || s.RequestsPerUnit != 3 || s.Unit != rules.Day || s.Rule != nil {
+		if !s.Override || !s.Checked || s.RequestsPerUnit != 3 || s.Unit != rules.Day || s.Rule != nil || s.StatsKey != "test-domain.key1_value1.subkey1_something" || s.Hits != 1 {
 			t.Fatalf("override: %+v", s)
 		}
 		if (i < 3) != (s.Code == rules.OK) || (i < 3 && s.Remaining != uint32(2-i)) {
@@ -335,6 +347,9 @@ func TestDecideReplaces(t *testing.T) {
 	for i := range 3 {
 		res := decide(t, r, "rl", 1, desc("foo=x"), desc("bar=y"))
 		foo, bar := res.Statuses[0], res.Statuses[1]
+		if bar.StatsKey != "rl.bar" {
+			t.Fatalf("StatsKey %q, want rl.bar", bar.StatsKey)
+		}
 		if !foo.Replaced || foo.Checked || foo.Code != rules.OK || foo.Remaining != 0 {
 			t.Fatalf("request %d, replaced: %+v", i, foo)
 		}

@@ -188,7 +188,7 @@ func (p *parser) file(f File) {
 		top.children[k] = v
 	}
 	rules := len(p.cfg.rules)
-	p.descriptors(top, domain, domain+".", "descriptors", descs)
+	p.descriptors(top, domain, domain+".", "descriptors", descs, false)
 	if len(p.errs) > before {
 		p.cfg.rules = p.cfg.rules[:rules]
 		return
@@ -269,7 +269,8 @@ func (p *parser) fields(n *yaml.Node, path string, allowed []string) []keyValue 
 
 // descriptors loads the list n of descriptors into at, whose place in
 // the domain is parent ("domain.key_value.").
-func (p *parser) descriptors(at *node, domain, parent, path string, n *yaml.Node) {
+// toMetric says whether a descriptor above has value_to_metric set.
+func (p *parser) descriptors(at *node, domain, parent, path string, n *yaml.Node, toMetric bool) {
 	if n == nil || isNull(n) {
 		return
 	}
@@ -284,12 +285,12 @@ func (p *parser) descriptors(at *node, domain, parent, path string, n *yaml.Node
 			p.errorf(c, field, "config error, yaml file contains list of type other than map: %s", c.Value)
 			continue
 		}
-		p.descriptor(at, domain, parent, field, c)
+		p.descriptor(at, domain, parent, field, c, toMetric)
 	}
 }
 
 // descriptor loads the descriptor n into at.
-func (p *parser) descriptor(at *node, domain, parent, path string, n *yaml.Node) {
+func (p *parser) descriptor(at *node, domain, parent, path string, n *yaml.Node, aboveToMetric bool) {
 	before := len(p.errs)
 	var key, value string
 	var valueNode, rl, children *yaml.Node
@@ -356,14 +357,14 @@ func (p *parser) descriptor(at *node, domain, parent, path string, n *yaml.Node)
 		p.errorf(n, f, "share_threshold can only be used with wildcard values (containing '*'), but found key '%s'", final)
 		return
 	}
-	nd := &node{children: map[string]*node{}, share: share}
+	nd := &node{children: map[string]*node{}, share: share, toMetric: toMetric}
 	if share {
 		nd.pattern = final
 	}
 	if rl != nil {
 		r := &Rule{Domain: domain, Path: full, File: p.name, Line: n.Line,
 			ShadowMode: shadow, QuotaMode: quota, DetailedMetric: detailed, ValueToMetric: toMetric,
-			ShareThreshold: share, Metadata: metadata}
+			ShareThreshold: share, Metadata: metadata, plainStats: !detailed && !toMetric && !aboveToMetric}
 		if !p.rateLimit(r, join(path, "rate_limit"), rl) {
 			return
 		}
@@ -371,7 +372,7 @@ func (p *parser) descriptor(at *node, domain, parent, path string, n *yaml.Node)
 		p.cfg.rules = append(p.cfg.rules, r)
 		nd.rule = r
 	}
-	p.descriptors(nd, domain, full+".", join(path, "descriptors"), children)
+	p.descriptors(nd, domain, full+".", join(path, "descriptors"), children, toMetric || aboveToMetric)
 	if len(p.errs) > before {
 		return
 	}

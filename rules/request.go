@@ -83,11 +83,20 @@ type Status struct {
 	Unit            Unit
 	Name            string
 	// Remaining is envoy's limit_remaining: what the limit has left
-	// (MaxUint32 for an unlimited rule; 0 when none is checked).
+	// after this request, whether allowed or not (a denied request
+	// counts nothing); MaxUint32 for an unlimited rule, 0 when no limit
+	// is checked.
 	Remaining uint32
 	// ResetAfter is envoy's duration_until_reset: the time until the
 	// limit is whole again (for a window, until it ends).
 	ResetAfter time.Duration
+	// StatsKey names the descriptor's statistics as envoyproxy/ratelimit
+	// does (Config.StatsKey; for the request's own Limit, its domain and
+	// entries: "domain.key1_value1.key2"); "" when no rule matched.
+	StatsKey string
+	// Hits is the cost the descriptor was decided with: its own Hits, or
+	// the request's.
+	Hits int64
 	// Decision is ratekit's decision, the zero Decision when the store was
 	// not asked (no limit checked, requests_per_unit 0).
 	Decision core.Decision

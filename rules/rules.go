@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -19,8 +20,9 @@ import (
 // configuration in force.
 var ErrNoConfig = errors.New("rules: no rate limit configuration loaded")
 
-// ErrRequest is what an error about a request wraps: a negative cost, an
-// override of no unit.
+// ErrRequest is what an error about a request wraps: an empty domain, no
+// descriptors, an entry without a key, a negative cost, an override of no
+// unit.
 var ErrRequest = errors.New("rules: invalid request")
 
 // DefaultPrefix begins every storage key of Rules when Options.Prefix is
@@ -50,6 +52,24 @@ type Options struct {
 	// QuotaMode is envoyproxy/ratelimit's QUOTA_MODE: every descriptor
 	// is a quota descriptor.
 	QuotaMode bool
+	// Atomic decides the descriptors of a request all at once, in one
+	// script: counted by all of them or by none (a request one descriptor
+	// denies spends no other's quota). Off, each is decided on its own,
+	// as envoyproxy/ratelimit does. The counters of a domain then share
+	// one Redis Cluster slot, the domain's (their storage keys are
+	// Prefix + algorithm + ":{" + domain + "}" + the descriptor's key,
+	// not the keys of the default), every descriptor of a request has one
+	// cost, a request checks at most ratekit.MaxPolicyLimits limits, quota
+	// and shadow descriptors are counted with the others but never deny
+	// alone, and rules with a penalty are refused (docs/rules.md).
+	Atomic bool
+	// OnLoad, when set, is called after every load by Update and Watch:
+	// with the configuration put in force and a nil error, or with a nil
+	// Config and the error that kept the one in force.
+	OnLoad func(*Config, error)
+	// Logger, when set, gets a line for every load by Update and Watch:
+	// Info when it succeeded, Error when it failed.
+	Logger *slog.Logger
 }
 
 // Rules decides requests, each a domain and descriptors, against the
@@ -69,6 +89,11 @@ type Rules struct {
 	keys      interner
 	overrides overrides
 	scratch   sync.Pool
+	policies  policies
+	algIndex  map[string]uint8 // index in algorithms.All by name
+	algNames  []string
+	succeeded atomic.Uint64
+	failed    atomic.Uint64
 }
 
 // state is a configuration in force, with the limiter of each rule.
@@ -87,7 +112,10 @@ func New(store core.ScriptRunner, cfg *Config, opts Options) (*Rules, error) {
 	if r.clock == nil {
 		r.clock = core.ClockFunc(time.Now)
 	}
-	for _, a := range algorithms.All {
+	r.algIndex = map[string]uint8{}
+	for i, a := range algorithms.All {
+		r.algIndex[a.Name] = uint8(i)
+		r.algNames = append(r.algNames, a.Name)
 		l, err := a.New(store, a.Defaults(), opts.Clock, opts.Prefix+a.Name+":")
 		if err != nil {
 			return nil, err
@@ -138,6 +166,14 @@ func (r *Rules) Set(cfg *Config) error {
 	for i, rule := range cfg.rules {
 		if len(rule.Limits) == 0 {
 			continue
+		}
+		if r.opts.Atomic {
+			switch {
+			case rule.Limits[0].Penalty > 0:
+				return fmt.Errorf("%w: %s:%d: a rule with a penalty cannot be decided with Options.Atomic (the penalty would block the whole domain)", ErrConfig, rule.File, rule.Line)
+			case rule.calendar && r.opts.Clock == nil:
+				return fmt.Errorf("%w: %s:%d: a calendar rule decided with Options.Atomic needs Options.Clock (every limit of a request is decided at one time, and a calendar follows this process's clock)", ErrConfig, rule.File, rule.Line)
+			}
 		}
 		switch {
 		case rule.calendar:
@@ -197,6 +233,19 @@ func (r *Rules) DecideTo(ctx context.Context, res *Result, domain string, descri
 	if hits < 0 {
 		return fmt.Errorf("%w: hits %d is negative", ErrRequest, hits)
 	}
+	if domain == "" {
+		return fmt.Errorf("%w: rate limit domain must not be empty", ErrRequest)
+	}
+	if len(descriptors) == 0 {
+		return fmt.Errorf("%w: rate limit descriptor list must not be empty", ErrRequest)
+	}
+	for i := range descriptors {
+		for j := range descriptors[i].Entries {
+			if descriptors[i].Entries[j].Key == "" {
+				return fmt.Errorf("%w: descriptor %d's entry %d has no key", ErrRequest, i, j)
+			}
+		}
+	}
 	n := len(descriptors)
 	if cap(res.Statuses) < n {
 		res.Statuses = make([]Status, n)
@@ -230,6 +279,17 @@ func (r *Rules) DecideTo(ctx context.Context, res *Result, domain string, descri
 				sc.buf = append(append(append(append(sc.buf, '_'), e.Key...), '_'), e.Value...)
 			}
 			sc.keys[i] = r.keys.get(sc.buf)
+			sc.buf = append(sc.buf[:0], domain...)
+			if len(d.Entries) == 0 {
+				sc.buf = append(sc.buf, '.')
+			}
+			for _, e := range d.Entries {
+				sc.buf = append(append(sc.buf, '.'), e.Key...)
+				if e.Value != "" {
+					sc.buf = append(append(sc.buf, '_'), e.Value...)
+				}
+			}
+			s.StatsKey = r.keys.get(sc.buf)
 			continue
 		}
 		var rule *Rule
@@ -237,6 +297,12 @@ func (r *Rules) DecideTo(ctx context.Context, res *Result, domain string, descri
 		s.Rule = rule
 		if rule == nil {
 			continue
+		}
+		if rule.plainStats {
+			s.StatsKey = rule.Path
+		} else {
+			sc.stats = st.cfg.appendStatsKey(sc.stats[:0], &sc.m, domain, d.Entries, rule)
+			s.StatsKey = r.keys.get(sc.stats)
 		}
 		if rule.Unlimited {
 			s.Unlimited, s.Remaining = true, math.MaxUint32
@@ -263,32 +329,52 @@ func (r *Rules) DecideTo(ctx context.Context, res *Result, domain string, descri
 			}
 		}
 	}
-	failed, quotas, quotaFailed := 0, 0, 0
-	for i := range descriptors {
+	// What each descriptor checks, and at what cost.
+	for i := range res.Statuses {
 		s := &res.Statuses[i]
-		quota := r.opts.QuotaMode || (s.Rule != nil && s.Rule.QuotaMode && !s.Replaced)
+		if s.Rule != nil && !s.Replaced && !s.Unlimited {
+			s.Checked, s.RequestsPerUnit, s.Unit, s.Name = true, s.Rule.RequestsPerUnit, s.Rule.Unit, s.Rule.Name
+		}
+		if !s.Checked {
+			continue
+		}
+		s.Hits = hits
+		if h := descriptors[i].Hits; h != nil {
+			if *h < 0 {
+				return fmt.Errorf("%w: descriptor %d's hits %d is negative", ErrRequest, i, *h)
+			}
+			s.Hits = *h
+		}
+		if !s.Override && len(s.Rule.params) > 0 {
+			sc.params[i] = s.Rule.params[0]
+		}
+	}
+	if r.opts.Atomic {
+		if err := r.decideAtomic(ctx, res.Statuses, sc, domain); err != nil {
+			return err
+		}
+	} else {
+		for i := range res.Statuses {
+			if s := &res.Statuses[i]; s.Checked {
+				var own []core.Params
+				if sc.params[i] != nil {
+					own = sc.params[i : i+1]
+				}
+				if err := r.decide(ctx, st, s, sc.keys[i], own); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	// envoyproxy/ratelimit's verdict: over the limit when a descriptor
+	// not in quota mode is, or when every quota descriptor is.
+	failed, quotas, quotaFailed := 0, 0, 0
+	for i := range res.Statuses {
+		s := &res.Statuses[i]
 		if s.Unlimited {
 			continue
 		}
-		if s.Rule != nil && !s.Replaced {
-			s.Checked, s.RequestsPerUnit, s.Unit, s.Name = true, s.Rule.RequestsPerUnit, s.Rule.Unit, s.Rule.Name
-		}
-		if s.Checked {
-			cost := hits
-			if h := descriptors[i].Hits; h != nil {
-				if *h < 0 {
-					return fmt.Errorf("%w: descriptor %d's hits %d is negative", ErrRequest, i, *h)
-				}
-				cost = *h
-			}
-			var own []core.Params
-			if sc.params[i] != nil {
-				own = sc.params[i : i+1]
-			}
-			if err := r.decide(ctx, st, s, sc.keys[i], own, cost); err != nil {
-				return err
-			}
-		}
+		quota := r.quota(s)
 		if s.Code == OverLimit {
 			if quota {
 				quotaFailed++
@@ -304,19 +390,20 @@ func (r *Rules) DecideTo(ctx context.Context, res *Result, domain string, descri
 	return nil
 }
 
+// quota reports whether s is a quota descriptor.
+func (r *Rules) quota(s *Status) bool {
+	return r.opts.QuotaMode || (s.Rule != nil && s.Rule.QuotaMode && !s.Replaced)
+}
+
 // decide checks one descriptor's limit: its rule's (s.Rule), or the
 // request's own (own, nil for 0 requests per unit).
-func (r *Rules) decide(ctx context.Context, st *state, s *Status, key string, own []core.Params, cost int64) error {
-	lim, params, window := r.limiters[DefaultAlgorithm], own, s.Unit.Duration()
+func (r *Rules) decide(ctx context.Context, st *state, s *Status, key string, own []core.Params) error {
+	lim, params, cost := r.limiters[DefaultAlgorithm], own, s.Hits
 	if !s.Override {
-		lim, params, window = st.limiters[s.Rule.index], s.Rule.params, s.Rule.Window
+		lim, params = st.limiters[s.Rule.index], s.Rule.params
 	}
-	if params == nil { // requests_per_unit 0: every request is over the limit
-		s.Code = OverLimit
-		if w := int64(window); w > 0 {
-			s.ResetAfter = time.Duration(w - r.clock.Now().UnixNano()%w)
-		}
-		r.shadow(s)
+	if params == nil {
+		r.zero(s)
 		return nil
 	}
 	req := core.Request{Key: key, N: cost, Params: params}
@@ -347,6 +434,20 @@ func (r *Rules) decide(ctx context.Context, st *state, s *Status, key string, ow
 	return nil
 }
 
+// zero decides a limit of 0 requests per unit: over, until its window
+// ends.
+func (r *Rules) zero(s *Status) {
+	s.Code = OverLimit
+	window := s.Unit.Duration()
+	if s.Rule != nil {
+		window = s.Rule.Window
+	}
+	if w := int64(window); w > 0 {
+		s.ResetAfter = time.Duration(w - r.clock.Now().UnixNano()%w)
+	}
+	r.shadow(s)
+}
+
 // shadow turns a shadow_mode rule's denial into OK.
 func (r *Rules) shadow(s *Status) {
 	if s.Code == OverLimit && s.Rule != nil && s.Rule.ShadowMode && !s.Override {
@@ -358,6 +459,10 @@ func (r *Rules) shadow(s *Status) {
 type scratch struct {
 	m      matcher
 	buf    []byte
+	stats  []byte
+	pp     []core.Params // decideAtomic's
+	kk     []string
+	idx    []int
 	keys   []string
 	params []core.Params
 }
