@@ -63,14 +63,15 @@ test-default:
 # The other servers: RATEKIT_REDIS_SERVERS holds their command prefixes
 # separated by ';' (.ci/servers.sh installs them and prints it; .ci/run
 # sets it), each given to the tests as RATEKIT_REDIS_SERVER (see
-# testkit/redistest). On each, SERVER_MODULES' tests run, the
+# testkit/redistest). On each, SERVER_MODULES' tests run (every Redis
+# store, each a module under store/, and testkit/redistest), the
 # stores' conformance suites among them, with SERVER_RAPID_CHECKS checks
 # per property, without -race (the Go code is the default run's; what
 # differs here is the server) and without the tests on miniredis (named
 # *Miniredis*), which never reach the server. Unset, it says loudly that
 # the stores were tested on the default server only, and fails under
 # CI=true. SERVER_JOBS runs are at once.
-SERVER_MODULES := store/goredis store/rueidis store/valkey store/redigo testkit/redistest
+SERVER_MODULES := $(filter store/%,$(MODULES)) testkit/redistest
 SERVER_RAPID_CHECKS ?= 25
 SERVER_JOBS ?= 2
 test-servers:

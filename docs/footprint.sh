@@ -7,7 +7,10 @@
 # graph, the program included), in go list -m all, its go.sum lines (none
 # for ratekit's own modules, replaced by directories: a published version
 # adds two per ratekit module), and the go directive tidy left it with.
-# docs/design.md ("Modules") records the figures.
+# docs/design.md ("Modules") records the figures. Each program is then
+# built and run; with FOOTPRINT_REDIS=host:port the go-redis and rueidis
+# programs decide on that server, without it they are built only.
+# testkit/readmetest's TestFootprint runs it in make test.
 set -euo pipefail
 repo=$(cd "${1:-$(dirname "$0")/..}" && pwd)
 work=$(mktemp -d)
@@ -31,6 +34,10 @@ prog() { # prog NAME < main.go: one program, measured
 	local godir=$(grep '^go ' "$d/go.mod")
 	printf '%-11s graph %3d  list-m-all %3d  go.sum %3d  %s\n' "$1" "$graph" "$all" "$sum" "$godir"
 	[ -n "${VERBOSE:-}" ] && (cd "$d" && go list -m all | sed 's/^/    /') || true
+	(cd "$d" && go build -o prog .)
+	if [ -n "${FOOTPRINT_REDIS:-}" ] || ! grep -q 'os.Args' "$d/main.go"; then
+		printf '%-11s ran: %s\n' "$1" "$("$d/prog" "${FOOTPRINT_REDIS:-}")"
+	fi
 }
 prog memory <<'G'
 package main
@@ -54,7 +61,11 @@ func main() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(l.Allow(context.Background(), "k"))
+	d, err := l.Allow(context.Background(), "k")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("allowed", d.Allowed, "remaining", d.Remaining)
 }
 G
 prog goredis <<'G'
@@ -63,21 +74,30 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
-	goredisstore "github.com/ratekit/ratekit/store/goredis"
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
+	goredisstore "github.com/ratekit/ratekit/store/goredis"
 	"github.com/redis/go-redis/v9"
 )
 
 func main() {
-	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", MaxRetries: -1, ContextTimeoutEnabled: true})
+	rdb := redis.NewClient(&redis.Options{Addr: os.Args[1], MaxRetries: -1, ContextTimeoutEnabled: true})
 	defer rdb.Close()
-	l, err := tokenbucket.New(goredisstore.New(rdb), tokenbucket.Config{Capacity: 3, RefillRate: 1, RefillInterval: time.Second})
+	store, err := goredisstore.New(rdb)
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(l.Allow(context.Background(), "k"))
+	l, err := tokenbucket.New(store, tokenbucket.Config{Capacity: 3, RefillRate: 1, RefillInterval: time.Second, Prefix: "footprint:goredis:"})
+	if err != nil {
+		panic(err)
+	}
+	d, err := l.Allow(context.Background(), "k")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("allowed", d.Allowed, "remaining", d.Remaining)
 }
 G
 prog rueidis <<'G'
@@ -86,40 +106,57 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
-	rueidisstore "github.com/ratekit/ratekit/store/rueidis"
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
+	rueidisstore "github.com/ratekit/ratekit/store/rueidis"
 	"github.com/redis/rueidis"
 )
 
 func main() {
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"localhost:6379"}, DisableCache: true})
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{os.Args[1]}, DisableCache: true})
 	if err != nil {
 		panic(err)
 	}
 	defer c.Close()
-	l, err := tokenbucket.New(rueidisstore.New(c), tokenbucket.Config{Capacity: 3, RefillRate: 1, RefillInterval: time.Second})
+	store, err := rueidisstore.New(c)
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(l.Allow(context.Background(), "k"))
+	l, err := tokenbucket.New(store, tokenbucket.Config{Capacity: 3, RefillRate: 1, RefillInterval: time.Second, Prefix: "footprint:rueidis:"})
+	if err != nil {
+		panic(err)
+	}
+	d, err := l.Allow(context.Background(), "k")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("allowed", d.Allowed, "remaining", d.Remaining)
 }
 G
 for m in valkey redigo; do prog "$m" <<G
 package main
 
-import _ "github.com/ratekit/ratekit/store/$m"
+import (
+	"fmt"
 
-func main() {}
+	_ "github.com/ratekit/ratekit/store/$m"
+)
+
+func main() { fmt.Println("ok") }
 G
 done
 for m in otelratekit grpclimit; do prog "$m" <<G
 package main
 
-import _ "github.com/ratekit/ratekit/$m"
+import (
+	"fmt"
 
-func main() {}
+	_ "github.com/ratekit/ratekit/$m"
+)
+
+func main() { fmt.Println("ok") }
 G
 done
 rm -rf "$work"
