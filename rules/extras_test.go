@@ -1,6 +1,7 @@
 package rules_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -97,5 +98,76 @@ func TestExtrasPenalty(t *testing.T) {
 	clock.Advance(time.Minute)
 	if s := decide(t, r, "x", 1, desc("login=ann")).Statuses[0]; s.Code != rules.OK {
 		t.Fatalf("after the penalty: %+v", s)
+	}
+}
+
+const alsoConfig = `
+domain: x
+descriptors:
+  - key: api
+    rate_limit:
+      name: api
+      unit: second
+      requests_per_unit: 3
+      also:
+        - unit: minute
+          requests_per_unit: 5
+        - period: 30s
+          requests_per_unit: 100
+          algorithm: tokenbucket
+  - key: other
+    rate_limit: {unit: minute, requests_per_unit: 2}
+`
+
+// Several limits of one rule (also) are decided at once: counted by all
+// or none, the status reporting the limit that binds.
+func TestExtrasSeveralLimits(t *testing.T) {
+	for _, atomic := range []bool{false, true} {
+		r, clock := newRules(t, alsoConfig, rules.Options{Atomic: atomic})
+		for i := range 3 {
+			s := decide(t, r, "x", 1, desc("api=k")).Statuses[0]
+			if s.Code != rules.OK || s.Unit != rules.Second || s.RequestsPerUnit != 3 || s.Remaining != uint32(2-i) || s.Name != "api" {
+				t.Fatalf("atomic %v, request %d: %+v", atomic, i, s)
+			}
+		}
+		s := decide(t, r, "x", 1, desc("api=k")).Statuses[0]
+		if s.Code != rules.OverLimit || s.Unit != rules.Second {
+			t.Fatalf("atomic %v, 4th in a second: %+v", atomic, s)
+		}
+		clock.Advance(time.Second)
+		// 3 of the minute's 5 used: the minute binds now.
+		s = decide(t, r, "x", 1, desc("api=k")).Statuses[0]
+		if s.Code != rules.OK || s.Unit != rules.Minute || s.RequestsPerUnit != 5 || s.Remaining != 1 {
+			t.Fatalf("atomic %v, next second: %+v", atomic, s)
+		}
+		decide(t, r, "x", 1, desc("api=k"))
+		clock.Advance(time.Second)
+		s = decide(t, r, "x", 1, desc("api=k")).Statuses[0]
+		if s.Code != rules.OverLimit || s.Unit != rules.Minute || s.Remaining != 0 {
+			t.Fatalf("atomic %v, minute spent: %+v", atomic, s)
+		}
+		// The denied requests counted nowhere: the second's limit has 3 left.
+		clock.Advance(time.Minute)
+		for i := range 3 {
+			s := decide(t, r, "x", 1, desc("api=k"), desc("other=o")).Statuses[0]
+			if s.Code != rules.OK {
+				t.Fatalf("atomic %v, next minute, request %d: %+v", atomic, i, s)
+			}
+		}
+	}
+}
+
+func TestExtrasSeveralLimitsErrors(t *testing.T) {
+	for _, tt := range []struct{ yaml, want string }{
+		{"domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      also: {unit: day}\n", "f.yaml:7: descriptors[0].rate_limit.also: also is a list of limits"},
+		{"domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      also:\n        - unit: day\n          requests_per_unit: 0\n", "f.yaml:8: descriptors[0].rate_limit.also[0].requests_per_unit: a rule of several limits (also) has at least 1 request per unit in each"},
+		{"domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      also:\n        - unit: day\n          requests_per_unit: 5\n          name: x\n", "f.yaml:10: descriptors[0].rate_limit.also[0].name: config error, unknown key 'name'"},
+		{"domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      also:\n        - unit: eon\n          requests_per_unit: 5\n", "f.yaml:8: descriptors[0].rate_limit.also[0].unit: invalid rate limit unit 'eon'"},
+		{"domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unlimited: true\n      also:\n        - unit: day\n          requests_per_unit: 5\n", "an unlimited rule takes none of ratekit's keys (also)"},
+	} {
+		_, err := rules.Parse([]rules.File{{Name: "f.yaml", Data: []byte(tt.yaml)}}, rules.LoadOptions{})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("error %v, want %q in it", err, tt.want)
+		}
 	}
 }
