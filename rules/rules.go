@@ -153,10 +153,10 @@ func (r *Rules) limiterAt(alg string, j int, calendar bool) (*ratekit.Limiter, e
 	if j == 0 && calendar && r.opts.Clock == nil {
 		return r.calendarRaw, nil
 	}
-	if j == 0 {
-		return r.raw[alg], nil
+	name := alg
+	if j > 0 {
+		name = fmt.Sprintf("%s:%d", alg, j)
 	}
-	name := fmt.Sprintf("%s:%d", alg, j)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if l, ok := r.raw[name]; ok {
