@@ -150,7 +150,8 @@ bench:
 # (in faulttest, whose go-redis is new enough to have it).
 gobench:
 	for d in store/*/; do (cd $$d && $(GO) test -run '^$$' -bench . -benchmem .) || exit 1; done
-	cd testkit/faulttest && $(GO) test -run '^$$' -bench AutoPipeline -benchmem .
+	cd testkit/faulttest && $(GO) test -run '^$$' -bench 'AutoPipeline|RulesDecide' -benchmem .
+	cd rules && $(GO) test -run '^$$' -bench . -benchmem .
 
 # make release VERSION=vX.Y.Z: every go.mod's requirement on a ratekit
 # module set to VERSION (the replace directives stay, for work in the
