@@ -354,10 +354,10 @@ func (r *Rules) DecideTo(ctx context.Context, res *Result, domain string, descri
 		sc.keys[i] = r.keys.get(sc.buf)
 	}
 	// A rule named in another matched rule's replaces is neither checked
-	// nor counted.
+	// nor counted (an unlimited one stays unlimited, as in envoy).
 	for j := range res.Statuses {
 		rj := res.Statuses[j].Rule
-		if rj == nil || rj.Name == "" {
+		if rj == nil || rj.Name == "" || rj.Unlimited {
 			continue
 		}
 	replaced:
