@@ -12,7 +12,8 @@ import (
 // interner keeps the storage keys of recent descriptors, so that a key
 // built again in a buffer is a string already made: a decision on a key
 // seen before allocates none. Each of its shards forgets all its keys
-// when it holds internShardKeys.
+// when it holds internShardKeys: at most 64 Ki keys of internMaxLen
+// bytes are held.
 type interner struct {
 	seed   maphash.Seed
 	once   sync.Once
@@ -22,6 +23,9 @@ type interner struct {
 const (
 	internShards    = 64
 	internShardKeys = 1024
+	// internMaxLen is the longest key kept: a client's values are
+	// hostile, and a longer key costs an allocation, not memory held.
+	internMaxLen = 512
 )
 
 type internShard struct {
@@ -31,6 +35,9 @@ type internShard struct {
 
 // get returns b as a string.
 func (in *interner) get(b []byte) string {
+	if len(b) > internMaxLen {
+		return string(b)
+	}
 	in.once.Do(func() { in.seed = maphash.MakeSeed() })
 	sh := &in.shards[maphash.Bytes(in.seed, b)%internShards]
 	sh.mu.RLock()
