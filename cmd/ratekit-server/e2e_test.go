@@ -133,6 +133,18 @@ func TestGlobalShadowModeAndHeaders(t *testing.T) {
 	}
 }
 
+// With STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT (all descriptors decided at
+// once), descriptors of different costs cannot be: InvalidArgument.
+func TestAtomicRefusesMixedCosts(t *testing.T) {
+	r := startRLS(t, "memory", fakeclock.New(epoch), map[string]string{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT": "true"})
+	costly := desc("small", "m")
+	costly.HitsAddend = wrapperspb.UInt64(2)
+	_, err := r.send(&rlsv3.RateLimitRequest{Domain: "extras", Descriptors: []*commonv3.RateLimitDescriptor{costly, desc("parent", "one", "child", "m")}})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Errorf("ShouldRateLimit with costs 2 and 1 = %v, want InvalidArgument", err)
+	}
+}
+
 // A malformed request is refused with InvalidArgument and counts nothing.
 func TestBadRequests(t *testing.T) {
 	for _, backend := range backends {

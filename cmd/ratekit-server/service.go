@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -119,7 +118,7 @@ func (svc *service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReq
 	if err := svc.rules.DecideTo(ctx, &res, req.GetDomain(), descriptors, hits); err != nil {
 		return nil, svc.decideError(err)
 	}
-	return svc.response(req, descriptors, hits, &res), nil
+	return svc.response(req, &res), nil
 }
 
 func (svc *service) decideError(err error) error {
@@ -130,6 +129,9 @@ func (svc *service) decideError(err error) error {
 	case errors.Is(err, rules.ErrNoConfig):
 		svc.stats.inc(statServiceError)
 		return status.Error(codes.Unavailable, "no rate limit configuration loaded")
+	case errors.Is(err, rules.ErrRequest):
+		svc.stats.inc(statServiceError)
+		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, err.Error())
 	default:
@@ -193,7 +195,7 @@ func requestDescriptors(req *rlsv3.RateLimitRequest) ([]rules.Descriptor, error)
 }
 
 // response builds the RLS response from a decision, counting its stats.
-func (svc *service) response(req *rlsv3.RateLimitRequest, ds []rules.Descriptor, hits int64, res *rules.Result) *rlsv3.RateLimitResponse {
+func (svc *service) response(req *rlsv3.RateLimitRequest, res *rules.Result) *rlsv3.RateLimitResponse {
 	resp := &rlsv3.RateLimitResponse{
 		OverallCode: rlsv3.RateLimitResponse_OK,
 		Statuses:    make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(res.Statuses)),
@@ -213,7 +215,7 @@ func (svc *service) response(req *rlsv3.RateLimitRequest, ds []rules.Descriptor,
 				Unit:            rlsv3.RateLimitResponse_RateLimit_Unit(st.Unit),
 			}
 			out.DurationUntilReset = durationpb.New(ceilSeconds(st.ResetAfter))
-			svc.count(statsKey(req.GetDomain(), ds[i], st), st, uint64(descriptorHits(ds[i], hits)))
+			svc.count(st)
 		}
 		if st.DomainNotFound {
 			svc.stats.inc(statRulePrefix + sanitizeStatName(req.GetDomain()) + ".domain_not_found")
@@ -243,49 +245,21 @@ func (svc *service) response(req *rlsv3.RateLimitRequest, ds []rules.Descriptor,
 	return resp
 }
 
-// descriptorHits is envoy's rule: a descriptor's own hits_addend, else the
-// request's.
-func descriptorHits(d rules.Descriptor, hits int64) int64 {
-	if d.Hits != nil {
-		return *d.Hits
-	}
-	return hits
-}
-
 // count adds one descriptor's decision to its rule's stats, as
 // envoyproxy/ratelimit counts them: from the window's count before and
 // after the request (a denied request is counted there, not in ratekit).
-func (svc *service) count(key string, st *rules.Status, hits uint64) {
-	if svc.settings.DisableStats {
+func (svc *service) count(st *rules.Status) {
+	if svc.settings.DisableStats || st.StatsKey == "" {
 		return
 	}
+	hits := uint64(st.Hits)
 	limit := uint64(st.RequestsPerUnit)
 	before := limit - min(limit, uint64(st.Remaining))
 	if st.Code == rules.OK && !st.Shadow {
 		before -= min(before, hits) // Remaining is after this request's hits
 	}
 	shadow := st.Rule != nil && st.Rule.ShadowMode
-	svc.stats.rule(key).record(hits, before, before+hits, limit, svc.settings.NearLimitRatio, shadow)
-}
-
-// statsKey names a descriptor's stats as envoyproxy/ratelimit does: its
-// rule's path; with detailed_metric, the request's own keys and values;
-// for a request's override, every entry's key and value.
-func statsKey(domain string, d rules.Descriptor, st *rules.Status) string {
-	if st.Rule != nil && !st.Override && !st.Rule.DetailedMetric {
-		return st.Rule.Path
-	}
-	var b strings.Builder
-	b.WriteString(domain)
-	for _, e := range d.Entries {
-		b.WriteByte('.')
-		b.WriteString(e.Key)
-		if e.Value != "" {
-			b.WriteByte('_')
-			b.WriteString(e.Value)
-		}
-	}
-	return b.String()
+	svc.stats.rule(st.StatsKey).record(hits, before, before+hits, limit, svc.settings.NearLimitRatio, shadow)
 }
 
 // ceilSeconds rounds d up to whole seconds, as envoy's duration_until_reset
