@@ -31,6 +31,7 @@ require (
 	go.opentelemetry.io/otel v1.43.0 // indirect
 	go.opentelemetry.io/otel/metric v1.43.0 // indirect
 	go.opentelemetry.io/otel/trace v1.43.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260226221140-a57be14db171 // indirect
@@ -41,6 +42,7 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/ratekit/ratekit/grpclimit v0.0.0
 	github.com/ratekit/ratekit/otelratekit v0.0.0
+	github.com/ratekit/ratekit/rules v0.0.0
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 	pgregory.net/rapid v1.3.0 // indirect
@@ -49,3 +51,5 @@ require (
 replace github.com/ratekit/ratekit/grpclimit => ../../grpclimit
 
 replace github.com/ratekit/ratekit/otelratekit => ../../otelratekit
+
+replace github.com/ratekit/ratekit/rules => ../../rules
