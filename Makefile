@@ -12,7 +12,7 @@ export RAPID_CHECKS RAPID_STEPS
 # nested module, so test and vet visit each one.
 MODULES := $(sort $(patsubst ./%,%,$(patsubst %/go.mod,%,$(shell find . -name go.mod -not -path './.git/*'))))
 
-.PHONY: test test-default test-servers fmt-check vet oldest-go soak bench gobench fuzz release
+.PHONY: test test-saturated test-default test-servers fmt-check vet oldest-go soak bench bench-instructions bench-rls gobench fuzz release
 
 # The modules a program imports: all but the demo, the benchmark harness
 # and the test-only modules under testkit/.
@@ -25,10 +25,18 @@ LIBRARY_MODULES := $(filter-out cmd/% bench/% testkit/%,$(MODULES))
 # runs everything with the installed Go.
 GO_MIN := $(shell sed -n 's/^go //p' go.mod)
 
-# Modules tested at once: their slowest tests mostly wait (failovers,
-# restarts), so modules overlap well; each module's output is printed
-# whole, in order, when all are done.
+# Modules tested at once; each module's output is printed whole, in
+# MODULES' order, when all are done.
 TEST_JOBS ?= 3
+
+# The modules whose tests take longest, slowest first (go test -json under
+# make test-saturated: the rapid conformance suites on miniredis and on
+# each Redis client, the fault tests, the memory store's suites in the
+# root module), started before the others. In MODULES' order the slowest,
+# testkit/miniredistest, started only once a dozen modules had passed, and
+# the run waited for it at the end.
+SLOW_MODULES := testkit/miniredistest store/goredis testkit/faulttest store/rueidis .
+TEST_ORDER := $(filter $(MODULES),$(SLOW_MODULES)) $(filter-out $(SLOW_MODULES),$(MODULES))
 
 # make test: every module's tests on the default server (redis-server on
 # PATH), and at the same time the Redis stores' on every other server
@@ -36,11 +44,24 @@ TEST_JOBS ?= 3
 test: fmt-check vet
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-default test-servers
 
+# make test-saturated: make test while HOGS CPU-bound processes run beside
+# it, stopped when it ends: a test that fails only then depends on the
+# machine's speed (docs/contributing.md). Run it before a change that
+# touches timing.
+HOGS ?= 2
+test-saturated:
+	@pids=; for i in $$(seq $(HOGS)); do sh -c 'while :; do :; done' & pids="$$pids $$!"; done; \
+	trap 'kill $$pids 2>/dev/null' EXIT INT TERM; \
+	echo "test-saturated: make test beside $(HOGS) CPU-bound processes;$$(uptime | sed 's/.*,  *load/ load/')"; \
+	start=$$(date +%s); $(MAKE) --no-print-directory test; status=$$?; \
+	echo "test-saturated: make test exited $$status after $$(( $$(date +%s) - start )) s;$$(uptime | sed 's/.*,  *load/ load/')"; \
+	exit $$status
+
 # Everything, -race, on the default server: the fault, contention and
 # seed tests, the tests on miniredis, the rapid checks in full.
 test-default:
 	@dir=$$(mktemp -d); \
-	printf '%s\n' $(MODULES) | xargs -P $(TEST_JOBS) -I{} sh -c \
+	printf '%s\n' $(TEST_ORDER) | xargs -P $(TEST_JOBS) -I{} sh -c \
 		'f="$$1/$$(echo {} | tr / _)"; cd {} && $(GO) test -race -count=1 -timeout 30m ./... >"$$f.log" 2>&1 || touch "$$f.failed"' _ "$$dir"; \
 	fail=0; for m in $(MODULES); do \
 		f="$$dir/$$(echo $$m | tr / _)"; echo "go test $$m"; cat "$$f.log"; \
@@ -50,14 +71,15 @@ test-default:
 # The other servers: RATEKIT_REDIS_SERVERS holds their command prefixes
 # separated by ';' (.ci/servers.sh installs them and prints it; .ci/run
 # sets it), each given to the tests as RATEKIT_REDIS_SERVER (see
-# testkit/redistest). On each, SERVER_MODULES' tests run, the
+# testkit/redistest). On each, SERVER_MODULES' tests run (every Redis
+# store, each a module under store/, and testkit/redistest), the
 # stores' conformance suites among them, with SERVER_RAPID_CHECKS checks
 # per property, without -race (the Go code is the default run's; what
 # differs here is the server) and without the tests on miniredis (named
 # *Miniredis*), which never reach the server. Unset, it says loudly that
 # the stores were tested on the default server only, and fails under
 # CI=true. SERVER_JOBS runs are at once.
-SERVER_MODULES := store/goredis store/rueidis store/valkey store/redigo testkit/redistest
+SERVER_MODULES := $(filter store/%,$(MODULES)) testkit/redistest
 SERVER_RAPID_CHECKS ?= 25
 SERVER_JOBS ?= 2
 test-servers:
@@ -123,12 +145,25 @@ BENCHFLAGS ?=
 bench:
 	cd bench/peers && $(GO) run . -out .. $(BENCHFLAGS)
 
+# The instructions redis-server runs per call of each script, as EVALSHA
+# and as FCALL, counted under callgrind (needs valgrind): what
+# docs/design.md's "What a script costs" quotes. Printed, not written.
+bench-instructions:
+	cd bench/peers && $(GO) run . -instructions $(BENCHFLAGS)
+
+# ratekit-server beside envoyproxy/ratelimit (built from its Go module) on
+# one redis-server: decisions/s and latency per request mix, and exactness
+# across three processes of each (cmd/ratekit-server/bench.sh). Prints.
+bench-rls:
+	cmd/ratekit-server/bench.sh
+
 # The per-store go test benchmarks (each starts its own redis-server;
 # each Redis store is a module of its own), and go-redis' AutoPipeliner
 # (in faulttest, whose go-redis is new enough to have it).
 gobench:
 	for d in store/*/; do (cd $$d && $(GO) test -run '^$$' -bench . -benchmem .) || exit 1; done
-	cd testkit/faulttest && $(GO) test -run '^$$' -bench AutoPipeline -benchmem .
+	cd testkit/faulttest && $(GO) test -run '^$$' -bench 'AutoPipeline|RulesDecide' -benchmem .
+	cd rules && $(GO) test -run '^$$' -bench . -benchmem .
 
 # make release VERSION=vX.Y.Z: every go.mod's requirement on a ratekit
 # module set to VERSION (the replace directives stay, for work in the

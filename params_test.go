@@ -482,3 +482,64 @@ func TestRequestKeys(t *testing.T) {
 		})
 	}
 }
+
+// A keyed policy's limits may share a prefix: a counter keeps one storage
+// key whichever place it takes, every request gives Keys, and two limits
+// of one prefix never count at one key in a request.
+func TestKeyedPolicy(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{"in process", "scripts"} {
+		t.Run(name, func(t *testing.T) {
+			clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			store := paramsStores(t, clock)[name]
+			window, err := fixedwindow.New(store, fixedwindow.Config{Limit: 2, Window: time.Hour, Clock: clock})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "a", Limiter: window}, {Name: "b", Limiter: window}}}); !errors.Is(err, core.ErrInvalidConfig) {
+				t.Fatalf("two limits of one prefix, not keyed: %v", err)
+			}
+			if _, err := ratekit.NewPolicy(ratekit.PolicyConfig{Keyed: true, Limits: []ratekit.Limit{{Name: "a", Limiter: window, Penalty: time.Second}}}); !errors.Is(err, core.ErrInvalidConfig) {
+				t.Fatalf("a keyed policy with a penalty: %v", err)
+			}
+			var policies [3]*ratekit.Limiter
+			for n := 1; n <= 3; n++ {
+				limits := make([]ratekit.Limit, n)
+				for i := range limits {
+					limits[i] = ratekit.Limit{Name: fmt.Sprint("d", i), Limiter: window}
+				}
+				if policies[n-1], err = ratekit.NewPolicy(ratekit.PolicyConfig{Keyed: true, Limits: limits}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// "x" counts at one place whatever its position and policy.
+			for i, c := range []struct {
+				keys    []string
+				allowed bool
+			}{
+				{[]string{"x"}, true},
+				{[]string{"y", "x"}, true},       // x: 2 of 2
+				{[]string{"z", "w", "x"}, false}, // x is full: z and w count nothing
+				{[]string{"z", "w"}, true},
+			} {
+				d, err := policies[len(c.keys)-1].Decide(ctx, core.Request{Key: "dom", N: 1, Keys: c.keys})
+				if err != nil || d.Allowed != c.allowed {
+					t.Fatalf("request %d %v: %+v, %v; want allowed %v", i, c.keys, d, err, c.allowed)
+				}
+			}
+			d, err := policies[0].Decide(ctx, core.Request{Key: "dom", N: 1, Op: core.OpPeek, Keys: []string{"z"}})
+			if err != nil || d.Remaining != 1 {
+				t.Fatalf("z after one counted request: %+v, %v", d, err)
+			}
+			if _, err := policies[1].Decide(ctx, core.Request{Key: "dom", N: 1, Keys: []string{"q", "q"}}); !errors.Is(err, core.ErrInvalidKey) {
+				t.Errorf("one key twice: %v, want ErrInvalidKey", err)
+			}
+			if _, err := policies[0].Allow(ctx, "dom"); !errors.Is(err, core.ErrInvalidConfig) {
+				t.Errorf("a request without Keys: %v, want ErrInvalidConfig", err)
+			}
+			if res := policies[0].AllowMany(ctx, []core.Request{{Key: "dom", N: 1}}); !errors.Is(res[0].Err, core.ErrInvalidConfig) {
+				t.Errorf("a batched request without Keys: %v, want ErrInvalidConfig", res[0].Err)
+			}
+		})
+	}
+}

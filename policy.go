@@ -57,6 +57,14 @@ type PolicyConfig struct {
 	// limit would have denied (and no enforced one did), with the
 	// decision. It runs on the caller's goroutine: keep it short.
 	OnShadowDeny func(ctx context.Context, key string, d core.Decision)
+	// Keyed makes a policy of limits of different keys: it decides only
+	// requests that give Keys (core.Request.Keys), and its limits may
+	// share a prefix, so that a counter keeps one storage key whichever
+	// place it takes in a policy (package rules decides the descriptors
+	// of a request so, with one limiter per algorithm). In a request, two
+	// limits of one prefix must then have different Keys. A keyed policy
+	// has no penalties (they would block the Key the limits share).
+	Keyed bool
 }
 
 // DefaultPenaltyPrefix is the key prefix of penalty blocks when
@@ -84,7 +92,7 @@ func NewPolicy(cfg PolicyConfig) (*Limiter, error) {
 	if len(cfg.Limits) == 0 || len(cfg.Limits) > MaxPolicyLimits {
 		return nil, bad("a policy holds 1 to %d limits, got %d", MaxPolicyLimits, len(cfg.Limits))
 	}
-	ec := engine.Config{Policy: true, OnShadowDeny: cfg.OnShadowDeny}
+	ec := engine.Config{Policy: true, OnShadowDeny: cfg.OnShadowDeny, Keyed: cfg.Keyed}
 	var first *engine.Engine
 	names := map[string]bool{}
 	prefixes := map[string]bool{}
@@ -119,7 +127,10 @@ func NewPolicy(cfg PolicyConfig) (*Limiter, error) {
 			return nil, bad("limit %q has a Clock and limit %q has none: a policy decides all its limits at one time, so give every limit a Clock (a calendar window always has one) or none", has, hasNot)
 		}
 		el := e.Limits()[0]
-		if prefixes[el.Prefix] {
+		if l.Penalty != 0 && cfg.Keyed {
+			return nil, bad("limit %q has a Penalty: a keyed policy has none (it would block the Key its limits share)", l.Name)
+		}
+		if prefixes[el.Prefix] && !cfg.Keyed {
 			return nil, bad("limit %q shares the prefix %q with another limit", l.Name, el.Prefix)
 		}
 		prefixes[el.Prefix] = true

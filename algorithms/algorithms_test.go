@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -345,42 +344,5 @@ func TestZeroAlgorithm(t *testing.T) {
 	}
 	if p := unknown.Limit(); p != (algorithms.Param{}) {
 		t.Errorf("the zero Algorithm's Limit: %+v", p)
-	}
-}
-
-// TestDocsListEveryAlgorithm keeps the docs that list the algorithms in
-// step with All: the README's table has one row per algorithm and says
-// how many there are, and the root package doc names each package.
-func TestDocsListEveryAlgorithm(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := os.ReadFile("../doc.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := algorithms.Names()
-	var rows []string
-	for _, m := range regexp.MustCompile("(?m)^\\| [^|]+ \\| `algorithms/(\\w+)` \\|").FindAllStringSubmatch(string(readme), -1) {
-		rows = append(rows, m[1])
-	}
-	if !slices.Equal(rows, names) {
-		t.Errorf("README.md's algorithm table has rows for %v, algorithms.All %v (in its order)", rows, names)
-	}
-	words := []string{"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"}
-	counts := regexp.MustCompile(`(?i)\b(`+strings.Join(words, "|")+`) algorithms\b`).FindAllStringSubmatch(string(readme), -1)
-	if len(counts) == 0 {
-		t.Error(`README.md never says how many algorithms there are ("Six algorithms")`)
-	}
-	for _, m := range counts {
-		if len(names) >= len(words) || !strings.EqualFold(m[1], words[len(names)]) {
-			t.Errorf("README.md says %q; algorithms.All has %d", m[0], len(names))
-		}
-	}
-	for _, n := range names {
-		if !regexp.MustCompile(`\b` + n + `\b`).Match(doc) {
-			t.Errorf("doc.go (the root package doc) does not name algorithms/%s among the algorithms", n)
-		}
 	}
 }

@@ -49,9 +49,14 @@ func TestWaitStopsWithContext(t *testing.T) {
 	store, _ := memory.New()
 	defer store.Close()
 	lim, _ := tokenbucket.New(store, tokenbucket.Config{Capacity: 1, RefillRate: 1, RefillInterval: time.Hour})
+	// The only token is taken without a deadline: under the 20 ms
+	// context, a saturated machine could make this call fail, and Wait
+	// would then find the token instead of waiting until its context ends.
+	if d, err := lim.Allow(context.Background(), "k"); err != nil || !d.Allowed {
+		t.Fatalf("Allow = %+v, %v", d, err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	lim.Allow(ctx, "k")
 	start := time.Now()
 	d, err := core.Wait(ctx, lim, "k", 1)
 	// The context's end wraps ErrStore, as a limiter's call reports it.

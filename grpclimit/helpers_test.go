@@ -143,8 +143,20 @@ func serveChain(t *testing.T, ins []*grpclimit.Interceptors, s *svc, opts ...grp
 	return conn
 }
 
+// decideTimeout is the Timeout newInterceptors gives a Config without
+// one: the tests that are not about Timeout must not see its outcome (a
+// call served without the limit, or Unavailable) because a saturated
+// machine took longer than DefaultTimeout (100 ms) to decide. The tests
+// of Timeout (bound_test.go) set their own.
+const decideTimeout = 10 * time.Second
+
+// newInterceptors builds the interceptors, with Timeout decideTimeout when
+// cfg has none.
 func newInterceptors(t *testing.T, cfg grpclimit.Config) *grpclimit.Interceptors {
 	t.Helper()
+	if cfg.Timeout == 0 {
+		cfg.Timeout = decideTimeout
+	}
 	in, err := grpclimit.New(cfg)
 	if err != nil {
 		t.Fatal(err)

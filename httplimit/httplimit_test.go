@@ -47,7 +47,17 @@ func bucket(t *testing.T, r core.ScriptRunner, clock core.Clock, capacity int64)
 	return l
 }
 
+// decideTimeout is the Timeout mw gives a Config without one: the tests
+// that are not about Timeout must not see its outcome (fail open, or 503)
+// because a saturated machine took longer than DefaultTimeout (100 ms) to
+// decide. TestTimeoutBoundsADecision builds its own.
+const decideTimeout = 10 * time.Second
+
+// mw builds the middleware, with Timeout decideTimeout when cfg has none.
 func mw(t *testing.T, cfg httplimit.Config) func(http.Handler) http.Handler {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = decideTimeout
+	}
 	m, err := httplimit.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -1045,8 +1055,12 @@ func TestTimeoutBoundsADecision(t *testing.T) {
 	}{{0, false, 200}, {20 * time.Millisecond, false, 200}, {20 * time.Millisecond, true, 503}} {
 		release := make(chan struct{})
 		var reported []error
-		h := mw(t, httplimit.Config{Limiter: hanging{release: release}, Timeout: c.timeout, FailClosed: c.failClosed,
-			OnError: func(_ *http.Request, err error) { reported = append(reported, err) }})(ok)
+		m, err := httplimit.New(httplimit.Config{Limiter: hanging{release: release}, Timeout: c.timeout, FailClosed: c.failClosed,
+			OnError: func(_ *http.Request, err error) { reported = append(reported, err) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := m(ok)
 		done := make(chan int, 1)
 		go func() { done <- get(t, h, "10.0.0.1:1", nil).StatusCode }()
 		select {

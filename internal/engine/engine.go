@@ -45,6 +45,9 @@ type Config struct {
 	// OnShadowDeny, in a policy, is called after every allowed request a
 	// shadow limit would have denied.
 	OnShadowDeny func(ctx context.Context, key string, d core.Decision)
+	// Keyed makes a policy decide only requests that give Keys, so that
+	// its limits may share a prefix (ratekit.PolicyConfig.Keyed).
+	Keyed bool
 }
 
 // Engine decides requests against its limits, through one store.
@@ -56,6 +59,8 @@ type Engine struct {
 	rw, ro *core.Script
 	// penalty is the penalty key prefix, "" when no limit has a penalty.
 	penalty string
+	// keyed: every request gives Keys (Config.Keyed).
+	keyed bool
 	// args are the limits' arguments as ARGV holds them after now and
 	// mode (shadow and penalty in a policy, then the parameters); when
 	// scheduled, a limit's Schedule changes some of them for each call.
@@ -90,6 +95,7 @@ func New(cfg Config) (*Engine, error) {
 		limits:   append([]Limit(nil), cfg.Limits...),
 		maxCost:  params.MaxCount,
 		onShadow: cfg.OnShadowDeny,
+		keyed:    cfg.Keyed,
 	}
 	e.sh.policy = cfg.Policy
 	for _, l := range e.limits {
@@ -270,6 +276,9 @@ func (e *Engine) decideOne(ctx context.Context, key string, n int64, mode Mode, 
 	// twentieth of a decision in process.
 	if e == nil {
 		return core.Decision{}, ErrZero
+	}
+	if e.keyed {
+		return core.Decision{}, e.checkKeys(nil)
 	}
 	if err := keyspace.CheckKey(key); err != nil {
 		return core.Decision{}, err

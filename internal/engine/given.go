@@ -136,10 +136,13 @@ func AsParams(gp core.Params) (Params, error) {
 	return p, nil
 }
 
-// checkKeys checks a request's Keys against e's limits: nil, or one
-// entry per limit, each at most core.MaxKeyLen bytes.
+// checkKeys checks a request's Keys against e's limits: nil (but for a
+// keyed policy), or one entry per limit, each at most core.MaxKeyLen
+// bytes, and in a keyed policy different for limits of one prefix.
 func (e *Engine) checkKeys(keys []string) error {
 	switch {
+	case keys == nil && e.keyed:
+		return fmt.Errorf("%w: a keyed policy decides only requests that give Keys, one per limit", core.ErrInvalidConfig)
 	case keys == nil:
 		return nil
 	case len(keys) != len(e.limits):
@@ -150,6 +153,14 @@ func (e *Engine) checkKeys(keys []string) error {
 	for i, k := range keys {
 		if len(k) > core.MaxKeyLen {
 			return fmt.Errorf("%w: Keys[%d] is %d bytes, more than %d", core.ErrInvalidKey, i, len(k), core.MaxKeyLen)
+		}
+		if !e.keyed {
+			continue
+		}
+		for j := range i {
+			if keys[j] == k && e.limits[j].Prefix == e.limits[i].Prefix {
+				return fmt.Errorf("%w: Keys[%d] and Keys[%d] are one key of limits of one prefix: one counter, counted twice", core.ErrInvalidKey, j, i)
+			}
 		}
 	}
 	return nil

@@ -220,7 +220,7 @@ func (s *Store) shardOf(key string) (int, uint64) {
 
 // RunScript runs sc's Go twin atomically: every shard holding one of keys is
 // locked for the call. It fails, changing nothing, when s cannot run
-// scripts (see Check), when ctx has ended, when sc has no twin, and when
+// scripts (a nil or zero Store, not made by New), when ctx has ended, when sc has no twin, and when
 // keys span Redis Cluster slots: a Redis store refuses such a script, and
 // so does this one, so that what works here works on a cluster.
 func (s *Store) RunScript(ctx context.Context, sc *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {

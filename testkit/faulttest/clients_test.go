@@ -1,6 +1,8 @@
 package faulttest
 
 import (
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,6 +18,14 @@ import (
 	rueidisstore "github.com/ratekit/ratekit/store/rueidis"
 	valkeystore "github.com/ratekit/ratekit/store/valkey"
 )
+
+// decideTimeout is the Timeout given to httplimit and grpclimit (and
+// failsafe) by the tests whose subject is not a timeout: their defaults
+// (100 ms) are shorter than a decision over a real Redis can take on a
+// saturated machine, where the wrapper would answer its documented
+// timeout outcome (fail open, or 503) instead of the decision the test is
+// about. Tests of a timeout set their own (fault_test.go, outage_test.go).
+const decideTimeout = 10 * time.Second
 
 // adapter opens a fresh, independent client of one kind for a server, as
 // a separate application process would; closed when t ends.
@@ -80,4 +90,31 @@ func memoryAdapter(t *testing.T) adapter {
 	}
 	t.Cleanup(func() { s.Close() })
 	return adapter{"memory", func(*testing.T, string) core.ScriptRunner { return s }}
+}
+
+// TestEveryStoreHasAClient: each Redis store (a folder of store/ that is
+// a module of its own, store/<name>) has a client named <name> in
+// adapters and in outageClients, so that a new store is in the fault,
+// contention and outage tests or fails here; the memory store
+// (memoryAdapter) is in the root module.
+func TestEveryStoreHasAClient(t *testing.T) {
+	mods, err := filepath.Glob(filepath.Join("..", "..", "store", "*", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mods) == 0 {
+		t.Fatal("no store/*/go.mod: the search is broken")
+	}
+	for _, m := range mods {
+		name := filepath.Base(filepath.Dir(m))
+		if !slices.ContainsFunc(adapters, func(a adapter) bool { return a.name == name }) {
+			t.Errorf("store/%s has no client in adapters (clients_test.go): add one named %q", name, name)
+		}
+		if !slices.ContainsFunc(outageClients, func(c outageClient) bool { return c.name == name }) {
+			t.Errorf("store/%s has no client in outageClients (outage_test.go): add one named %q", name, name)
+		}
+	}
+	if len(adapters) != len(mods) || len(outageClients) != len(mods) {
+		t.Errorf("%d adapters and %d outageClients for %d Redis stores: one each", len(adapters), len(outageClients), len(mods))
+	}
 }

@@ -25,7 +25,7 @@ func TestHTTPLimitOverRedis(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			mw, err := httplimit.New(httplimit.Config{Limiter: lim, Name: "fw"})
+			mw, err := httplimit.New(httplimit.Config{Limiter: lim, Name: "fw", Timeout: decideTimeout})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -86,7 +86,7 @@ type limiterWrapper struct {
 var limiterWrappers = []limiterWrapper{
 	{"plain", func(t *testing.T, next core.Limiter) core.Limiter { return next }},
 	{"failsafe", func(t *testing.T, next core.Limiter) core.Limiter {
-		return must[*failsafe.Limiter](t)(failsafe.New(failsafe.Config{Limiter: next, Mode: failsafe.FailClosed, Timeout: 10 * time.Second}))
+		return must[*failsafe.Limiter](t)(failsafe.New(failsafe.Config{Limiter: next, Mode: failsafe.FailClosed, Timeout: decideTimeout}))
 	}},
 	{"denycache", func(t *testing.T, next core.Limiter) core.Limiter {
 		return must[*denycache.Limiter](t)(denycache.New(next))
@@ -184,6 +184,7 @@ func checkHTTP(t *testing.T, lim core.Limiter, policy bool) {
 	mw := must[func(http.Handler) http.Handler](t)(httplimit.New(httplimit.Config{
 		Limiter: lim,
 		Name:    "api",
+		Timeout: decideTimeout,
 		Key:     httplimit.KeyFunc(func(*http.Request) (string, error) { return "k", nil }),
 	}))
 	h := mw(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
@@ -210,6 +211,7 @@ func checkGRPC(t *testing.T, lim core.Limiter) {
 	t.Helper()
 	in := must[*grpclimit.Interceptors](t)(grpclimit.New(grpclimit.Config{
 		Limiter: lim,
+		Timeout: decideTimeout,
 		Key:     grpclimit.KeyFunc(func(context.Context, grpclimit.Call) (string, error) { return "k", nil }),
 	}))
 	handled := 0

@@ -6,6 +6,7 @@ replace (
 	github.com/ratekit/ratekit => ../..
 	github.com/ratekit/ratekit/grpclimit => ../../grpclimit
 	github.com/ratekit/ratekit/otelratekit => ../../otelratekit
+	github.com/ratekit/ratekit/rules => ../../rules
 	github.com/ratekit/ratekit/store/goredis => ../../store/goredis
 	github.com/ratekit/ratekit/store/redigo => ../../store/redigo
 	github.com/ratekit/ratekit/store/rueidis => ../../store/rueidis
@@ -16,6 +17,7 @@ require (
 	github.com/ratekit/ratekit v0.0.0
 	github.com/ratekit/ratekit/grpclimit v0.0.0
 	github.com/ratekit/ratekit/otelratekit v0.0.0
+	github.com/ratekit/ratekit/rules v0.0.0
 	github.com/ratekit/ratekit/store/goredis v0.0.0
 	github.com/ratekit/ratekit/store/redigo v0.0.0
 	github.com/ratekit/ratekit/store/rueidis v0.0.0
@@ -36,6 +38,7 @@ require (
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel v1.43.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.44.0 // indirect

@@ -54,6 +54,7 @@ import (
 	_ "testing"
 	_ "time"
 
+	_ "github.com/ratekit/ratekit/rules"
 	_ "github.com/redis/go-redis/v9"
 	_ "github.com/redis/rueidis"
 	_ "github.com/valkey-io/valkey-go"

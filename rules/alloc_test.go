@@ -1,0 +1,46 @@
+package rules_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/ratekit/ratekit/rules"
+)
+
+// A decision with a configuration loaded once and a Result reused
+// allocates nothing on the memory store: matching, keys, parameters.
+func TestDecideToDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	r, _ := newRules(t, basic+`
+  - key: tb
+    rate_limit: {unit: second, requests_per_unit: 1000000, algorithm: tokenbucket, burst: 1000000}
+  - key: files
+    value: files/*
+    share_threshold: true
+    rate_limit: {unit: hour, requests_per_unit: 1000000}
+  - key: detailed
+    detailed_metric: true
+    rate_limit: {unit: second, requests_per_unit: 1000000}
+`, rules.Options{})
+	ds := []rules.Descriptor{
+		desc("key1=value1", "subkey1=a"), desc("key2=b"), desc("key6=c"), desc("none=d"), desc("tb=e"), desc("files=files/x"), desc("detailed=y"),
+	}
+	over := desc("key2=b")
+	over.Limit = &rules.Override{RequestsPerUnit: 1000000, Unit: rules.Hour}
+	ds = append(ds, over)
+	ctx := context.Background()
+	var res rules.Result
+	if err := r.DecideTo(ctx, &res, "test-domain", ds, 1); err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if err := r.DecideTo(ctx, &res, "test-domain", ds, 1); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("DecideTo allocates %v times per call, want 0", allocs)
+	}
+}

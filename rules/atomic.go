@@ -1,0 +1,182 @@
+package rules
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/ratekit/ratekit"
+	"github.com/ratekit/ratekit/core"
+)
+
+// decideAtomic decides every checked descriptor of a request at once
+// (Options.Atomic): one keyed policy of their limits, at Key domain, each
+// at its own key (core.Request.Keys), counted by all or by none.
+func (r *Rules) decideAtomic(ctx context.Context, statuses []Status, sc *scratch, domain string) error {
+	// idx: each status's first limit in the policy, -1 for none.
+	sc.pp, sc.kk, sc.idx = sc.pp[:0], sc.kk[:0], sc.idx[:0]
+	var shape policyShape
+	cost, peek := int64(-1), false
+	least := int64(math.MaxInt64)
+	for i := range statuses {
+		s := &statuses[i]
+		sc.idx = append(sc.idx, -1)
+		if !s.Checked {
+			continue
+		}
+		if cost >= 0 && s.Hits != cost {
+			return fmt.Errorf("%w: with Options.Atomic every descriptor of a request has one cost: descriptor %d's is %d, another's %d", ErrRequest, i, s.Hits, cost)
+		}
+		cost = s.Hits
+		enforced := !r.quota(s) && !(s.Rule != nil && s.Rule.ShadowMode)
+		ps := r.paramsOf(s, sc, i)
+		if ps == nil { // requests_per_unit 0
+			r.zero(s)
+			peek = peek || enforced
+			continue
+		}
+		// A descriptor given twice is one counter: counted once.
+		if j := slices.Index(sc.kk, sc.keys[i]); j >= 0 {
+			if !slices.Equal(sc.pp[j:min(j+len(ps), len(sc.pp))], ps) || (shape.shadow&(1<<j) == 0) != enforced {
+				return fmt.Errorf("%w: with Options.Atomic descriptor %d and another count at one key under different limits", ErrRequest, i)
+			}
+			sc.idx[i] = j
+			continue
+		}
+		sc.idx[i] = len(sc.pp)
+		for j, p := range ps {
+			n := len(sc.pp)
+			if n == ratekit.MaxPolicyLimits {
+				return fmt.Errorf("%w: with Options.Atomic a request checks at most %d limits", ErrRequest, ratekit.MaxPolicyLimits)
+			}
+			shape.algs[n] = r.algIndex[p.Algorithm()]*maxRuleLimits + uint8(j)
+			if !enforced {
+				shape.shadow |= 1 << n
+			}
+			shape.n++
+			least = min(least, p.Limit())
+			sc.pp = append(sc.pp, p)
+			sc.kk = append(sc.kk, sc.keys[i])
+		}
+	}
+	if len(sc.pp) == 0 {
+		return nil
+	}
+	lim, err := r.policies.get(r, shape)
+	if err != nil {
+		return err
+	}
+	req := core.Request{Key: domain, N: cost, Params: sc.pp, Keys: sc.kk}
+	// A cost of 0 asks; a cost above a limit, or a limit of 0, denies the
+	// request: nothing counts, and each limit says what it holds.
+	if cost == 0 || cost > least || peek {
+		req.N, req.Op = 1, core.OpPeek
+	}
+	d, err := lim.Decide(ctx, req)
+	if err != nil {
+		return err
+	}
+	if len(d.Limits) != len(sc.pp) {
+		return fmt.Errorf("%w: a policy of %d limits answered %d", core.ErrInvalidConfig, len(sc.pp), len(d.Limits))
+	}
+	for i, start := range sc.idx {
+		if start < 0 {
+			continue
+		}
+		s := &statuses[i]
+		ps := r.paramsOf(s, sc, i)
+		lds := d.Limits[start : start+len(ps)]
+		// The limit that binds this descriptor: a denial's longest wait,
+		// or the least left.
+		b, over := 0, false
+		for j, ld := range lds {
+			denied := !ld.Allowed || cost > ps[j].Limit()
+			switch {
+			case denied && (!over || ld.RetryAfter > lds[b].RetryAfter):
+				b, over = j, true
+			case !denied && !over && ld.Remaining < lds[b].Remaining:
+				b = j
+			}
+		}
+		ld := lds[b]
+		s.Decision = ld.Decision
+		s.Remaining = uint32(min(max(ld.Remaining, 0), math.MaxUint32))
+		s.ResetAfter = ld.ResetAfter
+		if len(ps) > 1 {
+			l := &s.Rule.Limits[b]
+			s.RequestsPerUnit, s.Unit = l.RequestsPerUnit, l.Unit
+		}
+		if over {
+			s.Code, s.Decision.Allowed = OverLimit, false
+			s.ResetAfter = max(s.ResetAfter, ld.RetryAfter)
+		}
+		r.shadow(s)
+	}
+	return nil
+}
+
+// paramsOf returns the parameters a checked status decides with: its
+// rule's limits, or the request's own; nil for 0 requests per unit.
+func (r *Rules) paramsOf(s *Status, sc *scratch, i int) []core.Params {
+	if s.Override {
+		if sc.params[i] == nil {
+			return nil
+		}
+		return sc.params[i : i+1]
+	}
+	return s.Rule.params
+}
+
+// policyShape is what a keyed policy is made of: its limits' limiters
+// (an algorithm's index in algorithms.All times maxRuleLimits, plus the
+// limit's place in its rule) and which run in shadow.
+type policyShape struct {
+	n      uint8
+	shadow uint16
+	algs   [ratekit.MaxPolicyLimits]uint8
+}
+
+// policies keeps the keyed policies decideAtomic built, one per shape.
+type policies struct {
+	mu sync.RWMutex
+	m  map[policyShape]core.Limiter
+}
+
+// maxPolicies bounds how many policies are kept.
+const maxPolicies = 1024
+
+func (c *policies) get(r *Rules, shape policyShape) (core.Limiter, error) {
+	c.mu.RLock()
+	l, ok := c.m[shape]
+	c.mu.RUnlock()
+	if ok {
+		return l, nil
+	}
+	limits := make([]ratekit.Limit, shape.n)
+	for i := range limits {
+		code := shape.algs[i]
+		lim, err := r.limiterAt(r.algNames[code/maxRuleLimits], int(code%maxRuleLimits), false)
+		if err != nil {
+			return nil, err
+		}
+		limits[i] = ratekit.Limit{Name: fmt.Sprintf("d%d", i), Limiter: lim, Shadow: shape.shadow&(1<<i) != 0}
+	}
+	p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Keyed: true, Limits: limits})
+	if err != nil {
+		return nil, err
+	}
+	if l, err = r.wrap(p); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[policyShape]core.Limiter{}
+	}
+	if len(c.m) < maxPolicies {
+		c.m[shape] = l
+	}
+	c.mu.Unlock()
+	return l, nil
+}

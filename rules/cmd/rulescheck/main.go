@@ -1,0 +1,71 @@
+// Command rulescheck checks a rate limit configuration, the YAML of
+// envoyproxy/ratelimit with ratekit's optional keys (docs/rules.md), as
+// package rules loads it, and prints every place where it is wrong:
+//
+//	rulescheck [-merge_domain_configs] [-dump] PATH
+//	rulescheck [-merge_domain_configs] [-dump] -config_dir DIR
+//
+// PATH is a file or a directory (every file below it but names that begin
+// with '.'). Each error is a line "file:line: field: what is wrong". It
+// exits 0 when the configuration loads, 1 when it does not, 2 on bad
+// arguments. -dump prints each rule as envoyproxy/ratelimit's /rlconfig
+// does. The flags are those of envoyproxy/ratelimit's config_check_cmd.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/ratekit/ratekit/rules"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("rulescheck", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("config_dir", "", "the directory of the configuration (or give a path as the argument)")
+	merge := fs.Bool("merge_domain_configs", false, "merge files of the same domain (MERGE_DOMAIN_CONFIG)")
+	dump := fs.Bool("dump", false, "print every rule when the configuration loads")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: rulescheck [-merge_domain_configs] [-dump] PATH | -config_dir DIR")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	path := *dir
+	switch {
+	case path == "" && fs.NArg() == 1:
+		path = fs.Arg(0)
+	case path == "" || fs.NArg() != 0:
+		fs.Usage()
+		return 2
+	}
+	cfg, err := rules.Load(path, rules.LoadOptions{MergeDomains: *merge})
+	if err != nil {
+		n := 0
+		var joined interface{ Unwrap() []error }
+		if errors.As(err, &joined) {
+			for _, e := range joined.Unwrap() {
+				fmt.Fprintln(stdout, e)
+				n++
+			}
+		} else {
+			fmt.Fprintln(stdout, err)
+			n = 1
+		}
+		fmt.Fprintf(stdout, "%s: %d error(s): the configuration does not load\n", path, n)
+		return 1
+	}
+	if *dump {
+		fmt.Fprint(stdout, cfg.Dump())
+	}
+	fmt.Fprintf(stdout, "%s: ok, %d domain(s), %d rule(s)\n", path, len(cfg.Domains()), len(cfg.Rules()))
+	return 0
+}
