@@ -106,7 +106,13 @@ func lostReplySentOnce(t *testing.T, c *redistest.Cluster) {
 				return &dropConn{Conn: conn, mark: mark, once: &once}, nil
 			}})
 		t.Cleanup(func() { rdb.Close() })
-		return newStore(t, rdb)
+		var opts []scriptproto.Option
+		if !redistest.ServerVersion(t).AtLeast(7, 0) {
+			// The first write holding mark must be the script's: not an
+			// FCALL the server refuses.
+			opts = append(opts, scriptproto.WithoutFunctions())
+		}
+		return newStore(t, rdb, opts...)
 	}
 	runs := func(t *testing.T, key string) string {
 		t.Helper()
