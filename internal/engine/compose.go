@@ -314,12 +314,17 @@ func (sh *shape) decidePolicy(tx core.Tx, keys []string, c Call, args []int64, r
 	if blocked && mode == ModeAllow {
 		c.Mode = ModePeek
 	}
-	var buf [16]State // ratekit.MaxPolicyLimits: no allocation
-	states := buf[:0]
-	if L > len(buf) {
-		states = make([]State, 0, L)
+	// No allocation, and no more zeroed than a policy of a few limits
+	// needs (a State is 96 bytes): Go zeroes an array where it is
+	// declared.
+	var states []State
+	var small [4]State
+	if L <= len(small) {
+		states = small[:L]
+	} else {
+		var large [MaxLimits]State
+		states = large[:L]
 	}
-	states = states[:L]
 	base := len(reply)
 	all := !blocked
 	var penalty int64
