@@ -48,18 +48,23 @@ const (
 	// answerMargin is how much longer than outageTimeout a request may
 	// take here: scheduling on a saturated 2-core machine under -race
 	// (the latency measured on a quiet one is in docs/RELIABILITY.md).
-	answerMargin = time.Second
+	// Under make test-saturated beside other work (load average 29 on
+	// 2 cores) the slowest request took 1.08 s: 1 s of margin was not
+	// room enough.
+	answerMargin = 2 * time.Second
 	// outageStop is how long the server stays stopped: longer than
 	// outageTimeout+answerMargin, so that a request that waits for the
 	// server instead of the timeout fails the test.
-	outageStop = 1500 * time.Millisecond
+	outageStop = 3 * time.Second
 	// recoverWithin is how soon after the server is back decisions must
 	// come from it again. recoverMargin is added for scheduling: a probe
 	// of failsafe that a busy machine slows past localTimeout fails, and
-	// the next comes a RetryInterval (1 s) later. It still fails a store
-	// that keeps dead connections, which takes a second per connection.
+	// the next comes a RetryInterval (1 s) later; at load average 29 on 2
+	// cores, decisions came back up to 5.6 s after a restart. It still
+	// fails a store that keeps dead connections, which takes a second per
+	// connection (16 of them here).
 	recoverWithin = 2 * time.Second
-	recoverMargin = 2 * time.Second
+	recoverMargin = 6 * time.Second
 	// outageWorkers send requests one after another, pausing outagePace
 	// between two, to each service.
 	outageWorkers = 2
