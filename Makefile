@@ -12,7 +12,7 @@ export RAPID_CHECKS RAPID_STEPS
 # nested module, so test and vet visit each one.
 MODULES := $(sort $(patsubst ./%,%,$(patsubst %/go.mod,%,$(shell find . -name go.mod -not -path './.git/*'))))
 
-.PHONY: test test-saturated test-default test-servers fmt-check vet oldest-go soak bench gobench fuzz release
+.PHONY: test test-saturated test-default test-servers fmt-check vet oldest-go soak bench bench-rls gobench fuzz release
 
 # The modules a program imports: all but the demo, the benchmark harness
 # and the test-only modules under testkit/.
@@ -144,6 +144,12 @@ fuzz:
 BENCHFLAGS ?=
 bench:
 	cd bench/peers && $(GO) run . -out .. $(BENCHFLAGS)
+
+# ratekit-server beside envoyproxy/ratelimit (built from its Go module) on
+# one redis-server: decisions/s and latency per request mix, and exactness
+# across three processes of each (cmd/ratekit-server/bench.sh). Prints.
+bench-rls:
+	cmd/ratekit-server/bench.sh
 
 # The per-store go test benchmarks (each starts its own redis-server;
 # each Redis store is a module of its own), and go-redis' AutoPipeliner

@@ -40,8 +40,9 @@ type Options struct {
 	// store's clock decides (the Redis server's TIME), but for calendar
 	// windows, which follow this process's clock (time.Now).
 	Clock core.Clock
-	// Wrap, when set, wraps every limiter Rules builds (one per
-	// algorithm, and one per rule with a penalty) when it is built:
+	// Wrap, when set, wraps every limiter Rules builds when it builds
+	// it (one per algorithm; one per rule of several limits or with a
+	// penalty, at each Set; under Atomic, one per kind of request):
 	// failsafe, denycache, otelratekit, or a function of the caller's.
 	// Decisions go through what it returns.
 	Wrap func(core.Limiter) (core.Limiter, error)
@@ -80,23 +81,27 @@ type Options struct {
 // use; every decision sees one configuration, the one in force when it
 // started.
 type Rules struct {
-	opts        Options
-	clock       core.Clock // for calendar windows and requests_per_unit 0
-	limiters    map[string]core.Limiter
-	raw         map[string]*ratekit.Limiter // unwrapped, for policies
-	calendar    core.Limiter
-	store       core.ScriptRunner
-	mu          sync.Mutex // guards raw's additions
-	state       atomic.Pointer[state]
+	opts  Options
+	store core.ScriptRunner
+	clock core.Clock // for calendar windows and requests_per_unit 0
+
+	// Built by New, read only after it.
+	limiters    map[string]core.Limiter // by algorithm, wrapped
+	calendar    core.Limiter            // a fixed window with a clock, wrapped
 	calendarRaw *ratekit.Limiter
-	keys        interner
-	overrides   overrides
-	scratch     sync.Pool
-	policies    policies
 	algIndex    map[string]uint8 // index in algorithms.All by name
 	algNames    []string
-	succeeded   atomic.Uint64
-	failed      atomic.Uint64
+
+	mu  sync.Mutex
+	raw map[string]*ratekit.Limiter // unwrapped, for policies; under mu
+
+	state     atomic.Pointer[state] // the configuration in force
+	keys      interner
+	overrides overrides
+	policies  policies
+	scratch   sync.Pool
+	succeeded atomic.Uint64
+	failed    atomic.Uint64
 }
 
 // state is a configuration in force, with the limiter of each rule.
@@ -349,10 +354,10 @@ func (r *Rules) DecideTo(ctx context.Context, res *Result, domain string, descri
 		sc.keys[i] = r.keys.get(sc.buf)
 	}
 	// A rule named in another matched rule's replaces is neither checked
-	// nor counted.
+	// nor counted (an unlimited one stays unlimited, as in envoy).
 	for j := range res.Statuses {
 		rj := res.Statuses[j].Rule
-		if rj == nil || rj.Name == "" {
+		if rj == nil || rj.Name == "" || rj.Unlimited {
 			continue
 		}
 	replaced:
