@@ -350,3 +350,34 @@ func TestStoreFailures(t *testing.T) {
 		t.Errorf("redis_error = %d, want at least 2", got)
 	}
 }
+
+// LOCAL_CACHE_SIZE_IN_BYTES: a key over its limit is denied in process,
+// with no call to the store, until its window ends; others still ask it.
+func TestLocalCache(t *testing.T) {
+	redis := redistest.Start(t)
+	r := startRLS(t, "", fakeclock.New(epoch), map[string]string{
+		"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": redis.Addr, "LOCAL_CACHE_SIZE_IN_BYTES": "100000", "RATEKIT_DECISION_TIMEOUT": "300ms",
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	denied := 0
+	for denied == 0 {
+		resp, err := r.send(&rlsv3.RateLimitRequest{Domain: "basic", Descriptors: []*commonv3.RateLimitDescriptor{desc("one_per_minute", "cached")}})
+		if err == nil && resp.GetOverallCode() == over {
+			denied++
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("one_per_minute never denied in 10s: %v", err)
+		}
+	}
+	if err := redis.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer redis.Signal(syscall.SIGCONT)
+	resp, err := r.send(&rlsv3.RateLimitRequest{Domain: "basic", Descriptors: []*commonv3.RateLimitDescriptor{desc("one_per_minute", "cached")}})
+	if err != nil || resp.GetOverallCode() != over {
+		t.Errorf("the denied key with Redis stopped = %v, %v; want OVER_LIMIT from the local cache", resp.GetOverallCode(), err)
+	}
+	if _, err := r.send(&rlsv3.RateLimitRequest{Domain: "basic", Descriptors: []*commonv3.RateLimitDescriptor{desc("one_per_minute", "other")}}); status.Code(err) != codes.Unavailable {
+		t.Errorf("another key with Redis stopped = %v, want Unavailable", err)
+	}
+}

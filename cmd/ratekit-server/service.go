@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/denycache"
 	"github.com/ratekit/ratekit/rules"
 )
 
@@ -57,6 +58,7 @@ func newService(s settings, store core.ScriptRunner, st *stats, h *healthState, 
 		Atomic:    s.StopCacheKeyIncrementWhenOverlimit,
 		QuotaMode: s.GlobalQuotaMode,
 		Clock:     s.clock,
+		Wrap:      localCache(s),
 		OnLoad: func(cfg *rules.Config, err error) {
 			if err != nil {
 				st.inc(statConfigLoadError)
@@ -96,6 +98,25 @@ func newService(s settings, store core.ScriptRunner, st *stats, h *healthState, 
 }
 
 func (svc *service) close() { svc.stopWatch() }
+
+// localCacheEntryBytes is what one remembered denial is taken to cost, to
+// turn LOCAL_CACHE_SIZE_IN_BYTES into a number of keys.
+const localCacheEntryBytes = 128
+
+// localCache is LOCAL_CACHE_SIZE_IN_BYTES: envoyproxy/ratelimit's local
+// cache of keys over their limit, which answers OVER_LIMIT with no call to
+// the store until the key's window ends. denycache does the same, exactly:
+// a key is denied locally until the store's RetryAfter, no later.
+func localCache(s settings) func(core.Limiter) (core.Limiter, error) {
+	if s.LocalCacheSizeInBytes == 0 {
+		return nil
+	}
+	opts := []denycache.Option{denycache.WithMaxKeys(max(1, s.LocalCacheSizeInBytes/localCacheEntryBytes))}
+	if s.clock != nil {
+		opts = append(opts, denycache.WithClock(s.clock))
+	}
+	return func(l core.Limiter) (core.Limiter, error) { return denycache.New(l, opts...) }
+}
 
 // ShouldRateLimit decides a request as envoyproxy/ratelimit does: one
 // status per descriptor, in order, and the overall code. A request it

@@ -47,6 +47,7 @@ type settings struct {
 	RuntimePollInterval time.Duration
 
 	CacheKeyPrefix                     string
+	LocalCacheSizeInBytes              int
 	StopCacheKeyIncrementWhenOverlimit bool
 
 	ResponseHeadersEnabled                              bool
@@ -224,6 +225,7 @@ func loadSettings(lookup func(string) (string, bool)) (settings, error) {
 		RuntimePollInterval:   e.duration("RATEKIT_RUNTIME_POLL_INTERVAL", time.Second),
 
 		CacheKeyPrefix:                     e.str("CACHE_KEY_PREFIX", ""),
+		LocalCacheSizeInBytes:              e.integer("LOCAL_CACHE_SIZE_IN_BYTES", 0, 0, 1<<40),
 		StopCacheKeyIncrementWhenOverlimit: e.boolean("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", false),
 
 		ResponseHeadersEnabled: e.boolean("LIMIT_RESPONSE_HEADERS_ENABLED", false),
@@ -367,7 +369,6 @@ func refuseUnsupported(e *env, s *settings) {
 	e.refuse("REDIS_POOL_ON_EMPTY_BEHAVIOR", []string{"WAIT"}, "connections are multiplexed and never run out; only WAIT means what it says")
 	e.refuse("REDIS_CLUSTER_PIPELINE_PARALLELISM", []string{"1"}, "not implemented")
 	e.refuse("EXPIRATION_JITTER_MAX_SECONDS", []string{"300"}, "ratekit's keys expire exactly when their state no longer matters; jitter is not configurable")
-	e.refuse("LOCAL_CACHE_SIZE_IN_BYTES", []string{"0"}, "the local over-limit cache is not implemented")
 }
 
 // runtimeDir is where the rules are read from: envoyproxy/ratelimit loads

@@ -81,7 +81,7 @@ func TestSettingsRefused(t *testing.T) {
 		{map[string]string{"PROMETHEUS_MAPPER_YAML": "/m.yaml"}, "PROMETHEUS_MAPPER_YAML"},
 		{map[string]string{"EXTRA_TAGS": "a:b"}, "EXTRA_TAGS"},
 		{map[string]string{"REDIS_POOL_ON_EMPTY_BEHAVIOR": "CREATE"}, "REDIS_POOL_ON_EMPTY_BEHAVIOR"},
-		{map[string]string{"LOCAL_CACHE_SIZE_IN_BYTES": "1000"}, "LOCAL_CACHE_SIZE_IN_BYTES"},
+		{map[string]string{"LOCAL_CACHE_SIZE_IN_BYTES": "-1"}, "LOCAL_CACHE_SIZE_IN_BYTES"},
 		{map[string]string{"EXPIRATION_JITTER_MAX_SECONDS": "60"}, "EXPIRATION_JITTER_MAX_SECONDS"},
 		{map[string]string{"PORT": "http"}, "PORT"},
 		{map[string]string{"GRPC_PORT": "70000"}, "GRPC_PORT"},

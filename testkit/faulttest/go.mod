@@ -4,6 +4,7 @@ go 1.26.0
 
 replace (
 	github.com/ratekit/ratekit => ../..
+	github.com/ratekit/ratekit/rules => ../../rules
 	github.com/ratekit/ratekit/store/goredis => ../../store/goredis
 	github.com/ratekit/ratekit/store/redigo => ../../store/redigo
 	github.com/ratekit/ratekit/store/rueidis => ../../store/rueidis
@@ -13,6 +14,7 @@ replace (
 require (
 	github.com/gomodule/redigo v1.9.3
 	github.com/ratekit/ratekit v0.0.0
+	github.com/ratekit/ratekit/rules v0.0.0
 	github.com/ratekit/ratekit/store/goredis v0.0.0
 	github.com/ratekit/ratekit/store/redigo v0.0.0
 	github.com/ratekit/ratekit/store/rueidis v0.0.0
@@ -42,7 +44,6 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/ratekit/ratekit/grpclimit v0.0.0
 	github.com/ratekit/ratekit/otelratekit v0.0.0
-	github.com/ratekit/ratekit/rules v0.0.0
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 	pgregory.net/rapid v1.3.0 // indirect
@@ -51,5 +52,3 @@ require (
 replace github.com/ratekit/ratekit/grpclimit => ../../grpclimit
 
 replace github.com/ratekit/ratekit/otelratekit => ../../otelratekit
-
-replace github.com/ratekit/ratekit/rules => ../../rules

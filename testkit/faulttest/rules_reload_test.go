@@ -178,7 +178,9 @@ func TestRulesReloadWorker(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	watched := make(chan error, 1)
-	go func() { watched <- r.Watch(ctx, os.Getenv("RELOAD_PATH"), rules.WatchOptions{Interval: 2 * time.Millisecond}) }()
+	go func() {
+		watched <- r.Watch(ctx, os.Getenv("RELOAD_PATH"), rules.WatchOptions{Interval: 2 * time.Millisecond})
+	}()
 	deadline := time.Now().Add(2 * time.Minute)
 	for r.Config() == nil {
 		if time.Now().After(deadline) {
