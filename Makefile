@@ -12,7 +12,7 @@ export RAPID_CHECKS RAPID_STEPS
 # nested module, so test and vet visit each one.
 MODULES := $(sort $(patsubst ./%,%,$(patsubst %/go.mod,%,$(shell find . -name go.mod -not -path './.git/*'))))
 
-.PHONY: test test-saturated test-default test-servers fmt-check vet oldest-go soak bench gobench fuzz release
+.PHONY: test test-saturated test-default test-servers fmt-check vet oldest-go soak bench bench-rls gobench fuzz release
 
 # The modules a program imports: all but the demo, the benchmark harness
 # and the test-only modules under testkit/.
@@ -25,10 +25,18 @@ LIBRARY_MODULES := $(filter-out cmd/% bench/% testkit/%,$(MODULES))
 # runs everything with the installed Go.
 GO_MIN := $(shell sed -n 's/^go //p' go.mod)
 
-# Modules tested at once: their slowest tests mostly wait (failovers,
-# restarts), so modules overlap well; each module's output is printed
-# whole, in order, when all are done.
+# Modules tested at once; each module's output is printed whole, in
+# MODULES' order, when all are done.
 TEST_JOBS ?= 3
+
+# The modules whose tests take longest, slowest first (go test -json under
+# make test-saturated: the rapid conformance suites on miniredis and on
+# each Redis client, the fault tests, the memory store's suites in the
+# root module), started before the others. In MODULES' order the slowest,
+# testkit/miniredistest, started only once a dozen modules had passed, and
+# the run waited for it at the end.
+SLOW_MODULES := testkit/miniredistest store/goredis testkit/faulttest store/rueidis .
+TEST_ORDER := $(filter $(MODULES),$(SLOW_MODULES)) $(filter-out $(SLOW_MODULES),$(MODULES))
 
 # make test: every module's tests on the default server (redis-server on
 # PATH), and at the same time the Redis stores' on every other server
@@ -53,7 +61,7 @@ test-saturated:
 # seed tests, the tests on miniredis, the rapid checks in full.
 test-default:
 	@dir=$$(mktemp -d); \
-	printf '%s\n' $(MODULES) | xargs -P $(TEST_JOBS) -I{} sh -c \
+	printf '%s\n' $(TEST_ORDER) | xargs -P $(TEST_JOBS) -I{} sh -c \
 		'f="$$1/$$(echo {} | tr / _)"; cd {} && $(GO) test -race -count=1 -timeout 30m ./... >"$$f.log" 2>&1 || touch "$$f.failed"' _ "$$dir"; \
 	fail=0; for m in $(MODULES); do \
 		f="$$dir/$$(echo $$m | tr / _)"; echo "go test $$m"; cat "$$f.log"; \
@@ -137,12 +145,19 @@ BENCHFLAGS ?=
 bench:
 	cd bench/peers && $(GO) run . -out .. $(BENCHFLAGS)
 
+# ratekit-server beside envoyproxy/ratelimit (built from its Go module) on
+# one redis-server: decisions/s and latency per request mix, and exactness
+# across three processes of each (cmd/ratekit-server/bench.sh). Prints.
+bench-rls:
+	cmd/ratekit-server/bench.sh
+
 # The per-store go test benchmarks (each starts its own redis-server;
 # each Redis store is a module of its own), and go-redis' AutoPipeliner
 # (in faulttest, whose go-redis is new enough to have it).
 gobench:
 	for d in store/*/; do (cd $$d && $(GO) test -run '^$$' -bench . -benchmem .) || exit 1; done
-	cd testkit/faulttest && $(GO) test -run '^$$' -bench AutoPipeline -benchmem .
+	cd testkit/faulttest && $(GO) test -run '^$$' -bench 'AutoPipeline|RulesDecide' -benchmem .
+	cd rules && $(GO) test -run '^$$' -bench . -benchmem .
 
 # make release VERSION=vX.Y.Z: every go.mod's requirement on a ratekit
 # module set to VERSION (the replace directives stay, for work in the

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # footprint.sh [REPO]: what a program that uses ratekit carries. For tiny
-# programs (the memory store; each Redis store; otelratekit; grpclimit:
-# the last four only import their module), each a module at
+# programs (the memory store; each Redis store; otelratekit; grpclimit;
+# rules, deciding on the memory store: valkey, redigo, otelratekit and
+# grpclimit only import their module), each a module at
 # "go 1.22" that uses ratekit from REPO (default: this repository) through
 # replace directives, after go mod tidy: the modules in its graph (go mod
 # graph, the program included), in go list -m all, its go.sum lines (none
@@ -159,4 +160,36 @@ import (
 func main() { fmt.Println("ok") }
 G
 done
+prog rules <<'G'
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ratekit/ratekit/rules"
+	"github.com/ratekit/ratekit/store/memory"
+)
+
+func main() {
+	cfg, err := rules.Parse([]rules.File{{Name: "f.yaml", Data: []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 3}\n")}}, rules.LoadOptions{})
+	if err != nil {
+		panic(err)
+	}
+	store, err := memory.New()
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+	r, err := rules.New(store, cfg, rules.Options{})
+	if err != nil {
+		panic(err)
+	}
+	res, err := r.Decide(context.Background(), "d", []rules.Descriptor{{Entries: []rules.Entry{{Key: "k", Value: "v"}}}}, 1)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("allowed", res.Allowed, "remaining", res.Statuses[0].Remaining)
+}
+G
 rm -rf "$work"

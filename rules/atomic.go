@@ -15,7 +15,8 @@ import (
 // (Options.Atomic): one keyed policy of their limits, at Key domain, each
 // at its own key (core.Request.Keys), counted by all or by none.
 func (r *Rules) decideAtomic(ctx context.Context, statuses []Status, sc *scratch, domain string) error {
-	sc.pp, sc.kk, sc.idx = sc.pp[:0], sc.kk[:0], sc.idx[:0] // idx: each status's limit, -1 for none
+	// idx: each status's first limit in the policy, -1 for none.
+	sc.pp, sc.kk, sc.idx = sc.pp[:0], sc.kk[:0], sc.idx[:0]
 	var shape policyShape
 	cost, peek := int64(-1), false
 	least := int64(math.MaxInt64)
@@ -30,33 +31,35 @@ func (r *Rules) decideAtomic(ctx context.Context, statuses []Status, sc *scratch
 		}
 		cost = s.Hits
 		enforced := !r.quota(s) && !(s.Rule != nil && s.Rule.ShadowMode)
-		p := sc.params[i]
-		if p == nil { // requests_per_unit 0
+		ps := r.paramsOf(s, sc, i)
+		if ps == nil { // requests_per_unit 0
 			r.zero(s)
 			peek = peek || enforced
 			continue
 		}
 		// A descriptor given twice is one counter: counted once.
-		if j := slices.Index(sc.kk, sc.keys[i]); j >= 0 && sc.pp[j].Algorithm() == p.Algorithm() {
-			if sc.pp[j] != p || (shape.shadow&(1<<j) == 0) != enforced {
-				return fmt.Errorf("%w: with Options.Atomic descriptors %d and another count at one key under different limits", ErrRequest, i)
+		if j := slices.Index(sc.kk, sc.keys[i]); j >= 0 {
+			if !slices.Equal(sc.pp[j:min(j+len(ps), len(sc.pp))], ps) || (shape.shadow&(1<<j) == 0) != enforced {
+				return fmt.Errorf("%w: with Options.Atomic descriptor %d and another count at one key under different limits", ErrRequest, i)
 			}
 			sc.idx[i] = j
 			continue
 		}
-		n := len(sc.pp)
-		if n == ratekit.MaxPolicyLimits {
-			return fmt.Errorf("%w: with Options.Atomic a request checks at most %d limits", ErrRequest, ratekit.MaxPolicyLimits)
+		sc.idx[i] = len(sc.pp)
+		for j, p := range ps {
+			n := len(sc.pp)
+			if n == ratekit.MaxPolicyLimits {
+				return fmt.Errorf("%w: with Options.Atomic a request checks at most %d limits", ErrRequest, ratekit.MaxPolicyLimits)
+			}
+			shape.algs[n] = r.algIndex[p.Algorithm()]*maxRuleLimits + uint8(j)
+			if !enforced {
+				shape.shadow |= 1 << n
+			}
+			shape.n++
+			least = min(least, p.Limit())
+			sc.pp = append(sc.pp, p)
+			sc.kk = append(sc.kk, sc.keys[i])
 		}
-		shape.algs[n] = r.algIndex[p.Algorithm()]
-		if !enforced {
-			shape.shadow |= 1 << n
-		}
-		shape.n++
-		least = min(least, p.Limit())
-		sc.pp = append(sc.pp, p)
-		sc.kk = append(sc.kk, sc.keys[i])
-		sc.idx[i] = n
 	}
 	if len(sc.pp) == 0 {
 		return nil
@@ -78,15 +81,34 @@ func (r *Rules) decideAtomic(ctx context.Context, statuses []Status, sc *scratch
 	if len(d.Limits) != len(sc.pp) {
 		return fmt.Errorf("%w: a policy of %d limits answered %d", core.ErrInvalidConfig, len(sc.pp), len(d.Limits))
 	}
-	for i, j := range sc.idx {
-		if j < 0 {
+	for i, start := range sc.idx {
+		if start < 0 {
 			continue
 		}
-		s, ld := &statuses[i], d.Limits[j]
+		s := &statuses[i]
+		ps := r.paramsOf(s, sc, i)
+		lds := d.Limits[start : start+len(ps)]
+		// The limit that binds this descriptor: a denial's longest wait,
+		// or the least left.
+		b, over := 0, false
+		for j, ld := range lds {
+			denied := !ld.Allowed || cost > ps[j].Limit()
+			switch {
+			case denied && (!over || ld.RetryAfter > lds[b].RetryAfter):
+				b, over = j, true
+			case !denied && !over && ld.Remaining < lds[b].Remaining:
+				b = j
+			}
+		}
+		ld := lds[b]
 		s.Decision = ld.Decision
 		s.Remaining = uint32(min(max(ld.Remaining, 0), math.MaxUint32))
 		s.ResetAfter = ld.ResetAfter
-		if !ld.Allowed || cost > sc.pp[j].Limit() {
+		if len(ps) > 1 {
+			l := &s.Rule.Limits[b]
+			s.RequestsPerUnit, s.Unit = l.RequestsPerUnit, l.Unit
+		}
+		if over {
 			s.Code, s.Decision.Allowed = OverLimit, false
 			s.ResetAfter = max(s.ResetAfter, ld.RetryAfter)
 		}
@@ -95,8 +117,21 @@ func (r *Rules) decideAtomic(ctx context.Context, statuses []Status, sc *scratch
 	return nil
 }
 
-// policyShape is what a keyed policy is made of: its limits' algorithms
-// (indexes in algorithms.All) and which run in shadow.
+// paramsOf returns the parameters a checked status decides with: its
+// rule's limits, or the request's own; nil for 0 requests per unit.
+func (r *Rules) paramsOf(s *Status, sc *scratch, i int) []core.Params {
+	if s.Override {
+		if sc.params[i] == nil {
+			return nil
+		}
+		return sc.params[i : i+1]
+	}
+	return s.Rule.params
+}
+
+// policyShape is what a keyed policy is made of: its limits' limiters
+// (an algorithm's index in algorithms.All times maxRuleLimits, plus the
+// limit's place in its rule) and which run in shadow.
 type policyShape struct {
 	n      uint8
 	shadow uint16
@@ -121,11 +156,12 @@ func (c *policies) get(r *Rules, shape policyShape) (core.Limiter, error) {
 	}
 	limits := make([]ratekit.Limit, shape.n)
 	for i := range limits {
-		limits[i] = ratekit.Limit{
-			Name:    fmt.Sprintf("d%d", i),
-			Limiter: r.raw[r.algNames[shape.algs[i]]],
-			Shadow:  shape.shadow&(1<<i) != 0,
+		code := shape.algs[i]
+		lim, err := r.limiterAt(r.algNames[code/maxRuleLimits], int(code%maxRuleLimits), false)
+		if err != nil {
+			return nil, err
 		}
+		limits[i] = ratekit.Limit{Name: fmt.Sprintf("d%d", i), Limiter: lim, Shadow: shape.shadow&(1<<i) != 0}
 	}
 	p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Keyed: true, Limits: limits})
 	if err != nil {

@@ -3,6 +3,7 @@ package rules_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 
 	"github.com/ratekit/ratekit/rules"
@@ -96,4 +97,32 @@ func TestAtomicRefusesPenalties(t *testing.T) {
 	if err := r.Set(cfg); !errors.Is(err, rules.ErrConfig) {
 		t.Errorf("Set of a rule with a penalty under Atomic: %v, want ErrConfig", err)
 	}
+}
+
+// Policies built by concurrent decisions and reloads share the
+// limiters safely (run with -race).
+func TestAtomicConcurrentShapes(t *testing.T) {
+	r, _ := newRules(t, atomicConfig+alsoConfig[len("\ndomain: x\ndescriptors:"):], rules.Options{Atomic: true})
+	cfg := r.Config()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			shapes := [][]rules.Descriptor{
+				{desc("ip=a")}, {desc("user=b"), desc("bucket=c")}, {desc("api=d"), desc("ip=e")}, {desc("bucket=f"), desc("api=g"), desc("user=h")},
+			}
+			for i := range 200 {
+				if _, err := r.Decide(context.Background(), "d", shapes[(g+i)%len(shapes)], 1); err != nil {
+					t.Error(err)
+					return
+				}
+				if i%50 == 0 {
+					if err := r.Set(cfg); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -63,26 +63,37 @@ type Rule struct {
 	// own) unless the rule says otherwise.
 	Algorithm string
 	// Limits are the limits the rule decides a request against, each
-	// built once, at Parse: one, but for an unlimited rule (none) and a
-	// rule of requests_per_unit 0 (none: it denies every request).
+	// built once, at Parse: the rate_limit's own, then those of its also
+	// (decided at once, counted by all or none); none for an unlimited
+	// rule and a rule of requests_per_unit 0 (it denies every request).
+	// The rule's Unit, RequestsPerUnit, Window and Algorithm are its
+	// first limit's.
 	Limits []Limit
 
-	index    int           // in Config.rules
-	params   []core.Params // Limits' Params, given with each request
-	calendar bool          // decided by a limiter with a clock
+	index  int           // in Config.rules
+	params []core.Params // Limits' Params, given with each request
 	// plainStats: the statistics of every descriptor that matches the
 	// rule are named Path (no detailed_metric nor value_to_metric).
 	plainStats bool
 }
 
-// Limit is one limit of a rule: its parameters, given with each request
-// it decides (core.Request.Params).
+// Limit is one limit of a rule: the rate_limit's own, or one of its
+// also (ratekit's key: several limits decided at once), with its
+// parameters, given with each request it decides (core.Request.Params).
 type Limit struct {
+	// RequestsPerUnit per Unit (UnitUnknown for a period), in windows of
+	// Window, by Algorithm.
+	RequestsPerUnit uint32
+	Unit            Unit
+	Window          time.Duration
+	Algorithm       string
 	// Params are the limit's algorithm and values.
 	Params core.Params
 	// Penalty, when positive, blocks a descriptor's key for this long
 	// once the limit denies it (ratekit.Limit.Penalty).
 	Penalty time.Duration
+
+	calendar bool // decided by a limiter with a clock
 }
 
 // node is one level of a domain's descriptors: envoyproxy/ratelimit's

@@ -433,3 +433,24 @@ func (c counting) Decide(ctx context.Context, r core.Request) (core.Decision, er
 	*c.calls++
 	return c.Limiter.Decide(ctx, r)
 }
+
+// An unlimited rule named in another's replaces stays unlimited, as in
+// envoyproxy/ratelimit, where unlimited rules leave the list before
+// replaces is applied.
+func TestDecideReplacedUnlimited(t *testing.T) {
+	r, _ := newRules(t, `
+domain: rl
+descriptors:
+  - key: free
+    rate_limit: {unlimited: true, name: free}
+  - key: bar
+    rate_limit:
+      unit: minute
+      requests_per_unit: 2
+      replaces: [{name: free}]
+`, rules.Options{})
+	res := decide(t, r, "rl", 1, desc("free=x"), desc("bar=y"))
+	if s := res.Statuses[0]; !s.Unlimited || s.Replaced || s.Remaining != math.MaxUint32 {
+		t.Errorf("replaced unlimited rule: %+v", s)
+	}
+}

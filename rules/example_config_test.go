@@ -205,3 +205,71 @@ func ExampleRules_Watch() {
 	// [checkout]
 	// context canceled
 }
+
+// StatsKey names a descriptor's statistics as envoyproxy/ratelimit does:
+// with detailed_metric, each entry's value is in the name.
+func ExampleConfig_StatsKey() {
+	cfg, err := rules.Parse([]rules.File{{Name: "api.yaml", Data: []byte(`
+domain: api
+descriptors:
+  - key: user
+    rate_limit: {unit: second, requests_per_unit: 10}
+  - key: tenant
+    detailed_metric: true
+    rate_limit: {unit: second, requests_per_unit: 100}
+`)}}, rules.LoadOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, e := range []rules.Entry{{Key: "user", Value: "ann"}, {Key: "tenant", Value: "acme"}} {
+		entries := []rules.Entry{e}
+		rule, _ := cfg.Match("api", entries)
+		fmt.Println(cfg.StatsKey("api", entries, rule))
+	}
+	// Output:
+	// api.user
+	// api.tenant_acme
+}
+
+// Set puts another configuration in force: the counts stay, compared
+// with the new limits at once.
+func ExampleRules_Set() {
+	parse := func(rpu int) *rules.Config {
+		cfg, err := rules.Parse([]rules.File{{Name: "api.yaml", Data: []byte(fmt.Sprintf(
+			"domain: api\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: %d}\n", rpu))}}, rules.LoadOptions{})
+		if err != nil {
+			log.Fatal(err)
+		}
+		return cfg
+	}
+	store, err := memory.New()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+	r, err := rules.New(store, parse(2), rules.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ann := []rules.Descriptor{{Entries: []rules.Entry{{Key: "user", Value: "ann"}}}}
+	for range 3 {
+		res, err := r.Decide(context.Background(), "api", ann, 1)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(res.Allowed, res.Statuses[0].Remaining, "of", res.Statuses[0].RequestsPerUnit)
+	}
+	if err := r.Set(parse(5)); err != nil { // raised mid-window: the difference, now
+		log.Fatal(err)
+	}
+	res, err := r.Decide(context.Background(), "api", ann, 1)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Allowed, res.Statuses[0].Remaining, "of", res.Statuses[0].RequestsPerUnit)
+	// Output:
+	// true 1 of 2
+	// true 0 of 2
+	// false 0 of 2
+	// true 2 of 5
+}

@@ -37,11 +37,15 @@ type extras struct {
 
 func (e *extras) set() bool { return e.first != "" }
 
+func (e *extras) mark(key string) {
+	if e.first == "" {
+		e.first = key
+	}
+}
+
 // extra reads one of ratekit's keys of a rate_limit.
 func (p *parser) extra(e *extras, kv keyValue) {
-	if e.first == "" {
-		e.first = kv.key
-	}
+	e.mark(kv.key)
 	switch kv.key {
 	case "algorithm":
 		e.algorithm, _ = p.str(kv.val, kv.fieldPos)
@@ -88,31 +92,50 @@ func (p *parser) duration(n *yaml.Node, path string) time.Duration {
 	return d
 }
 
-// limits builds r's limit from its rate_limit n and ratekit's keys e:
-// RequestsPerUnit per Window, by the algorithm e names. A rule of
-// requests_per_unit 0 has none: it denies every request.
-func (p *parser) limits(r *Rule, path string, n *yaml.Node, e *extras) bool {
-	r.Algorithm = DefaultAlgorithm
+// limit builds the limit s: RequestsPerUnit per its window, by the
+// algorithm it names; a Limit without Params for 0 requests per unit
+// (every request is over it).
+func (p *parser) limit(s *limitSpec) (Limit, bool) {
+	e, path := &s.ex, s.path
+	l := Limit{Algorithm: DefaultAlgorithm, RequestsPerUnit: s.rpu, Penalty: e.penalty}
 	if e.algorithm != "" {
-		r.Algorithm = e.algorithm
+		l.Algorithm = e.algorithm
 	}
-	bucket := r.Algorithm == "tokenbucket" || r.Algorithm == "gcra" || r.Algorithm == "leakybucket"
+	u, valid := parseUnit(s.unit)
+	if e.period > 0 {
+		if s.unitNode != nil {
+			p.errorf(s.unitNode, join(path, "unit"), "give unit or period, not both")
+			return l, false
+		}
+		l.Window = e.period
+	} else {
+		if !valid {
+			at := s.unitNode
+			if at == nil {
+				at = s.node
+			}
+			p.errorf(at, join(path, "unit"), "invalid rate limit unit '%s'", s.unit)
+			return l, false
+		}
+		l.Unit, l.Window = u, u.Duration()
+	}
+	bucket := l.Algorithm == "tokenbucket" || l.Algorithm == "gcra" || l.Algorithm == "leakybucket"
 	if e.burstNode != nil && !bucket {
-		p.errorf(e.burstNode, join(path, "burst"), "burst is for tokenbucket, gcra and leakybucket, not %s", r.Algorithm)
-		return false
+		p.errorf(e.burstNode, join(path, "burst"), "burst is for tokenbucket, gcra and leakybucket, not %s", l.Algorithm)
+		return l, false
 	}
 	if e.carryNode != nil && !bucket {
-		p.errorf(e.carryNode, join(path, "carry"), "carry is for tokenbucket, gcra and leakybucket, not %s", r.Algorithm)
-		return false
+		p.errorf(e.carryNode, join(path, "carry"), "carry is for tokenbucket, gcra and leakybucket, not %s", l.Algorithm)
+		return l, false
 	}
-	if e.calNode != nil && (r.Algorithm != "fixedwindow" || (r.Unit != Day && r.Unit != Week && r.Unit != Month)) {
+	if e.calNode != nil && (l.Algorithm != "fixedwindow" || (l.Unit != Day && l.Unit != Week && l.Unit != Month)) {
 		p.errorf(e.calNode, join(path, "calendar"), "calendar is for a fixedwindow of unit day, week or month")
-		return false
+		return l, false
 	}
-	if r.RequestsPerUnit == 0 {
-		return true
+	if s.rpu == 0 {
+		return l, true
 	}
-	rpu := int64(r.RequestsPerUnit)
+	rpu := int64(s.rpu)
 	burst := rpu
 	if e.burst > 0 {
 		burst = e.burst
@@ -121,15 +144,15 @@ func (p *parser) limits(r *Rule, path string, n *yaml.Node, e *extras) bool {
 	if e.carry == ratekit.CarryAvailable.String() {
 		carry = 1
 	}
-	var params core.Params
 	var err error
 	if e.calendar != nil {
-		period := map[Unit]fixedwindow.Period{Day: fixedwindow.Day, Week: fixedwindow.Week, Month: fixedwindow.Month}[r.Unit]
-		params, err = fixedwindow.NewCalendarParams(fixedwindow.CalendarConfig{Limit: rpu, Period: period, Location: e.calendar})
+		period := map[Unit]fixedwindow.Period{Day: fixedwindow.Day, Week: fixedwindow.Week, Month: fixedwindow.Month}[l.Unit]
+		l.Params, err = fixedwindow.NewCalendarParams(fixedwindow.CalendarConfig{Limit: rpu, Period: period, Location: e.calendar})
+		l.calendar = true
 	} else {
-		w := int64(r.Window)
+		w := int64(l.Window)
 		var values algorithms.Params
-		switch r.Algorithm {
+		switch l.Algorithm {
 		case "fixedwindow":
 			values = algorithms.Params{"limit": rpu, "window": w, "aligned": 1}
 		case "slidinglog", "slidingcounter":
@@ -141,22 +164,19 @@ func (p *parser) limits(r *Rule, path string, n *yaml.Node, e *extras) bool {
 		case "gcra":
 			values = algorithms.Params{"rate": rpu, "period": w, "burst": burst, "carry": carry}
 		default:
-			p.errorf(e.algNode, join(path, "algorithm"), "no rules for the algorithm '%s'", r.Algorithm)
-			return false
+			p.errorf(e.algNode, join(path, "algorithm"), "no rules for the algorithm '%s'", l.Algorithm)
+			return l, false
 		}
-		a, _ := algorithms.Lookup(r.Algorithm)
-		params, err = a.NewParams(values)
+		a, _ := algorithms.Lookup(l.Algorithm)
+		l.Params, err = a.NewParams(values)
 	}
 	if err != nil {
 		msg := err.Error()
 		if errors.Is(err, core.ErrInvalidConfig) {
 			msg = strings.TrimPrefix(strings.TrimPrefix(msg, core.ErrInvalidConfig.Error()), ": ")
 		}
-		p.errorf(n, path, "%s", fmt.Sprintf("%s: %s", r.Algorithm, msg))
-		return false
+		p.errorf(s.node, path, "%s", fmt.Sprintf("%s: %s", l.Algorithm, msg))
+		return l, false
 	}
-	r.Limits = []Limit{{Params: params, Penalty: e.penalty}}
-	r.params = []core.Params{params}
-	r.calendar = e.calendar != nil
-	return true
+	return l, true
 }

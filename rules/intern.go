@@ -2,7 +2,6 @@ package rules
 
 import (
 	"fmt"
-	"hash/maphash"
 	"sync"
 
 	"github.com/ratekit/ratekit/algorithms/fixedwindow"
@@ -12,16 +11,19 @@ import (
 // interner keeps the storage keys of recent descriptors, so that a key
 // built again in a buffer is a string already made: a decision on a key
 // seen before allocates none. Each of its shards forgets all its keys
-// when it holds internShardKeys.
+// when it holds internShardKeys: at most 64 Ki keys of internMaxLen
+// bytes are held.
 type interner struct {
-	seed   maphash.Seed
-	once   sync.Once
 	shards [internShards]internShard
 }
 
 const (
-	internShards    = 64
+	internShardBits = 6
+	internShards    = 1 << internShardBits
 	internShardKeys = 1024
+	// internMaxLen is the longest key kept: a client's values are
+	// hostile, and a longer key costs an allocation, not memory held.
+	internMaxLen = 512
 )
 
 type internShard struct {
@@ -31,8 +33,10 @@ type internShard struct {
 
 // get returns b as a string.
 func (in *interner) get(b []byte) string {
-	in.once.Do(func() { in.seed = maphash.MakeSeed() })
-	sh := &in.shards[maphash.Bytes(in.seed, b)%internShards]
+	if len(b) > internMaxLen {
+		return string(b)
+	}
+	sh := &in.shards[shardOf(b)]
 	sh.mu.RLock()
 	s, ok := sh.m[string(b)]
 	sh.mu.RUnlock()
@@ -47,6 +51,19 @@ func (in *interner) get(b []byte) string {
 	sh.m[s] = s
 	sh.mu.Unlock()
 	return s
+}
+
+// shardOf spreads keys over the shards by their last 8 bytes and
+// length, which is where keys differ (the values), at the cost of a
+// multiplication: a full hash here cost as much as the map's own. Keys
+// chosen to fall in one shard only make it forget sooner.
+func shardOf(b []byte) int {
+	var x uint64
+	for _, c := range b[max(len(b)-8, 0):] {
+		x = x<<8 | uint64(c)
+	}
+	x = (x ^ uint64(len(b))) * 0x9e3779b97f4a7c15
+	return int(x >> (64 - internShardBits))
 }
 
 // overrides keeps the parameters of the limits requests gave

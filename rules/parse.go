@@ -202,7 +202,8 @@ var (
 		"detailed_metric", "value_to_metric", "share_threshold", "metadata"}
 	rateLimitKeys = []string{"unit", "requests_per_unit", "unlimited", "name", "replaces",
 		// ratekit's
-		"algorithm", "period", "burst", "carry", "calendar", "penalty"}
+		"algorithm", "period", "burst", "carry", "calendar", "penalty", "also"}
+	alsoKeys     = []string{"unit", "requests_per_unit", "algorithm", "period", "burst", "carry", "calendar", "penalty"}
 	replacesKeys = []string{"name"}
 )
 
@@ -368,6 +369,9 @@ func (p *parser) descriptor(at *node, domain, parent, path string, n *yaml.Node,
 		if !p.rateLimit(r, join(path, "rate_limit"), rl) {
 			return
 		}
+		for _, l := range r.Limits {
+			r.params = append(r.params, l.Params)
+		}
 		r.index = len(p.cfg.rules)
 		p.cfg.rules = append(p.cfg.rules, r)
 		nd.rule = r
@@ -389,28 +393,22 @@ func (p *parser) rateLimit(r *Rule, path string, n *yaml.Node) bool {
 		p.errorf(n, path, "rate_limit is a mapping, this is a %s", kindName(n))
 		return false
 	}
-	var unitNode, rpuNode *yaml.Node
-	var unit string
-	var ex extras
+	first := limitSpec{node: n, path: path}
 	var replNodes []*yaml.Node
+	var also *yaml.Node
 	for _, kv := range p.fields(n, path, rateLimitKeys) {
 		switch kv.key {
-		case "unit":
-			unit, _ = p.str(kv.val, kv.fieldPos)
-			unitNode = kv.val
-		case "requests_per_unit":
-			rpuNode = kv.val
-			if v, ok := p.int(kv.val, kv.fieldPos, 0, math.MaxUint32); ok {
-				r.RequestsPerUnit = uint32(v)
-			}
 		case "unlimited":
 			r.Unlimited = p.bool(kv.val, kv.fieldPos)
 		case "name":
 			r.Name, _ = p.str(kv.val, kv.fieldPos)
 		case "replaces":
 			r.Replaces, replNodes = p.replaces(kv.val, kv.fieldPos)
+		case "also":
+			also = kv.val
+			first.ex.mark(kv.key)
 		default:
-			p.extra(&ex, kv)
+			p.limitField(&first, kv)
 		}
 	}
 	if len(p.errs) > before {
@@ -427,41 +425,99 @@ func (p *parser) rateLimit(r *Rule, path string, n *yaml.Node) bool {
 			return false
 		}
 	}
-	u, valid := parseUnit(unit)
 	if r.Unlimited {
-		if unitNode != nil {
-			if valid {
-				p.errorf(unitNode, join(path, "unit"), "should not specify rate limit unit when unlimited")
+		if first.unitNode != nil {
+			if _, valid := parseUnit(first.unit); valid {
+				p.errorf(first.unitNode, join(path, "unit"), "should not specify rate limit unit when unlimited")
 			} else {
-				p.errorf(unitNode, join(path, "unit"), "invalid rate limit unit '%s'", unit)
+				p.errorf(first.unitNode, join(path, "unit"), "invalid rate limit unit '%s'", first.unit)
 			}
 			return false
 		}
-		if ex.set() {
-			p.errorf(n, path, "an unlimited rule takes none of ratekit's keys (%s)", ex.first)
+		if first.ex.set() {
+			p.errorf(n, path, "an unlimited rule takes none of ratekit's keys (%s)", first.ex.first)
 			return false
 		}
-		_ = rpuNode
 		return true
 	}
-	if ex.period > 0 {
-		if unitNode != nil {
-			p.errorf(unitNode, join(path, "unit"), "give unit or period, not both")
-			return false
-		}
-		r.Window = ex.period
-	} else {
-		if !valid {
-			at := unitNode
-			if at == nil {
-				at = n
-			}
-			p.errorf(at, join(path, "unit"), "invalid rate limit unit '%s'", unit)
-			return false
-		}
-		r.Unit, r.Window = u, u.Duration()
+	l, ok := p.limit(&first)
+	if !ok {
+		return false
 	}
-	return p.limits(r, path, n, &ex)
+	r.Unit, r.RequestsPerUnit, r.Window, r.Algorithm = l.Unit, l.RequestsPerUnit, l.Window, l.Algorithm
+	if also == nil || isNull(also) {
+		if l.Params != nil {
+			r.Limits = []Limit{l}
+		}
+		return true
+	}
+	// Several limits, decided at once.
+	field := join(path, "also")
+	if also.Kind != yaml.SequenceNode || len(also.Content) == 0 {
+		p.errorf(also, field, "also is a list of limits, each a mapping of unit (or period) and requests_per_unit")
+		return false
+	}
+	if l.Params == nil {
+		p.errorf(n, join(path, "requests_per_unit"), "a rule of several limits (also) has at least 1 request per unit in each")
+		return false
+	}
+	r.Limits = []Limit{l}
+	for i, c := range also.Content {
+		c = resolve(c)
+		spec := limitSpec{node: c, path: fmt.Sprintf("%s[%d]", field, i)}
+		if c.Kind != yaml.MappingNode {
+			p.errorf(c, spec.path, "a limit of also is a mapping, this is a %s", kindName(c))
+			return false
+		}
+		for _, kv := range p.fields(c, spec.path, alsoKeys) {
+			p.limitField(&spec, kv)
+		}
+		if len(p.errs) > before {
+			return false
+		}
+		l, ok := p.limit(&spec)
+		if !ok {
+			return false
+		}
+		if l.Params == nil {
+			p.errorf(c, join(spec.path, "requests_per_unit"), "a rule of several limits (also) has at least 1 request per unit in each")
+			return false
+		}
+		r.Limits = append(r.Limits, l)
+	}
+	if len(r.Limits) > maxRuleLimits {
+		p.errorf(also, field, "a rule has at most %d limits, this one %d", maxRuleLimits, len(r.Limits))
+		return false
+	}
+	return true
+}
+
+// maxRuleLimits is the most limits a rule has (ratekit.MaxPolicyLimits).
+const maxRuleLimits = 16
+
+// limitSpec is one limit as written: a rate_limit, or one of its also.
+type limitSpec struct {
+	node     *yaml.Node
+	path     string
+	unit     string
+	unitNode *yaml.Node
+	rpu      uint32
+	ex       extras
+}
+
+// limitField reads one key of a limit.
+func (p *parser) limitField(s *limitSpec, kv keyValue) {
+	switch kv.key {
+	case "unit":
+		s.unit, _ = p.str(kv.val, kv.fieldPos)
+		s.unitNode = kv.val
+	case "requests_per_unit":
+		if v, ok := p.int(kv.val, kv.fieldPos, 0, math.MaxUint32); ok {
+			s.rpu = uint32(v)
+		}
+	default:
+		p.extra(&s.ex, kv)
+	}
 }
 
 // replaces reads a list of {name: ...}.

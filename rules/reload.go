@@ -65,8 +65,9 @@ const DefaultInterval = time.Second
 // returns ctx's error. It reads path (a file or a directory, as Load does)
 // at once and then every Interval, and when what it reads differs from
 // what it read last, loads it as Update does: a configuration that does
-// not parse leaves the one in force, is counted and reported, and is
-// loaded again only once it changes.
+// not parse leaves the one in force, is counted and reported (when it
+// still reads the same at the next tick: a file written in place may
+// be read cut short), and is loaded again only once it changes.
 //
 // Watch reads contents instead of waiting for file system events, so
 // that every way a file changes is seen: written in place, replaced by a
@@ -85,7 +86,8 @@ func (r *Rules) Watch(ctx context.Context, path string, opts WatchOptions) error
 	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	var last []File // what was loaded last, or failed to load
+	var last []File    // what was loaded last, or failed to load
+	var suspect []File // what failed to load once, to read again
 	var lastErr error
 	first := true
 	for {
@@ -99,8 +101,18 @@ func (r *Rules) Watch(ctx context.Context, path string, opts WatchOptions) error
 			}
 			lastErr, last = err, nil
 		case first || !sameFiles(files, last):
-			_, lastErr = r.Update(files, opts.LoadOptions)
-			last = files
+			cfg, err := Parse(files, opts.LoadOptions)
+			if err != nil && !sameFiles(files, suspect) {
+				// A file being written in place reads as cut short: look
+				// again at the next tick before calling it an error.
+				suspect = files
+				break
+			}
+			if err == nil {
+				err = r.Set(cfg)
+			}
+			r.loaded(cfg, err)
+			last, lastErr, suspect = files, err, nil
 		}
 		first = false
 		select {

@@ -218,3 +218,24 @@ func TestDecisionsSeeOneConfig(t *testing.T) {
 	stop.Store(true)
 	wg.Wait()
 }
+
+// A file removed from a watched directory leaves the configuration with
+// it (envoyproxy/ratelimit's integration test: a deletion is a load too).
+func TestWatchFileRemoved(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"a", "b"} {
+		if err := os.WriteFile(filepath.Join(dir, d+".yaml"), []byte(limitYAML(d, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, stop := watch(t, dir)
+	defer stop()
+	waitFor(t, "the first load", func() bool { return r.Config() != nil && len(r.Config().Domains()) == 2 })
+	if err := os.Remove(filepath.Join(dir, "b.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "b's removal", func() bool { return len(r.Config().Domains()) == 1 })
+	if d := r.Config().Domains(); d[0] != "a" {
+		t.Errorf("domains %v, want [a]", d)
+	}
+}

@@ -40,8 +40,9 @@ type Options struct {
 	// store's clock decides (the Redis server's TIME), but for calendar
 	// windows, which follow this process's clock (time.Now).
 	Clock core.Clock
-	// Wrap, when set, wraps every limiter Rules builds (one per
-	// algorithm, and one per rule with a penalty) when it is built:
+	// Wrap, when set, wraps every limiter Rules builds when it builds
+	// it (one per algorithm; one per rule of several limits or with a
+	// penalty, at each Set; under Atomic, one per kind of request):
 	// failsafe, denycache, otelratekit, or a function of the caller's.
 	// Decisions go through what it returns.
 	Wrap func(core.Limiter) (core.Limiter, error)
@@ -80,18 +81,25 @@ type Options struct {
 // use; every decision sees one configuration, the one in force when it
 // started.
 type Rules struct {
-	opts      Options
-	clock     core.Clock // for calendar windows and requests_per_unit 0
-	limiters  map[string]core.Limiter
-	raw       map[string]*ratekit.Limiter // unwrapped, for policies
-	calendar  core.Limiter
-	state     atomic.Pointer[state]
+	opts  Options
+	store core.ScriptRunner
+	clock core.Clock // for calendar windows and requests_per_unit 0
+
+	// Built by New, read only after it.
+	limiters    map[string]core.Limiter // by algorithm, wrapped
+	calendar    core.Limiter            // a fixed window with a clock, wrapped
+	calendarRaw *ratekit.Limiter
+	algIndex    map[string]uint8 // index in algorithms.All by name
+	algNames    []string
+
+	mu  sync.Mutex
+	raw map[string]*ratekit.Limiter // unwrapped, for policies; under mu
+
+	state     atomic.Pointer[state] // the configuration in force
 	keys      interner
 	overrides overrides
-	scratch   sync.Pool
 	policies  policies
-	algIndex  map[string]uint8 // index in algorithms.All by name
-	algNames  []string
+	scratch   sync.Pool
 	succeeded atomic.Uint64
 	failed    atomic.Uint64
 }
@@ -108,7 +116,7 @@ func New(store core.ScriptRunner, cfg *Config, opts Options) (*Rules, error) {
 	if opts.Prefix == "" {
 		opts.Prefix = DefaultPrefix
 	}
-	r := &Rules{opts: opts, clock: opts.Clock, limiters: map[string]core.Limiter{}, raw: map[string]*ratekit.Limiter{}}
+	r := &Rules{opts: opts, clock: opts.Clock, store: store, limiters: map[string]core.Limiter{}, raw: map[string]*ratekit.Limiter{}}
 	if r.clock == nil {
 		r.clock = core.ClockFunc(time.Now)
 	}
@@ -129,6 +137,7 @@ func New(store core.ScriptRunner, cfg *Config, opts Options) (*Rules, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.calendarRaw = cal
 	if r.calendar, err = r.wrap(cal); err != nil {
 		return nil, err
 	}
@@ -139,6 +148,32 @@ func New(store core.ScriptRunner, cfg *Config, opts Options) (*Rules, error) {
 		}
 	}
 	return r, nil
+}
+
+// limiterAt returns the unwrapped limiter of a rule's limit j of
+// algorithm alg: the algorithm's own for the first limit of a rule,
+// one of a prefix of its own for each other place (a policy's limits have
+// prefixes of their own), built once.
+func (r *Rules) limiterAt(alg string, j int, calendar bool) (*ratekit.Limiter, error) {
+	if j == 0 && calendar && r.opts.Clock == nil {
+		return r.calendarRaw, nil
+	}
+	name := alg
+	if j > 0 {
+		name = fmt.Sprintf("%s:%d", alg, j)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l, ok := r.raw[name]; ok {
+		return l, nil
+	}
+	a, _ := algorithms.Lookup(alg)
+	l, err := a.New(r.store, a.Defaults(), r.opts.Clock, r.opts.Prefix+name+":")
+	if err != nil {
+		return nil, err
+	}
+	r.raw[name] = l
+	return l, nil
 }
 
 func (r *Rules) wrap(l *ratekit.Limiter) (core.Limiter, error) {
@@ -167,30 +202,38 @@ func (r *Rules) Set(cfg *Config) error {
 		if len(rule.Limits) == 0 {
 			continue
 		}
-		if r.opts.Atomic {
-			switch {
-			case rule.Limits[0].Penalty > 0:
-				return fmt.Errorf("%w: %s:%d: a rule with a penalty cannot be decided with Options.Atomic (the penalty would block the whole domain)", ErrConfig, rule.File, rule.Line)
-			case rule.calendar && r.opts.Clock == nil:
-				return fmt.Errorf("%w: %s:%d: a calendar rule decided with Options.Atomic needs Options.Clock (every limit of a request is decided at one time, and a calendar follows this process's clock)", ErrConfig, rule.File, rule.Line)
-			}
+		calendar, penalty := false, false
+		for _, l := range rule.Limits {
+			calendar = calendar || l.calendar
+			penalty = penalty || l.Penalty > 0
 		}
 		switch {
-		case rule.calendar:
+		case r.opts.Atomic && penalty:
+			return fmt.Errorf("%w: %s:%d: a rule with a penalty cannot be decided with Options.Atomic (the penalty would block the whole domain)", ErrConfig, rule.File, rule.Line)
+		case calendar && r.opts.Clock == nil && (r.opts.Atomic || len(rule.Limits) > 1):
+			return fmt.Errorf("%w: %s:%d: a calendar limit decided with others (Options.Atomic, also) needs Options.Clock: limits decided at once are decided at one time, and a calendar follows this process's clock", ErrConfig, rule.File, rule.Line)
+		case r.opts.Atomic:
+			// decideAtomic decides with policies of its own.
+		case len(rule.Limits) == 1 && !penalty && calendar:
 			st.limiters[i] = r.calendar
-		case rule.Limits[0].Penalty > 0:
-			p, err := ratekit.NewPolicy(ratekit.PolicyConfig{
-				Limits:        []ratekit.Limit{{Name: "limit", Limiter: r.raw[rule.Algorithm], Penalty: rule.Limits[0].Penalty}},
-				PenaltyPrefix: r.opts.Prefix + "penalty:",
-			})
+		case len(rule.Limits) == 1 && !penalty:
+			st.limiters[i] = r.limiters[rule.Algorithm]
+		default:
+			limits := make([]ratekit.Limit, len(rule.Limits))
+			for j, l := range rule.Limits {
+				lim, err := r.limiterAt(l.Algorithm, j, l.calendar)
+				if err != nil {
+					return err
+				}
+				limits[j] = ratekit.Limit{Name: fmt.Sprintf("l%d", j), Limiter: lim, Penalty: l.Penalty}
+			}
+			p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: limits, PenaltyPrefix: r.opts.Prefix + "penalty:"})
 			if err != nil {
 				return fmt.Errorf("%s:%d: %w", rule.File, rule.Line, err)
 			}
 			if st.limiters[i], err = r.wrap(p); err != nil {
 				return err
 			}
-		default:
-			st.limiters[i] = r.limiters[rule.Algorithm]
 		}
 	}
 	r.state.Store(st)
@@ -311,10 +354,10 @@ func (r *Rules) DecideTo(ctx context.Context, res *Result, domain string, descri
 		sc.keys[i] = r.keys.get(sc.buf)
 	}
 	// A rule named in another matched rule's replaces is neither checked
-	// nor counted.
+	// nor counted (an unlimited one stays unlimited, as in envoy).
 	for j := range res.Statuses {
 		rj := res.Statuses[j].Rule
-		if rj == nil || rj.Name == "" {
+		if rj == nil || rj.Name == "" || rj.Unlimited {
 			continue
 		}
 	replaced:
@@ -408,10 +451,14 @@ func (r *Rules) decide(ctx context.Context, st *state, s *Status, key string, ow
 	}
 	req := core.Request{Key: key, N: cost, Params: params}
 	over := false
-	switch limit := params[0].Limit(); {
+	least := params[0].Limit()
+	for _, p := range params[1:] {
+		least = min(least, p.Limit())
+	}
+	switch {
 	case cost == 0:
 		req.N, req.Op = 1, core.OpPeek
-	case cost > limit:
+	case cost > least:
 		req.N, req.Op, over = 1, core.OpPeek, true
 	}
 	d, err := lim.Decide(ctx, req)
@@ -421,6 +468,11 @@ func (r *Rules) decide(ctx context.Context, st *state, s *Status, key string, ow
 	s.Decision = d
 	s.Remaining = uint32(min(max(d.Remaining, 0), math.MaxUint32))
 	s.ResetAfter = d.ResetAfter
+	if len(d.Limits) > 1 {
+		// A rule of several limits reports the one that binds.
+		l := &s.Rule.Limits[binding(d.Limits, d)]
+		s.RequestsPerUnit, s.Unit = l.RequestsPerUnit, l.Unit
+	}
 	if over || !d.Allowed {
 		s.Code = OverLimit
 		if d.RetryAfter > s.ResetAfter {
@@ -432,6 +484,17 @@ func (r *Rules) decide(ctx context.Context, st *state, s *Status, key string, ow
 	}
 	r.shadow(s)
 	return nil
+}
+
+// binding returns the index of the limit of lds whose decision is d's:
+// a denial's longest RetryAfter, or the least Remaining.
+func binding(lds []core.LimitDecision, d core.Decision) int {
+	for j, ld := range lds {
+		if ld.Allowed == d.Allowed && ld.Remaining == d.Remaining && (d.Allowed || ld.RetryAfter == d.RetryAfter) {
+			return j
+		}
+	}
+	return 0
 }
 
 // zero decides a limit of 0 requests per unit: over, until its window

@@ -4,6 +4,7 @@ go 1.26.0
 
 replace (
 	github.com/ratekit/ratekit => ../..
+	github.com/ratekit/ratekit/rules => ../../rules
 	github.com/ratekit/ratekit/store/goredis => ../../store/goredis
 	github.com/ratekit/ratekit/store/redigo => ../../store/redigo
 	github.com/ratekit/ratekit/store/rueidis => ../../store/rueidis
@@ -14,6 +15,7 @@ require (
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/gomodule/redigo v1.9.3
 	github.com/ratekit/ratekit v0.0.0
+	github.com/ratekit/ratekit/rules v0.0.0
 	github.com/ratekit/ratekit/store/goredis v0.0.0
 	github.com/ratekit/ratekit/store/redigo v0.0.0
 	github.com/ratekit/ratekit/store/rueidis v0.0.0
@@ -27,6 +29,8 @@ require (
 	golang.org/x/time v0.16.0
 	gonum.org/v1/plot v0.17.0
 )
+
+require go.yaml.in/yaml/v3 v3.0.6 // indirect
 
 require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect

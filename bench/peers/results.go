@@ -222,6 +222,21 @@ func (r *results) markdown(o options, withChart bool) string {
 		}
 	}
 
+	w("\n## Rules: matching on top of a decision\n\nThe open token bucket decided through package rules (a descriptor matched to its rule, `Rules.DecideTo`), against the same kind of parameters given directly (`core.Request.Params`, the case above): what matching costs (decisions/s and allocations per decision, medians).\n\n| store | goroutines | through rules | Params given | ratio | allocs/op rules | allocs/op Params |\n|---|---|---|---|---|---|---|\n")
+	for _, st := range storeNames {
+		for _, g := range o.goroutines {
+			rk, pk := caseKey{"ratekit/" + st, "tokenbucket", "rules", g}, caseKey{"ratekit/" + st, "tokenbucket", "params", g}
+			if !r.has(rk) || !r.has(pk) {
+				continue
+			}
+			rm, _, _ := r.ops(rk)
+			pm, _, _ := r.ops(pk)
+			w("| %s | %d | %s | %s | %.2fx | %.1f | %.1f |\n", st, g, human(rm), human(pm), r.ratio(rk, pk),
+				median(field(r.samples[rk], func(s sample) float64 { return s.allocs })),
+				median(field(r.samples[pk], func(s sample) float64 { return s.allocs })))
+		}
+	}
+
 	w("\n## AllowMany: batches of %d random keys from one goroutine, token bucket, nothing denied\n\n", batchSize)
 	w("One pipelined round trip per batch (call by call on the memory store). Latency is per batch; allocations per decision.\n\n| store | decisions/s | p50 batch | p99 batch | allocs/decision | of the script's -P16 ceiling |\n|---|---|---|---|---|---|\n")
 	for _, st := range storeNames {

@@ -292,8 +292,14 @@ func runAll(ctx context.Context, o options, t *target, m *meter) (*results, erro
 				if err != nil {
 					return nil, err
 				}
+				ru, err := rulesFunc(runner, prefix+"rules:")
+				if err != nil {
+					return nil, err
+				}
 				for _, g := range o.goroutines {
-					jobs = append(jobs, job{key: caseKey{"ratekit/" + st, a.name, "params", g}, decide: given, per: 1})
+					params := caseKey{"ratekit/" + st, a.name, "params", g}
+					jobs = append(jobs, job{key: params, decide: given, per: 1},
+						job{key: caseKey{"ratekit/" + st, a.name, "rules", g}, decide: ru, per: 1, beside: params})
 				}
 				b, err := batchFunc(open, keys, batchSize)
 				if err != nil {

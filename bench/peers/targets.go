@@ -21,6 +21,7 @@ import (
 	"github.com/ratekit/ratekit/algorithms/fixedwindow"
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/rules"
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
 	"github.com/ratekit/ratekit/store/memory"
 	redigostore "github.com/ratekit/ratekit/store/redigo"
@@ -246,6 +247,39 @@ func paramsFunc(l core.Limiter) (decideFunc, error) {
 	return func(ctx context.Context, key string) (bool, error) {
 		d, err := l.Decide(ctx, core.Request{Key: key, N: 1, Params: ps})
 		return d.Allowed, err
+	}, nil
+}
+
+// rulesFunc decides through package rules, each key a descriptor's value
+// matched to an open token bucket rule: beside paramsFunc, which decides
+// with the same kind of parameters given directly, it measures what
+// matching a request to its rule costs.
+func rulesFunc(runner core.ScriptRunner, prefix string) (decideFunc, error) {
+	cfg, err := rules.Parse([]rules.File{{Name: "bench.yaml", Data: []byte(`domain: bench
+descriptors:
+  - key: key
+    rate_limit: {unit: second, requests_per_unit: 4000000000, algorithm: tokenbucket, burst: 1099511627776}
+`)}}, rules.LoadOptions{})
+	if err != nil {
+		return nil, err
+	}
+	r, err := rules.New(runner, cfg, rules.Options{Prefix: prefix})
+	if err != nil {
+		return nil, err
+	}
+	type call struct {
+		res rules.Result
+		ds  []rules.Descriptor
+	}
+	calls := sync.Pool{New: func() any {
+		return &call{ds: []rules.Descriptor{{Entries: []rules.Entry{{Key: "key"}}}}}
+	}}
+	return func(ctx context.Context, key string) (bool, error) {
+		c := calls.Get().(*call)
+		defer calls.Put(c)
+		c.ds[0].Entries[0].Value = key
+		err := r.DecideTo(ctx, &c.res, "bench", c.ds, 1)
+		return c.res.Allowed, err
 	}, nil
 }
 

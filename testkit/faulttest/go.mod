@@ -4,6 +4,7 @@ go 1.26.0
 
 replace (
 	github.com/ratekit/ratekit => ../..
+	github.com/ratekit/ratekit/rules => ../../rules
 	github.com/ratekit/ratekit/store/goredis => ../../store/goredis
 	github.com/ratekit/ratekit/store/redigo => ../../store/redigo
 	github.com/ratekit/ratekit/store/rueidis => ../../store/rueidis
@@ -13,6 +14,7 @@ replace (
 require (
 	github.com/gomodule/redigo v1.9.3
 	github.com/ratekit/ratekit v0.0.0
+	github.com/ratekit/ratekit/rules v0.0.0
 	github.com/ratekit/ratekit/store/goredis v0.0.0
 	github.com/ratekit/ratekit/store/redigo v0.0.0
 	github.com/ratekit/ratekit/store/rueidis v0.0.0
@@ -31,6 +33,7 @@ require (
 	go.opentelemetry.io/otel v1.43.0 // indirect
 	go.opentelemetry.io/otel/metric v1.43.0 // indirect
 	go.opentelemetry.io/otel/trace v1.43.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260226221140-a57be14db171 // indirect

@@ -1,0 +1,42 @@
+module github.com/ratekit/ratekit/cmd/ratekit-server
+
+go 1.26.0
+
+replace (
+	github.com/ratekit/ratekit => ../..
+	github.com/ratekit/ratekit/rules => ../../rules
+	github.com/ratekit/ratekit/store/goredis => ../../store/goredis
+	github.com/ratekit/ratekit/store/rueidis => ../../store/rueidis
+)
+
+require (
+	github.com/envoyproxy/go-control-plane/envoy v1.40.0
+	github.com/lyft/gostats v0.4.14
+	github.com/prometheus/client_golang v1.23.2
+	github.com/ratekit/ratekit v0.0.0
+	github.com/ratekit/ratekit/rules v0.0.0
+	github.com/ratekit/ratekit/store/rueidis v0.0.0
+	github.com/redis/rueidis v1.0.79
+	google.golang.org/grpc v1.84.0
+	google.golang.org/protobuf v1.36.12
+)
+
+require (
+	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2 // indirect
+	github.com/envoyproxy/protoc-gen-validate v1.3.3 // indirect
+	github.com/kr/text v0.2.0 // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/planetscale/vtprotobuf v0.6.1-0.20240319094008-0393e58bdf10 // indirect
+	github.com/prometheus/client_model v0.6.3 // indirect
+	github.com/prometheus/common v0.66.1 // indirect
+	github.com/prometheus/procfs v0.16.1 // indirect
+	github.com/rogpeppe/go-internal v1.12.0 // indirect
+	go.yaml.in/yaml/v2 v2.4.2 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
+	golang.org/x/net v0.58.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260720211330-0afa2a65878a // indirect
+)

@@ -1,0 +1,379 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"github.com/ratekit/ratekit/core"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// settings is ratekit-server's configuration, read from the environment
+// variables envoyproxy/ratelimit reads (src/settings/settings.go), with its
+// defaults, plus a few of ratekit's own (RATEKIT_*). A variable it knows
+// but does not implement is refused by loadSettings when it asks for
+// anything but envoyproxy/ratelimit's default behaviour.
+type settings struct {
+	Host, DebugHost, GRPCHost, GRPCUDS string
+	Port, DebugPort, GRPCPort          int
+
+	GRPCMaxConnectionAge, GRPCMaxConnectionAgeGrace time.Duration
+	GRPCServerUseTLS                                bool
+	GRPCServerTLSCert, GRPCServerTLSKey             string
+	GRPCClientTLSCACert, GRPCClientTLSSAN           string
+
+	LogLevel, LogFormat string
+
+	ForceStartWithoutInitialConfig    bool
+	HealthyWithAtLeastOneConfigLoaded bool
+	MergeDomainConfig                 bool
+
+	UseStatsd                      bool
+	StatsdHost                     string
+	StatsdPort                     int
+	StatsFlushInterval             time.Duration
+	UsePrometheus                  bool
+	PrometheusAddr, PrometheusPath string
+	DisableStats                   bool
+	NearLimitRatio                 float64
+
+	RuntimeRoot, RuntimeSubdirectory, RuntimeAppDirectory string
+	RuntimeIgnoreDotFiles, RuntimeWatchRoot               bool
+	// RuntimePollInterval is how often the runtime directory is read for
+	// changes (RATEKIT_RUNTIME_POLL_INTERVAL, ratekit's own).
+	RuntimePollInterval time.Duration
+
+	CacheKeyPrefix                     string
+	LocalCacheSizeInBytes              int
+	StopCacheKeyIncrementWhenOverlimit bool
+
+	ResponseHeadersEnabled                              bool
+	HeaderLimit, HeaderRemaining, HeaderReset           string
+	GlobalShadowMode, GlobalQuotaMode, ResponseMetadata bool
+
+	// Backend is "memory" or "redis".
+	Backend                          string
+	RedisSocketType, RedisType       string
+	RedisURL                         string
+	RedisPoolSize                    int
+	RedisAuth, RedisSentinelAuth     string
+	RedisTLS                         bool
+	RedisTLSClientCert               string
+	RedisTLSClientKey                string
+	RedisTLSCACert                   string
+	RedisTLSSkipHostnameVerification bool
+	RedisPipelineWindow              time.Duration
+	RedisTimeout                     time.Duration
+
+	// DecisionTimeout bounds each ShouldRateLimit's call to the store
+	// (RATEKIT_DECISION_TIMEOUT, ratekit's own).
+	DecisionTimeout time.Duration
+	// DrainDelay is how long the server keeps answering after a SIGTERM
+	// has failed its health check, and DrainTimeout how long calls in
+	// flight may then take to finish (RATEKIT_DRAIN_DELAY,
+	// RATEKIT_DRAIN_TIMEOUT, ratekit's own).
+	DrainDelay, DrainTimeout time.Duration
+
+	// clock, set by tests only, gives the time of every decision; nil:
+	// the store's (Redis's TIME, or this process's).
+	clock core.Clock
+}
+
+// defaultDecisionTimeout is half of Envoy's rate limit filter timeout
+// (20 ms by default), so that a slow store answers with an error Envoy
+// still receives, and its failure_mode_deny decides, before Envoy gives up.
+const defaultDecisionTimeout = 10 * time.Millisecond
+
+// defaultRedisURL is envoyproxy/ratelimit's REDIS_URL default, a
+// nutcracker socket. Left unset, ratekit-server counts in memory instead.
+const defaultRedisURL = "/var/run/nutcracker/ratelimit.sock"
+
+// env reads variables through lookup, with defaults, and gathers every
+// problem so that one start reports them all.
+type env struct {
+	lookup func(string) (string, bool)
+	errs   []error
+}
+
+func (e *env) fail(name, format string, args ...any) {
+	e.errs = append(e.errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
+}
+
+func (e *env) raw(name string) (string, bool) {
+	v, ok := e.lookup(name)
+	if !ok || v == "" {
+		return "", false
+	}
+	return v, true
+}
+
+func (e *env) str(name, def string) string {
+	if v, ok := e.raw(name); ok {
+		return v
+	}
+	return def
+}
+
+func (e *env) boolean(name string, def bool) bool {
+	v, ok := e.raw(name)
+	if !ok {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		e.fail(name, "want true or false, got %q", v)
+		return def
+	}
+	return b
+}
+
+func (e *env) integer(name string, def, min, max int) int {
+	v, ok := e.raw(name)
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < min || n > max {
+		e.fail(name, "want an integer from %d to %d, got %q", min, max, v)
+		return def
+	}
+	return n
+}
+
+func (e *env) duration(name string, def time.Duration) time.Duration {
+	v, ok := e.raw(name)
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		e.fail(name, "want a non-negative duration such as 10ms or 1s, got %q", v)
+		return def
+	}
+	return d
+}
+
+// refuse records an error when name is set to anything but what leaves
+// envoyproxy/ratelimit's default behaviour: ratekit-server does not
+// implement it, and a setting must never be silently ignored.
+func (e *env) refuse(name string, allowed []string, why string) {
+	v, ok := e.raw(name)
+	if !ok {
+		return
+	}
+	for _, a := range allowed {
+		if strings.EqualFold(v, a) {
+			return
+		}
+	}
+	e.fail(name, "%q is not supported by ratekit-server: %s", v, why)
+}
+
+// refuseBool is refuse for a boolean whose default is false.
+func (e *env) refuseBool(name, why string) {
+	if e.boolean(name, false) {
+		e.fail(name, "true is not supported by ratekit-server: %s", why)
+	}
+}
+
+// loadSettings reads the settings through lookup (os.LookupEnv in main).
+// Its error lists every variable that is malformed or asks for what
+// ratekit-server does not do.
+func loadSettings(lookup func(string) (string, bool)) (settings, error) {
+	e := &env{lookup: lookup}
+	s := settings{
+		Host:      e.str("HOST", "0.0.0.0"),
+		Port:      e.integer("PORT", 8080, 0, 65535),
+		DebugHost: e.str("DEBUG_HOST", "0.0.0.0"),
+		DebugPort: e.integer("DEBUG_PORT", 6070, 0, 65535),
+		GRPCHost:  e.str("GRPC_HOST", "0.0.0.0"),
+		GRPCPort:  e.integer("GRPC_PORT", 8081, 0, 65535),
+		GRPCUDS:   e.str("GRPC_UDS", ""),
+
+		GRPCMaxConnectionAge:      e.duration("GRPC_MAX_CONNECTION_AGE", 24*time.Hour),
+		GRPCMaxConnectionAgeGrace: e.duration("GRPC_MAX_CONNECTION_AGE_GRACE", time.Hour),
+		GRPCServerUseTLS:          e.boolean("GRPC_SERVER_USE_TLS", false),
+		GRPCServerTLSCert:         e.str("GRPC_SERVER_TLS_CERT", ""),
+		GRPCServerTLSKey:          e.str("GRPC_SERVER_TLS_KEY", ""),
+		GRPCClientTLSCACert:       e.str("GRPC_CLIENT_TLS_CACERT", ""),
+		GRPCClientTLSSAN:          e.str("GRPC_CLIENT_TLS_SAN", ""),
+
+		LogLevel:  strings.ToLower(e.str("LOG_LEVEL", "WARN")),
+		LogFormat: strings.ToLower(e.str("LOG_FORMAT", "text")),
+
+		ForceStartWithoutInitialConfig:    e.boolean("FORCE_START_WITHOUT_INITIAL_CONFIG", false),
+		HealthyWithAtLeastOneConfigLoaded: e.boolean("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false),
+		MergeDomainConfig:                 e.boolean("MERGE_DOMAIN_CONFIG", false),
+
+		UseStatsd:          e.boolean("USE_STATSD", true),
+		StatsdHost:         e.str("STATSD_HOST", "localhost"),
+		StatsdPort:         e.integer("STATSD_PORT", 8125, 1, 65535),
+		StatsFlushInterval: e.duration("STATS_FLUSH_INTERVAL", 10*time.Second),
+		UsePrometheus:      e.boolean("USE_PROMETHEUS", false),
+		PrometheusAddr:     e.str("PROMETHEUS_ADDR", ":9090"),
+		PrometheusPath:     e.str("PROMETHEUS_PATH", "/metrics"),
+		DisableStats:       e.boolean("DISABLE_STATS", false),
+
+		RuntimeRoot:           e.str("RUNTIME_ROOT", "/srv/runtime_data/current"),
+		RuntimeSubdirectory:   e.str("RUNTIME_SUBDIRECTORY", ""),
+		RuntimeAppDirectory:   e.str("RUNTIME_APPDIRECTORY", "config"),
+		RuntimeIgnoreDotFiles: e.boolean("RUNTIME_IGNOREDOTFILES", false),
+		RuntimeWatchRoot:      e.boolean("RUNTIME_WATCH_ROOT", true),
+		RuntimePollInterval:   e.duration("RATEKIT_RUNTIME_POLL_INTERVAL", time.Second),
+
+		CacheKeyPrefix:                     e.str("CACHE_KEY_PREFIX", ""),
+		LocalCacheSizeInBytes:              e.integer("LOCAL_CACHE_SIZE_IN_BYTES", 0, 0, 1<<40),
+		StopCacheKeyIncrementWhenOverlimit: e.boolean("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", false),
+
+		ResponseHeadersEnabled: e.boolean("LIMIT_RESPONSE_HEADERS_ENABLED", false),
+		HeaderLimit:            e.str("LIMIT_LIMIT_HEADER", "RateLimit-Limit"),
+		HeaderRemaining:        e.str("LIMIT_REMAINING_HEADER", "RateLimit-Remaining"),
+		HeaderReset:            e.str("LIMIT_RESET_HEADER", "RateLimit-Reset"),
+		GlobalShadowMode:       e.boolean("SHADOW_MODE", false),
+		GlobalQuotaMode:        e.boolean("QUOTA_MODE", false),
+		ResponseMetadata:       e.boolean("RESPONSE_DYNAMIC_METADATA", false),
+
+		RedisSocketType:                  strings.ToLower(e.str("REDIS_SOCKET_TYPE", "unix")),
+		RedisType:                        strings.ToLower(e.str("REDIS_TYPE", "single")),
+		RedisURL:                         e.str("REDIS_URL", ""),
+		RedisPoolSize:                    e.integer("REDIS_POOL_SIZE", 10, 1, 1<<16),
+		RedisAuth:                        e.str("REDIS_AUTH", ""),
+		RedisSentinelAuth:                e.str("REDIS_SENTINEL_AUTH", ""),
+		RedisTLS:                         e.boolean("REDIS_TLS", false),
+		RedisTLSClientCert:               e.str("REDIS_TLS_CLIENT_CERT", ""),
+		RedisTLSClientKey:                e.str("REDIS_TLS_CLIENT_KEY", ""),
+		RedisTLSCACert:                   e.str("REDIS_TLS_CACERT", ""),
+		RedisTLSSkipHostnameVerification: e.boolean("REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", false),
+		RedisPipelineWindow:              e.duration("REDIS_PIPELINE_WINDOW", 0),
+		RedisTimeout:                     e.duration("REDIS_TIMEOUT", 10*time.Second),
+
+		DecisionTimeout: e.duration("RATEKIT_DECISION_TIMEOUT", defaultDecisionTimeout),
+		DrainDelay:      e.duration("RATEKIT_DRAIN_DELAY", 0),
+		DrainTimeout:    e.duration("RATEKIT_DRAIN_TIMEOUT", 10*time.Second),
+	}
+	s.NearLimitRatio = nearLimitRatio(e)
+
+	switch s.LogLevel {
+	case "trace", "debug", "info", "warn", "warning", "error", "fatal", "panic":
+	default:
+		e.fail("LOG_LEVEL", "want one of trace, debug, info, warn, error, fatal, panic; got %q", s.LogLevel)
+	}
+	switch s.LogFormat {
+	case "text", "json":
+	default:
+		e.fail("LOG_FORMAT", "want text or json, got %q", s.LogFormat)
+	}
+	if s.RuntimePollInterval <= 0 {
+		e.fail("RATEKIT_RUNTIME_POLL_INTERVAL", "want a positive duration, got %v", s.RuntimePollInterval)
+	}
+	if s.UseStatsd && s.UsePrometheus && !s.DisableStats {
+		// envoyproxy/ratelimit refuses this too: USE_STATSD is true by default.
+		e.fail("USE_PROMETHEUS", "unable to use more than one stats sink at the same time; set USE_STATSD=false with USE_PROMETHEUS=true")
+	}
+	if s.StatsFlushInterval <= 0 {
+		e.fail("STATS_FLUSH_INTERVAL", "want a positive duration, got %v", s.StatsFlushInterval)
+	}
+	if s.DecisionTimeout <= 0 {
+		e.fail("RATEKIT_DECISION_TIMEOUT", "want a positive duration, got %v", s.DecisionTimeout)
+	}
+	if s.GRPCServerUseTLS && (s.GRPCServerTLSCert == "" || s.GRPCServerTLSKey == "") {
+		e.fail("GRPC_SERVER_USE_TLS", "needs GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY")
+	}
+	if !s.GRPCServerUseTLS && (s.GRPCClientTLSCACert != "" || s.GRPCClientTLSSAN != "") {
+		e.fail("GRPC_CLIENT_TLS_CACERT", "client certificates are checked only with GRPC_SERVER_USE_TLS=true")
+	}
+	if s.GRPCClientTLSSAN != "" && s.GRPCClientTLSCACert == "" {
+		e.fail("GRPC_CLIENT_TLS_SAN", "needs GRPC_CLIENT_TLS_CACERT")
+	}
+
+	s.Backend = backend(e, &s)
+	refuseUnsupported(e, &s)
+	return s, errors.Join(e.errs...)
+}
+
+func nearLimitRatio(e *env) float64 {
+	v, ok := e.raw("NEAR_LIMIT_RATIO")
+	if !ok {
+		return 0.8
+	}
+	r, err := strconv.ParseFloat(v, 32)
+	if err != nil || math.IsNaN(r) || r < 0 || r > 1 {
+		e.fail("NEAR_LIMIT_RATIO", "want a number from 0 to 1, got %q", v)
+		return 0.8
+	}
+	return r
+}
+
+// backend picks where counts live: in memory unless BACKEND_TYPE is redis
+// with a REDIS_URL given (envoyproxy/ratelimit's default REDIS_URL, a
+// nutcracker socket, is left for the operator to name).
+func backend(e *env, s *settings) string {
+	b := strings.ToLower(e.str("BACKEND_TYPE", "redis"))
+	switch b {
+	case "memory":
+		if s.RedisURL != "" {
+			e.fail("BACKEND_TYPE", "memory counts in this process; unset REDIS_URL (%q) or choose redis", s.RedisURL)
+		}
+		return "memory"
+	case "redis":
+	case "memcache":
+		e.fail("BACKEND_TYPE", "memcache is not supported by ratekit-server: it cannot decide atomically; use redis")
+		return ""
+	default:
+		e.fail("BACKEND_TYPE", "want redis or memory, got %q", b)
+		return ""
+	}
+	if s.RedisURL == "" {
+		return "memory"
+	}
+	switch s.RedisSocketType {
+	case "tcp", "unix":
+	default:
+		e.fail("REDIS_SOCKET_TYPE", "want tcp or unix, got %q", s.RedisSocketType)
+	}
+	switch s.RedisType {
+	case "single", "cluster", "sentinel":
+	default:
+		e.fail("REDIS_TYPE", "want single, cluster or sentinel, got %q", s.RedisType)
+	}
+	if s.RedisSocketType == "unix" && s.RedisType != "single" {
+		e.fail("REDIS_SOCKET_TYPE", "unix sockets work with REDIS_TYPE=single only, got REDIS_TYPE=%s", s.RedisType)
+	}
+	if s.RedisType == "sentinel" && len(strings.Split(s.RedisURL, ",")) < 2 {
+		e.fail("REDIS_URL", "sentinel wants the master name and at least one sentinel: mymaster,host:26379,..., got %q", s.RedisURL)
+	}
+	if !s.RedisTLS && (s.RedisTLSClientCert != "" || s.RedisTLSCACert != "") {
+		e.fail("REDIS_TLS_CACERT", "TLS certificates are used only with REDIS_TLS=true")
+	}
+	if (s.RedisTLSClientCert == "") != (s.RedisTLSClientKey == "") {
+		e.fail("REDIS_TLS_CLIENT_CERT", "needs both REDIS_TLS_CLIENT_CERT and REDIS_TLS_CLIENT_KEY")
+	}
+	return "redis"
+}
+
+// refuseUnsupported refuses the envoyproxy/ratelimit settings that
+// ratekit-server does not implement, when they ask for more than the
+// default. The reasons are what docs/server.md says.
+func refuseUnsupported(e *env, s *settings) {
+	e.refuse("CONFIG_TYPE", []string{"FILE"}, "rules are read from files (RUNTIME_ROOT); xDS (GRPC_XDS_SOTW) is not implemented")
+	e.refuseBool("USE_DOG_STATSD", "DogStatsD is not implemented; use USE_STATSD or USE_PROMETHEUS")
+	e.refuse("USE_DOG_STATSD_MOGRIFIERS", nil, "DogStatsD is not implemented")
+	e.refuse("EXTRA_TAGS", nil, "stats tags are not implemented")
+	e.refuse("PROMETHEUS_MAPPER_YAML", nil, "the metric names are fixed (docs/server.md lists them)")
+	e.refuseBool("TRACING_ENABLED", "tracing is not implemented")
+	e.refuseBool("REDIS_PERSECOND", "one store holds every limit; a second Redis for per-second limits is not implemented")
+	e.refuseBool("REDIS_HEALTH_CHECK_ACTIVE_CONNECTION", "the health check does not follow Redis; a store error fails the call, not the health check")
+	e.refuse("REDIS_POOL_ON_EMPTY_BEHAVIOR", []string{"WAIT"}, "connections are multiplexed and never run out; only WAIT means what it says")
+	e.refuse("REDIS_CLUSTER_PIPELINE_PARALLELISM", []string{"1"}, "not implemented")
+	e.refuse("EXPIRATION_JITTER_MAX_SECONDS", []string{"300"}, "ratekit's keys expire exactly when their state no longer matters; jitter is not configurable")
+}
+
+// runtimeDir is where the rules are read from: envoyproxy/ratelimit loads
+// the runtime keys "<RUNTIME_APPDIRECTORY>.*" of RUNTIME_ROOT/RUNTIME_SUBDIRECTORY,
+// the files under RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY.
+func runtimeDir(s settings) string {
+	return filepath.Join(s.RuntimeRoot, s.RuntimeSubdirectory, s.RuntimeAppDirectory)
+}
