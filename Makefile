@@ -12,7 +12,7 @@ export RAPID_CHECKS RAPID_STEPS
 # nested module, so test and vet visit each one.
 MODULES := $(sort $(patsubst ./%,%,$(patsubst %/go.mod,%,$(shell find . -name go.mod -not -path './.git/*'))))
 
-.PHONY: test test-saturated test-default test-servers fmt-check vet oldest-go soak bench bench-rls gobench fuzz release
+.PHONY: test test-saturated test-default test-servers fmt-check vet oldest-go soak bench bench-instructions bench-rls gobench fuzz release
 
 # The modules a program imports: all but the demo, the benchmark harness
 # and the test-only modules under testkit/.
@@ -144,6 +144,12 @@ fuzz:
 BENCHFLAGS ?=
 bench:
 	cd bench/peers && $(GO) run . -out .. $(BENCHFLAGS)
+
+# The instructions redis-server runs per call of each script, as EVALSHA
+# and as FCALL, counted under callgrind (needs valgrind): what
+# docs/design.md's "What a script costs" quotes. Printed, not written.
+bench-instructions:
+	cd bench/peers && $(GO) run . -instructions $(BENCHFLAGS)
 
 # ratekit-server beside envoyproxy/ratelimit (built from its Go module) on
 # one redis-server: decisions/s and latency per request mix, and exactness

@@ -20,7 +20,9 @@ type TwinFunc func(tx Tx, keys []string, args []int64, reply []int64) ([]int64, 
 // build them once with [NewScript], usually as package variables.
 type Script struct {
 	name     string
-	lua      string
+	lua      string // head, a newline, body; body alone without a head
+	head     string
+	body     string
 	twin     TwinFunc
 	readOnly bool
 
@@ -37,9 +39,24 @@ func NewScript(name, lua string, twin TwinFunc, readOnly bool) *Script {
 	return &Script{
 		name:     name,
 		lua:      lua,
+		body:     lua,
 		twin:     twin,
 		readOnly: readOnly,
 	}
+}
+
+// NewSplitScript returns a script whose Lua source is head, a newline,
+// then body: head only defines what body uses (local functions, local
+// variables, no call of anything but those), and body is what each call
+// runs. A Redis store that runs scripts as Redis functions loads head
+// once per server, in the script's library, and runs only body at each
+// call; EVALSHA runs the whole source at each call, head included. head
+// reads no global when it runs: a library's top level may not (Redis
+// gives it none but redis). Otherwise it is [NewScript].
+func NewSplitScript(name, head, body string, twin TwinFunc, readOnly bool) *Script {
+	s := NewScript(name, head+"\n"+body, twin, readOnly)
+	s.head, s.body = head, body
+	return s
 }
 
 // Name returns the script's name.
@@ -47,6 +64,14 @@ func (s *Script) Name() string { return s.name }
 
 // Lua returns the script's Lua source.
 func (s *Script) Lua() string { return s.lua }
+
+// Head returns what a function library runs once, when it is loaded: the
+// head given to [NewSplitScript], "" for a script made by [NewScript].
+func (s *Script) Head() string { return s.head }
+
+// Body returns what each call runs: the body given to [NewSplitScript],
+// the whole source for a script made by [NewScript].
+func (s *Script) Body() string { return s.body }
 
 // SHA1 returns the lowercase hex SHA-1 of the Lua source, the name EVALSHA
 // knows the script by. It is computed once, on the first call, never at

@@ -108,10 +108,13 @@ type LocalStore interface {
 	ScriptRunner
 	// Lock locks the state of the user key key: every storage key whose
 	// Redis Cluster hash tag is key. It returns a Tx on them at the
-	// store's time, valid until Unlock, or, locking nothing, an error
-	// wrapping ErrStore (the store's clock out of range, say). key is not
-	// empty; the caller holds no other lock of the store.
-	Lock(key string) (Tx, error)
+	// store's time, valid until Unlock, and the storage key of key under
+	// prefix, as Key returns it (a limiter's first, often only, key: one
+	// call finds the user key's shard and the key in it); or, locking
+	// nothing, an error wrapping ErrStore (the store's clock out of
+	// range, say). key is not empty; the caller holds no other lock of
+	// the store.
+	Lock(key, prefix string) (Tx, string, error)
 	// Key returns the storage key of tx's locked user key under prefix,
 	// prefix + "{" + the key, escaped + "}", as the limiter's scripts
 	// name it: the key to Get, Put and Del. The string is valid until

@@ -44,3 +44,32 @@ func TestDecideToDoesNotAllocate(t *testing.T) {
 		t.Errorf("DecideTo allocates %v times per call, want 0", allocs)
 	}
 }
+
+// Under Options.Atomic a decision allocates one thing: the policy
+// decision's Limits, one per descriptor's limit.
+func TestAtomicDecideToAllocatesOnce(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	r, _ := newRules(t, `
+domain: d
+descriptors:
+  - key: a
+    rate_limit: {unit: second, requests_per_unit: 1000000000}
+  - key: b
+    rate_limit: {unit: second, requests_per_unit: 1000000000, algorithm: gcra}
+`, rules.Options{Atomic: true})
+	ds := []rules.Descriptor{desc("a=1"), desc("b=2")}
+	ctx := context.Background()
+	var res rules.Result
+	if err := r.DecideTo(ctx, &res, "d", ds, 1); err != nil {
+		t.Fatal(err)
+	}
+	if allocs := testing.AllocsPerRun(100, func() {
+		if err := r.DecideTo(ctx, &res, "d", ds, 1); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs > 1 {
+		t.Errorf("DecideTo under Atomic allocates %v times per call, want at most 1", allocs)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,43 +12,96 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/engine"
 	"github.com/ratekit/ratekit/store/memory"
+	"github.com/ratekit/ratekit/store/scriptproto"
 )
 
 // ceiling is redis-benchmark's rate for one script, pipelined 16 deep and
-// not pipelined, from 50 connections.
-type ceiling struct{ p16, p1 float64 }
+// not pipelined, from 50 connections, and the server's CPU time (INFO
+// cpu, user and system) per call during the -P 16 run, in µs.
+type ceiling struct{ p16, p1, cpu float64 }
+
+// The ceilings are measured per script and per way of running it: its
+// name for EVALSHA, its name and fcallSuffix for FCALL of its function
+// library (scriptproto.Library), as ratekit's Redis stores run it.
+const fcallSuffix = " fcall"
 
 // seedArgs are the guide's token bucket arguments: capacity, refill rate,
 // refill interval, now (fixed: nothing refills, nothing is denied).
 var seedArgs = []string{strconv.FormatInt(big, 10), "1", "1000000", "1700000000000000"}
 
-// ceilingScript returns the script the open limiter of a sends for one
+// policyCeiling names the ceiling of the two-limit policy (policyLimiter).
+const policyCeiling = "policy tokenbucket+fixedwindow"
+
+// ceilingScript returns the script the open limiter l sends for one
 // decision in server-time mode, and its arguments.
-func ceilingScript(a algo) (lua string, args []string, err error) {
-	store, err := memory.New()
-	if err != nil {
-		return "", nil, err
-	}
-	defer store.Close()
-	l, err := a.open(store, "ceil:")
-	if err != nil {
-		return "", nil, err
-	}
+func ceilingScript(name string, l core.Limiter) (*core.Script, []string, error) {
 	e := engine.Of(l)
 	if e == nil {
-		return "", nil, fmt.Errorf("%s: %T is not a limiter of ratekit's engine", a.name, l)
+		return nil, nil, fmt.Errorf("%s: %T is not a limiter of ratekit's engine", name, l)
 	}
 	c, err := e.Call("k", 1)
 	if err != nil {
-		return "", nil, err
+		return nil, nil, err
 	}
+	var args []string
 	for _, v := range c.Args {
 		args = append(args, strconv.FormatInt(v, 10))
 	}
-	return c.Script.Lua(), args, nil
+	return c.Script, args, nil
+}
+
+// ceilingScripts returns the scripts whose ceilings are measured: the
+// guide's token bucket, each algorithm o selects, and the two-limit
+// policy, with the number of keys each takes.
+func ceilingScripts(o options) ([]benchScript, error) {
+	seed, err := os.ReadFile(seedScript())
+	if err != nil {
+		return nil, err
+	}
+	scripts := []benchScript{{"seed tokenbucket", core.NewScript("seed", string(seed), nil, false), seedArgs, 1}}
+	store, err := memory.New()
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	for _, a := range algos {
+		if !want(o.algorithms, a.name) {
+			continue
+		}
+		l, err := a.open(store, "ceil:")
+		if err != nil {
+			return nil, err
+		}
+		s, args, err := ceilingScript(a.name, l)
+		if err != nil {
+			return nil, err
+		}
+		scripts = append(scripts, benchScript{a.name, s, args, 1})
+	}
+	p, err := policyLimiter(store, "ceil:")
+	if err != nil {
+		return nil, err
+	}
+	s, args, err := ceilingScript(policyCeiling, p)
+	if err != nil {
+		return nil, err
+	}
+	return append(scripts, benchScript{policyCeiling, s, args, 2}), nil
+}
+
+// benchScript is a script redis-benchmark runs.
+type benchScript struct {
+	name string
+	s    *core.Script
+	args []string
+	keys int
 }
 
 func measureCeilings(ctx context.Context, t *target, o options, res *results, m *meter) error {
@@ -58,60 +112,127 @@ func measureCeilings(ctx context.Context, t *target, o options, res *results, m 
 	conn, tag := t.benchmarkArgs()
 	loader := t.goredis(0) // SCRIPT LOAD reaches every master of a cluster
 	defer loader.Close()
-	type script struct {
-		name string
-		lua  string
-		args []string
-	}
-	var scripts []script
-	seed, err := os.ReadFile(seedScript())
+	scripts, err := ceilingScripts(o)
 	if err != nil {
 		return err
 	}
-	scripts = append(scripts, script{"seed tokenbucket", string(seed), seedArgs})
-	for _, a := range algos {
-		if !want(o.algorithms, a.name) {
-			continue
-		}
-		lua, args, err := ceilingScript(a)
-		if err != nil {
-			return err
-		}
-		scripts = append(scripts, script{a.name, lua, args})
-	}
 	for _, s := range scripts {
-		sha, err := loader.ScriptLoad(ctx, s.lua).Result()
+		sha, err := loader.ScriptLoad(ctx, s.s.Lua()).Result()
 		if err != nil {
 			return fmt.Errorf("SCRIPT LOAD %s: %w", s.name, err)
 		}
-		var c ceiling
-		for _, p := range []int{16, 1} {
-			n := o.ceilingReqs
-			if p == 1 {
-				n /= 4
-			}
-			args := append(slices.Clone(conn), "-n", strconv.Itoa(n), "-c", "50", "-P", strconv.Itoa(p), "-r", strconv.Itoa(o.keys), "--csv",
-				"EVALSHA", sha, "1", t.prefix+"ceil:"+strings.ReplaceAll(s.name, " ", "-")+":"+tag)
-			args = append(args, s.args...)
-			before := m.sample()
-			out, err := exec.CommandContext(ctx, bin, args...).Output() // killed, and waited for, when ctx ends
-			res.ceilingLoad = append(res.ceilingLoad, between(before, m.sample()))
-			if err != nil {
-				return fmt.Errorf("redis-benchmark %s: %w", s.name, err)
-			}
-			rps, err := parseRPS(string(out))
-			if err != nil {
-				return fmt.Errorf("redis-benchmark %s: %w: %s", s.name, err, out)
-			}
-			if p == 16 {
-				c.p16 = rps
-			} else {
-				c.p1 = rps
-			}
+		fn, err := loadFunction(ctx, loader, s.s)
+		if err != nil {
+			return fmt.Errorf("FUNCTION LOAD %s: %w", s.name, err)
 		}
-		res.ceilings[s.name] = append(res.ceilings[s.name], c)
+		for _, way := range []struct{ suffix, cmd, payload string }{{"", "EVALSHA", sha}, {fcallSuffix, "FCALL", fn}} {
+			if way.payload == "" {
+				continue // a server without functions
+			}
+			var c ceiling
+			for _, p := range []int{16, 1} {
+				n := o.ceilingReqs
+				if p == 1 {
+					n /= 4
+				}
+				args := append(slices.Clone(conn), "-n", strconv.Itoa(n), "-c", "50", "-P", strconv.Itoa(p), "-r", strconv.Itoa(o.keys), "--csv",
+					way.cmd, way.payload, strconv.Itoa(s.keys))
+				for i := range s.keys {
+					args = append(args, fmt.Sprintf("%sceil:%s:%d:%s", t.prefix, strings.ReplaceAll(s.name, " ", "-"), i, tag))
+				}
+				args = append(args, s.args...)
+				before, cpu := m.sample(), serverCPU(ctx, loader)
+				out, err := exec.CommandContext(ctx, bin, args...).Output() // killed, and waited for, when ctx ends
+				res.ceilingLoad = append(res.ceilingLoad, between(before, m.sample()))
+				if err != nil {
+					return fmt.Errorf("redis-benchmark %s: %w", s.name, err)
+				}
+				rps, err := parseRPS(string(out))
+				if err != nil {
+					return fmt.Errorf("redis-benchmark %s: %w: %s", s.name, err, out)
+				}
+				if p == 16 {
+					c.p16 = rps
+					c.cpu = (serverCPU(ctx, loader) - cpu) / float64(n) * 1e6
+				} else {
+					c.p1 = rps
+				}
+			}
+			res.ceilings[s.name+way.suffix] = append(res.ceilings[s.name+way.suffix], c)
+		}
 	}
 	return nil
+}
+
+// loadFunction loads s's function library (scriptproto.Library) on every
+// master and returns the name FCALL calls, or "" when the server has no
+// functions (Redis before 7.0).
+func loadFunction(ctx context.Context, c goredis.UniversalClient, s *core.Script) (string, error) {
+	lib := scriptproto.Library(s)
+	load := func(ctx context.Context, c *goredis.Client) error {
+		err := c.FunctionLoad(ctx, lib).Err()
+		if err != nil && strings.Contains(err.Error(), "already exists") {
+			return nil
+		}
+		return err
+	}
+	var err error
+	if cc, ok := c.(*goredis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, load)
+	} else {
+		err = load(ctx, c.(*goredis.Client))
+	}
+	if err != nil && strings.Contains(strings.ToLower(err.Error()), "unknown command") {
+		return "", nil
+	}
+	return scriptproto.Function(s), err
+}
+
+// serverCPU returns the CPU time, user and system, in seconds, that the
+// target's servers have used (INFO cpu), summed over a cluster's masters;
+// NaN when a server does not say.
+func serverCPU(ctx context.Context, c goredis.UniversalClient) float64 {
+	var mu sync.Mutex
+	total := 0.0
+	read := func(ctx context.Context, c *goredis.Client) error {
+		info, err := c.Info(ctx, "cpu").Result()
+		v := math.NaN()
+		if err == nil {
+			v = cpuSeconds(info)
+		}
+		mu.Lock()
+		total += v
+		mu.Unlock()
+		return nil
+	}
+	if cc, ok := c.(*goredis.ClusterClient); ok {
+		cc.ForEachMaster(ctx, read)
+	} else {
+		read(ctx, c.(*goredis.Client))
+	}
+	return total
+}
+
+// cpuSeconds reads used_cpu_user and used_cpu_sys from INFO cpu.
+func cpuSeconds(info string) float64 {
+	var user, sys float64 = math.NaN(), math.NaN()
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "used_cpu_user":
+			user = f
+		case "used_cpu_sys":
+			sys = f
+		}
+	}
+	return user + sys
 }
 
 // parseRPS reads the rps column of redis-benchmark --csv output.

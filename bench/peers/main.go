@@ -38,9 +38,12 @@ type options struct {
 	hotKey      bool
 	ceilingReqs int
 	waitQuiet   time.Duration
-	redisURL    string
-	cluster     string
-	prefix      string
+	// instructions: count each ceiling script's instructions per call
+	// under callgrind (instructions.go) instead of the benchmark.
+	instructions bool
+	redisURL     string
+	cluster      string
+	prefix       string
 	// keys is how many keys the cases spread their requests over
 	// (numKeys; tests use fewer).
 	keys int
@@ -64,7 +67,11 @@ func main() {
 		stop()
 		log.Printf("interrupted: stopping the measurement, then deleting the harness's keys (interrupt again to quit at once and leave them)")
 	})
-	err = run(ctx, o)
+	if o.instructions {
+		err = measureInstructions(ctx, o, os.Stdout)
+	} else {
+		err = run(ctx, o)
+	}
 	notice()
 	if err != nil {
 		log.Fatal(err)
@@ -89,6 +96,7 @@ func parseOptions(fs *flag.FlagSet, args []string) (options, error) {
 	fs.StringVar(&o.redisURL, "redis", "", "measure against this server (redis://[user:password@]host:port[/db]) instead of the harness's own; keys go under -prefix, which must hold no key before the run, and are deleted at the end")
 	fs.StringVar(&o.cluster, "cluster", "", "measure against this Redis Cluster: comma-separated seed nodes (host:port or redis:// URLs)")
 	fs.StringVar(&o.prefix, "prefix", "", "with -redis or -cluster, the prefix of every key the harness writes, under which no key may exist before the run (default ratekit-bench:<random>:)")
+	fs.BoolVar(&o.instructions, "instructions", false, "instead of the benchmark, count the instructions redis-server runs per call of each script, as EVALSHA and as FCALL, under callgrind (needs valgrind), and print them; writes no results")
 	fs.DurationVar(&o.waitQuiet, "wait-quiet", 0, "before starting, wait up to this long for 5 s in which other processes use under 10% of the CPU")
 	if err := fs.Parse(args); err != nil {
 		return o, err

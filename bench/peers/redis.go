@@ -22,7 +22,11 @@ type redisServer struct {
 	dir     string
 }
 
-func startRedis() (*redisServer, error) {
+func startRedis() (*redisServer, error) { return startRedisUnder() }
+
+// startRedisUnder starts the harness's redis-server under the command
+// wrap (valgrind and its options), or alone when wrap is empty.
+func startRedisUnder(wrap ...string) (*redisServer, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, fmt.Errorf("redis-server not found on PATH (apt-get install redis-server): %w", err)
@@ -37,13 +41,14 @@ func startRedis() (*redisServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--logfile", "", "--loglevel", "warning")
+	args := append(wrap, bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--logfile", "", "--loglevel", "warning")
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	s := &redisServer{addr: "127.0.0.1:" + strconv.Itoa(port), port: port, cmd: cmd, dir: dir}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second) // valgrind starts slowly
 	for {
 		info, err := command(s.addr, "INFO", "server")
 		if err == nil {

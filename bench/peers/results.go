@@ -55,13 +55,28 @@ func (r *results) ratio(a, b caseKey) float64 {
 
 // ceilingRatio is the median over rounds of a case's rate over the
 // ceiling of its script measured in the same round.
+//
+// The ceiling is the script's FCALL one where it was measured (a server
+// with functions), which is how the stores run it; goredis-auto's
+// AutoPipeliner cannot load function libraries, and runs EVALSHA.
 func (r *results) ceilingRatio(k caseKey, script string) float64 {
 	ss, cs := r.samples[k], r.ceilings[script]
+	if fs := r.ceilings[script+fcallSuffix]; len(fs) > 0 && k.series != "ratekit/goredis-auto" {
+		cs = fs
+	}
 	var v []float64
 	for i := 0; i < len(ss) && i < len(cs); i++ {
 		v = append(v, ss[i].ops/cs[i].p16)
 	}
 	return median(v)
+}
+
+// micros formats a time in µs.
+func micros(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", v)
 }
 
 func human(v float64) string {
@@ -180,17 +195,37 @@ func (r *results) markdown(o options, withChart bool) string {
 	}
 
 	if len(r.ceilings) > 0 {
-		w("\n## The server's ceiling per script (redis-benchmark, 50 connections, EVALSHA, 10 000 keys)\n\n| script | -P 16 | -P 1 |\n|---|---|---|\n")
+		w("\n## The server's ceiling per script (redis-benchmark, 50 connections, 10 000 keys)\n\n")
+		w("Each script as EVALSHA, and as FCALL of its function library (`scriptproto.Library`), as ratekit's Redis stores run it on a server with functions. The server's CPU time (INFO cpu, user and system) per call is that of the -P 16 run. The last column is the FCALL -P 16 ceiling over the guide's token bucket script's EVALSHA -P 16 ceiling, within each round.\n\n")
+		w("| script | EVALSHA -P 16 | -P 1 | server µs/call | FCALL -P 16 | -P 1 | server µs/call | FCALL -P 16 / the guide's |\n|---|---|---|---|---|---|---|---|\n")
 		names := []string{"seed tokenbucket"}
 		for _, a := range algos {
 			names = append(names, a.name)
 		}
+		names = append(names, policyCeiling)
+		seed := r.ceilings["seed tokenbucket"]
 		for _, n := range names {
-			cs := r.ceilings[n]
+			cs, fs := r.ceilings[n], r.ceilings[n+fcallSuffix]
 			if len(cs) == 0 {
 				continue
 			}
-			w("| %s | %s | %s |\n", n, human(median(field2(cs, func(c ceiling) float64 { return c.p16 }))), human(median(field2(cs, func(c ceiling) float64 { return c.p1 }))))
+			var ratios []float64
+			for i := 0; i < len(fs) && i < len(seed); i++ {
+				ratios = append(ratios, fs[i].p16/seed[i].p16)
+			}
+			ratio := "–"
+			if len(ratios) > 0 {
+				ratio = fmt.Sprintf("%.2fx", median(ratios))
+			}
+			col := func(cs []ceiling, f func(c ceiling) float64) float64 {
+				if len(cs) == 0 {
+					return math.NaN()
+				}
+				return median(field2(cs, f))
+			}
+			p16, p1, cpu := func(c ceiling) float64 { return c.p16 }, func(c ceiling) float64 { return c.p1 }, func(c ceiling) float64 { return c.cpu }
+			w("| %s | %s | %s | %s | %s | %s | %s | %s |\n", n, human(col(cs, p16)), human(col(cs, p1)), micros(col(cs, cpu)),
+				human(col(fs, p16)), human(col(fs, p1)), micros(col(fs, cpu)), ratio)
 		}
 	}
 

@@ -22,7 +22,7 @@ import (
 // harness first makes sure no key exists under prefix (claim), writes
 // only keys that start with it, deletes them when it is done (UNLINK of
 // what SCAN MATCH prefix* finds, never FLUSH), and leaves nothing else
-// changed but the scripts it loads.
+// changed but the scripts and function libraries it loads.
 type target struct {
 	addrs    []string // host:port: the node, or the cluster's seed nodes
 	cluster  bool

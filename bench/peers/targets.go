@@ -212,10 +212,10 @@ func allowFunc(l core.Limiter) decideFunc {
 	}
 }
 
-// policyFunc decides with a policy (ratekit.NewPolicy) of two limits that
+// policyLimiter returns a policy (ratekit.NewPolicy) of two limits that
 // never deny: the open token bucket and a fixed window, in one script per
 // decision.
-func policyFunc(runner core.ScriptRunner, prefix string) (decideFunc, error) {
+func policyLimiter(runner core.ScriptRunner, prefix string) (*ratekit.Limiter, error) {
 	tb, err := tokenbucket.New(runner, tokenbucket.Config{Capacity: 1 << 40, RefillRate: 1 << 40, RefillInterval: time.Second, Prefix: prefix + "tb:"})
 	if err != nil {
 		return nil, err
@@ -224,7 +224,12 @@ func policyFunc(runner core.ScriptRunner, prefix string) (decideFunc, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "second", Limiter: tb}, {Name: "hour", Limiter: fw}}})
+	return ratekit.NewPolicy(ratekit.PolicyConfig{Limits: []ratekit.Limit{{Name: "second", Limiter: tb}, {Name: "hour", Limiter: fw}}})
+}
+
+// policyFunc decides with policyLimiter's policy.
+func policyFunc(runner core.ScriptRunner, prefix string) (decideFunc, error) {
+	p, err := policyLimiter(runner, prefix)
 	if err != nil {
 		return nil, err
 	}

@@ -51,17 +51,34 @@ func (r *results) targets(o options) string {
 		}
 	}
 	if seed := r.ceilings["seed tokenbucket"]; len(seed) > 0 {
+		names := []string{policyCeiling}
 		for _, a := range algos {
-			cs := r.ceilings[a.name]
+			names = append(names, a.name)
+		}
+		for _, n := range names {
+			// As the stores run it: FCALL where the server has functions.
+			cs, way := r.ceilings[n+fcallSuffix], "FCALL"
+			if len(cs) == 0 {
+				cs, way = r.ceilings[n], "EVALSHA"
+			}
 			// Each round measures the seed's script and this one a few
 			// seconds apart: the ratio is taken within the round.
 			var ratios []float64
 			for i := 0; i < len(cs) && i < len(seed); i++ {
 				ratios = append(ratios, cs[i].p16/seed[i].p16)
 			}
+			// Issue 33's goals: 1.0x, the sliding log 0.7x (a sorted set),
+			// a policy of two limits 0.6x (two steps, two keys).
+			goal := 1.0
+			switch n {
+			case "slidinglog":
+				goal = 0.7
+			case policyCeiling:
+				goal = 0.6
+			}
 			if len(ratios) > 0 {
 				v := median(ratios)
-				w("| %s script's -P16 ceiling >= the seed token bucket's | %.2fx | %s |\n", a.name, v, mark(v >= 0.95))
+				w("| %s script's -P16 ceiling (%s) >= %.1fx the seed token bucket's (EVALSHA) | %.2fx | %s |\n", n, way, goal, v, mark(v >= goal))
 			}
 		}
 	}

@@ -123,7 +123,7 @@ func TestProcessRedisAndSIGTERM(t *testing.T) {
 
 // A setting the server does not implement stops it at start, named.
 func TestProcessRefusesSettings(t *testing.T) {
-	cmd, stderr := process(t, map[string]string{"USE_STATSD": "false", "CONFIG_TYPE": "GRPC_XDS_SOTW", "BACKEND_TYPE": "memcache"})
+	cmd, stderr := process(t, map[string]string{"USE_STATSD": "false", "CONFIG_TYPE": "REST", "BACKEND_TYPE": "memcache"})
 	err := cmd.Wait()
 	if code := cmd.ProcessState.ExitCode(); code != 2 {
 		t.Fatalf("exit %v (code %d), want 2", err, code)

@@ -47,6 +47,9 @@ type service struct {
 func newService(s settings, store core.ScriptRunner, st *stats, h *healthState, log *slog.Logger) (*service, error) {
 	svc := &service{settings: s, stats: st, log: log, stopWatch: func() {}}
 	dir := runtimeDir(s)
+	if s.ConfigType == "GRPC_XDS_SOTW" {
+		dir = "xDS " + s.XDSServerURL
+	}
 	if s.HealthyWithAtLeastOneConfigLoaded {
 		h.set(componentConfig, false)
 	}
@@ -62,13 +65,13 @@ func newService(s settings, store core.ScriptRunner, st *stats, h *healthState, 
 		OnLoad: func(cfg *rules.Config, err error) {
 			if err != nil {
 				st.inc(statConfigLoadError)
-				log.Error("Error loading new configuration", "dir", dir, "err", err)
+				log.Error("Error loading new configuration", "from", dir, "err", err)
 			} else {
 				st.inc(statConfigLoadSuccess)
 				if s.HealthyWithAtLeastOneConfigLoaded {
 					h.set(componentConfig, len(cfg.Domains()) > 0)
 				}
-				log.Info("Successfully loaded new configuration", "dir", dir, "domains", len(cfg.Domains()), "rules", len(cfg.Rules()))
+				log.Info("Successfully loaded new configuration", "from", dir, "domains", len(cfg.Domains()), "rules", len(cfg.Rules()))
 			}
 			once.Do(func() { first <- err })
 		},
@@ -80,6 +83,10 @@ func newService(s settings, store core.ScriptRunner, st *stats, h *healthState, 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		if s.ConfigType == "GRPC_XDS_SOTW" {
+			watchXDS(ctx, s, svc.rules, log)
+			return
+		}
 		err := svc.rules.Watch(ctx, dir, rules.WatchOptions{
 			LoadOptions: rules.LoadOptions{MergeDomains: s.MergeDomainConfig},
 			Interval:    s.RuntimePollInterval,
@@ -87,6 +94,12 @@ func newService(s settings, store core.ScriptRunner, st *stats, h *healthState, 
 		once.Do(func() { first <- err }) // Watch refused to start
 	}()
 	svc.stopWatch = func() { cancel(); <-done }
+	if s.ForceStartWithoutInitialConfig && s.ConfigType == "GRPC_XDS_SOTW" {
+		// envoyproxy/ratelimit starts at once too: the management server
+		// (Envoy Gateway) may come up after the service.
+		log.Warn("starting before the first configuration (FORCE_START_WITHOUT_INITIAL_CONFIG): calls fail until one loads", "from", dir)
+		return svc, nil
+	}
 	if err := <-first; err != nil {
 		if !s.ForceStartWithoutInitialConfig {
 			svc.stopWatch()

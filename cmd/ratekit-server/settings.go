@@ -27,6 +27,16 @@ type settings struct {
 
 	LogLevel, LogFormat string
 
+	// ConfigType is "FILE" (the runtime directory) or "GRPC_XDS_SOTW"
+	// (an xDS management server), with its CONFIG_GRPC_XDS_* settings.
+	ConfigType                               string
+	XDSNodeID, XDSNodeMetadata, XDSServerURL string
+	XDSRetryInterval                         time.Duration
+	XDSUseTLS                                bool
+	XDSClientTLSCert, XDSClientTLSKey        string
+	XDSServerTLSCACert, XDSServerTLSSAN      string
+	XDSMaxMsgSize                            int
+
 	ForceStartWithoutInitialConfig    bool
 	HealthyWithAtLeastOneConfigLoaded bool
 	MergeDomainConfig                 bool
@@ -204,6 +214,18 @@ func loadSettings(lookup func(string) (string, bool)) (settings, error) {
 		LogLevel:  strings.ToLower(e.str("LOG_LEVEL", "WARN")),
 		LogFormat: strings.ToLower(e.str("LOG_FORMAT", "text")),
 
+		ConfigType:         strings.ToUpper(e.str("CONFIG_TYPE", "FILE")),
+		XDSNodeID:          e.str("CONFIG_GRPC_XDS_NODE_ID", "default"),
+		XDSNodeMetadata:    e.str("CONFIG_GRPC_XDS_NODE_METADATA", ""),
+		XDSServerURL:       e.str("CONFIG_GRPC_XDS_SERVER_URL", "localhost:18000"),
+		XDSRetryInterval:   e.duration("CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", 3*time.Second),
+		XDSUseTLS:          e.boolean("CONFIG_GRPC_XDS_SERVER_USE_TLS", false),
+		XDSClientTLSCert:   e.str("CONFIG_GRPC_XDS_CLIENT_TLS_CERT", ""),
+		XDSClientTLSKey:    e.str("CONFIG_GRPC_XDS_CLIENT_TLS_KEY", ""),
+		XDSServerTLSCACert: e.str("CONFIG_GRPC_XDS_SERVER_TLS_CACERT", ""),
+		XDSServerTLSSAN:    e.str("CONFIG_GRPC_XDS_SERVER_TLS_SAN", ""),
+		XDSMaxMsgSize:      e.integer("XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", 0, 0, 1<<30),
+
 		ForceStartWithoutInitialConfig:    e.boolean("FORCE_START_WITHOUT_INITIAL_CONFIG", false),
 		HealthyWithAtLeastOneConfigLoaded: e.boolean("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false),
 		MergeDomainConfig:                 e.boolean("MERGE_DOMAIN_CONFIG", false),
@@ -265,6 +287,12 @@ func loadSettings(lookup func(string) (string, bool)) (settings, error) {
 	case "text", "json":
 	default:
 		e.fail("LOG_FORMAT", "want text or json, got %q", s.LogFormat)
+	}
+	if s.XDSRetryInterval <= 0 {
+		e.fail("CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "want a positive duration, got %v", s.XDSRetryInterval)
+	}
+	if (s.XDSClientTLSCert == "") != (s.XDSClientTLSKey == "") {
+		e.fail("CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "needs both CONFIG_GRPC_XDS_CLIENT_TLS_CERT and CONFIG_GRPC_XDS_CLIENT_TLS_KEY")
 	}
 	if s.RuntimePollInterval <= 0 {
 		e.fail("RATEKIT_RUNTIME_POLL_INTERVAL", "want a positive duration, got %v", s.RuntimePollInterval)
@@ -358,7 +386,12 @@ func backend(e *env, s *settings) string {
 // ratekit-server does not implement, when they ask for more than the
 // default. The reasons are what docs/server.md says.
 func refuseUnsupported(e *env, s *settings) {
-	e.refuse("CONFIG_TYPE", []string{"FILE"}, "rules are read from files (RUNTIME_ROOT); xDS (GRPC_XDS_SOTW) is not implemented")
+	e.refuse("CONFIG_TYPE", []string{"FILE", "GRPC_XDS_SOTW"}, "want FILE or GRPC_XDS_SOTW")
+	e.refuse("CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", nil, "headers on the xDS stream are not implemented")
+	e.refuse("XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", []string{"10s"}, "the xDS client reconnects every CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL")
+	e.refuse("XDS_CLIENT_BACKOFF_MAX_INTERVAL", []string{"60s"}, "the xDS client reconnects every CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL")
+	e.refuse("XDS_CLIENT_BACKOFF_RANDOM_FACTOR", []string{"0.5"}, "the xDS client reconnects every CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL")
+	e.refuse("XDS_CLIENT_BACKOFF_JITTER", []string{"true"}, "the xDS client reconnects every CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL")
 	e.refuseBool("USE_DOG_STATSD", "DogStatsD is not implemented; use USE_STATSD or USE_PROMETHEUS")
 	e.refuse("USE_DOG_STATSD_MOGRIFIERS", nil, "DogStatsD is not implemented")
 	e.refuse("EXTRA_TAGS", nil, "stats tags are not implemented")

@@ -74,7 +74,8 @@ func TestSettingsRefused(t *testing.T) {
 	}{
 		{map[string]string{"USE_PROMETHEUS": "true"}, "USE_PROMETHEUS"}, // with USE_STATSD's default, true
 		{map[string]string{"USE_DOG_STATSD": "true"}, "USE_DOG_STATSD"},
-		{map[string]string{"CONFIG_TYPE": "GRPC_XDS_SOTW"}, "CONFIG_TYPE"},
+		{map[string]string{"CONFIG_TYPE": "REST"}, "CONFIG_TYPE"},
+		{map[string]string{"XDS_CLIENT_BACKOFF_JITTER": "false"}, "XDS_CLIENT_BACKOFF_JITTER"},
 		{map[string]string{"BACKEND_TYPE": "memcache"}, "BACKEND_TYPE"},
 		{map[string]string{"REDIS_PERSECOND": "true"}, "REDIS_PERSECOND"},
 		{map[string]string{"TRACING_ENABLED": "true"}, "TRACING_ENABLED"},

@@ -40,7 +40,8 @@ func ArgsScript(s *Spec, name string, names []string) *core.Script {
 		all = append(all, n)
 		args = append(args, fmt.Sprintf("ARGV[%d]", 4+len(s.Params)+i))
 	}
-	lua := inject(prelude + "\n" + strings.TrimSpace(s.Lua) + "\n\n" + fmt.Sprintf(`-- %[1]s: one call. KEYS[1] is the key; ARGV = now_us, n, mode, %[2]s.
+	head := inject(prelude + "\n" + strings.TrimSpace(s.Lua) + "\n")
+	body := inject(fmt.Sprintf(`-- %[1]s: one call. KEYS[1] is the key; ARGV = now_us, n, mode, %[2]s.
 local now, client_clock = clock(ARGV[1] + 0)
 local allowed, remaining, retry, reset, value, ttl, write = %[3]s(KEYS[1], now, client_clock,
   ARGV[2] + 0, ARGV[3] + 0, %[4]s)
@@ -54,7 +55,7 @@ return {allowed, remaining, retry, reset}
 		commit(tx, keys[0], &st)
 		return append(reply, r[:]...), nil
 	}
-	return core.NewScript(name, lua, twin, false)
+	return core.NewSplitScript(name, head, body, twin, false)
 }
 
 // RunArgs runs script (composed by ArgsScript from the Spec of e's one

@@ -112,23 +112,25 @@ func (sh *shape) name() string {
 // one Lua source, run with EVALSHA and EVALSHA_RO.
 func (sh shape) compose() (rw, ro *core.Script) {
 	twin := sh.twin
-	lua := sh.lua()
-	rw = core.NewScript(sh.name(), lua, twin, false)
-	ro = core.NewScript(sh.name(), lua, twin, true)
+	head, body := sh.lua()
+	rw = core.NewSplitScript(sh.name(), head, body, twin, false)
+	ro = core.NewSplitScript(sh.name(), head, body, twin, true)
 	return rw, ro
 }
 
-// lua returns the shape's Lua source.
-func (sh *shape) lua() string {
-	var b strings.Builder
-	b.WriteString(prelude + "\n")
+// lua returns the shape's Lua source: its head (the prelude and the
+// steps, which only define functions) and its body (what each call runs).
+func (sh *shape) lua() (head, body string) {
+	var h strings.Builder
+	h.WriteString(prelude + "\n")
 	seen := map[string]bool{}
 	for _, s := range sh.specs {
 		if !seen[s.Name] {
 			seen[s.Name] = true
-			b.WriteString(strings.TrimSpace(s.Lua) + "\n\n")
+			h.WriteString(strings.TrimSpace(s.Lua) + "\n")
 		}
 	}
+	var b strings.Builder
 	L, K, R := len(sh.specs), sh.keys(), sh.replyLen()
 	fmt.Fprintf(&b, "-- %s: each request against %d limit(s). Per request KEYS: one per limit", sh.name(), L)
 	if sh.penalty {
@@ -178,7 +180,7 @@ func (sh *shape) lua() string {
 			fmt.Fprintf(&b, "  out[o + %d], out[o + %d], out[o + %d], out[o + %d] = allowed, remaining, retry, reset\n", 4*i+1, 4*i+2, 4*i+3, 4*i+4)
 		}
 		b.WriteString("end\nreturn out\n")
-		return inject(b.String())
+		return inject(h.String()), inject(b.String())
 	}
 	if sh.penalty {
 		fmt.Fprintf(&b, "  local block = KEYS[k + %d]\n", L+1)
@@ -212,7 +214,7 @@ func (sh *shape) lua() string {
 	b.WriteString("  elseif mode == MODE_ALLOW and not blocked and penalty > 0 and block then\n    until_us = now + penalty\n    commit(block, state(until_us), penalty, client_clock)\n  end\n")
 	fmt.Fprintf(&b, "  if until_us > 0 then out[o + %[1]d], out[o + %[2]d] = until_us - now, 1 else out[o + %[1]d], out[o + %[2]d] = 0, 0 end\n", 4*L+1, 4*L+2)
 	b.WriteString("  end\nend\nreturn out\n")
-	return inject(b.String())
+	return inject(h.String()), inject(b.String())
 }
 
 // locals returns the names of limit i's k parameters: "p1_1, p1_2".
@@ -312,12 +314,17 @@ func (sh *shape) decidePolicy(tx core.Tx, keys []string, c Call, args []int64, r
 	if blocked && mode == ModeAllow {
 		c.Mode = ModePeek
 	}
-	var buf [16]State // ratekit.MaxPolicyLimits: no allocation
-	states := buf[:0]
-	if L > len(buf) {
-		states = make([]State, 0, L)
+	// No allocation, and no more zeroed than a policy of a few limits
+	// needs (a State is 96 bytes): Go zeroes an array where it is
+	// declared.
+	var states []State
+	var small [4]State
+	if L <= len(small) {
+		states = small[:L]
+	} else {
+		var large [MaxLimits]State
+		states = large[:L]
 	}
-	states = states[:L]
 	base := len(reply)
 	all := !blocked
 	var penalty int64

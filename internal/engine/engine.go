@@ -265,6 +265,13 @@ func (e *Engine) check(ctx context.Context, key string, n, maxCost int64) (int64
 // Decide decides key at cost n in mode (ModeAllow, ModePeek or
 // ModeRefund), against the engine's own limits.
 func (e *Engine) Decide(ctx context.Context, key string, n int64, mode Mode) (core.Decision, error) {
+	return e.decideOne(ctx, key, n, mode, nil)
+}
+
+// decideOne is Decide, against the limit one (nil: the engine's own),
+// which DecideRequest gives only to an engine of one limit on a local
+// store, checked.
+func (e *Engine) decideOne(ctx context.Context, key string, n int64, mode Mode, one *Params) (core.Decision, error) {
 	// check's checks, written out on the hot path: the call would cost a
 	// twentieth of a decision in process.
 	if e == nil {
@@ -276,7 +283,11 @@ func (e *Engine) Decide(ctx context.Context, key string, n int64, mode Mode) (co
 	if err := keyspace.CheckKey(key); err != nil {
 		return core.Decision{}, err
 	}
-	if err := params.Cost(n, e.maxCost); err != nil {
+	maxCost := e.maxCost
+	if one != nil {
+		maxCost = min(one.max, params.MaxCount)
+	}
+	if err := params.Cost(n, maxCost); err != nil {
 		return core.Decision{}, err
 	}
 	now, err := params.Now(e.clock)
@@ -286,22 +297,26 @@ func (e *Engine) Decide(ctx context.Context, key string, n int64, mode Mode) (co
 	if err := Ended(ctx); err != nil {
 		return core.Decision{}, err
 	}
-	if e.local != nil && !e.sh.policy {
-		// The common decision in process, in memory of its own: no frame,
-		// and the reply decoded inline (the same routine, e.script and
-		// e.decode, specialized for one limit on a local store).
-		var r [4]int64
-		if _, err := e.inProcess(key, n, mode, now, nil, r[:0]); err != nil {
-			return core.Decision{}, err
-		}
-		l := &e.limits[0]
-		if d, ok := params.Decoded(r, l.Max); ok {
-			d.Window = l.Window
-			return d, nil
-		}
-		return core.Decision{}, e.decodeError(0, key, r[:])
+	if e.local == nil || e.sh.policy {
+		return e.decide(ctx, key, n, mode, now, nil, nil)
 	}
-	return e.decide(ctx, key, n, mode, now, nil, nil)
+	// The common decision in process, in memory of its own: no frame,
+	// and the reply decoded inline (the same routine, e.script and
+	// e.decode, specialized for one limit on a local store).
+	r, err := e.inProcess1(key, n, mode, now, one)
+	if err != nil {
+		return core.Decision{}, err
+	}
+	l := &e.limits[0]
+	max, window := l.Max, l.Window
+	if one != nil {
+		max, window = one.max, one.window
+	}
+	if d, ok := params.Decoded(r, max); ok {
+		d.Window = window
+		return d, nil
+	}
+	return core.Decision{}, e.decodeError(0, key, r[:])
 }
 
 // DecideRequest decides r (core.Limiter.Decide): in the mode its Op
@@ -312,8 +327,17 @@ func (e *Engine) DecideRequest(ctx context.Context, r core.Request) (core.Decisi
 	if err != nil {
 		return core.Decision{}, err
 	}
-	if len(r.Params) == 0 && r.Keys == nil {
-		return e.Decide(ctx, r.Key, r.N, mode)
+	if r.Keys == nil {
+		switch {
+		case len(r.Params) == 0:
+			return e.decideOne(ctx, r.Key, r.N, mode, nil)
+		case e != nil && e.local != nil && !e.sh.policy && len(r.Params) == 1:
+			// The limit of an engine of one limit in process, read and
+			// checked once (given's checks; it says what is wrong).
+			if p, ok := r.Params[0].(Params); ok && p.spec == e.limits[0].Spec && (p.sched == nil || e.clock != nil) {
+				return e.decideOne(ctx, r.Key, r.N, mode, &p)
+			}
+		}
 	}
 	if e == nil {
 		return core.Decision{}, ErrZero
@@ -364,9 +388,15 @@ func (e *Engine) decide(ctx context.Context, key string, n int64, mode Mode, now
 	if e.local != nil && keys == nil {
 		// In process: the reply fits on the stack, and no pool is needed
 		// (one emptied by a GC, or by the race detector, would make the
-		// decision allocate).
-		var buf [4*MaxLimits + 2]int64
-		reply, err = e.inProcess(key, n, mode, now, ps, buf[:0])
+		// decision allocate); only as much is zeroed as a policy of a
+		// few limits needs.
+		var small [4*4 + 2]int64
+		buf := small[:0]
+		if len(e.limits) > 4 {
+			var large [4*MaxLimits + 2]int64
+			buf = large[:0]
+		}
+		reply, err = e.inProcess(key, n, mode, now, ps, buf)
 	} else {
 		f := frames.Get().(*frame)
 		defer f.put()
@@ -501,15 +531,13 @@ func (e *Engine) Reset(ctx context.Context, key string) error {
 	f := frames.Get().(*frame)
 	defer f.put()
 	if e.local != nil {
-		tx, err := e.local.Lock(key)
+		tx, first, err := e.local.Lock(key, e.limits[0].Prefix)
 		if err != nil {
 			return err
 		}
-		for i := range e.limits {
-			tx.Del(e.local.Key(tx, e.limits[i].Prefix))
-		}
-		if e.penalty != "" {
-			tx.Del(e.local.Key(tx, e.penalty))
+		var buf [MaxLimits + 1]string
+		for _, k := range e.policyKeys(buf[:0], tx, first) {
+			tx.Del(k)
 		}
 		return e.local.Unlock(tx)
 	}

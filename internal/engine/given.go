@@ -111,9 +111,10 @@ func (e *Engine) given(ps []core.Params) (maxCost int64, err error) {
 			maxCost = min(maxCost, l.Max)
 			continue
 		}
-		p, err := AsParams(gp)
+		p, ok := gp.(Params) // AsParams, without copying its result twice
 		switch {
-		case err != nil:
+		case !ok || p.spec == nil:
+			_, err := AsParams(gp)
 			return 0, err
 		case p.spec != l.Spec:
 			return 0, fmt.Errorf("%w: the request gives %s Params to %s, a %s limit", core.ErrInvalidConfig, p.Algorithm(), e.limitName(i), l.Spec.Name)

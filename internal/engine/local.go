@@ -13,7 +13,19 @@ import (
 // limits the request gave (nil: the engine's own). The reply is appended
 // to reply.
 func (e *Engine) inProcess(key string, n int64, mode Mode, now int64, ps []core.Params, reply []int64) (out []int64, err error) {
-	tx, err := e.local.Lock(key)
+	if !e.sh.policy {
+		var one *Params
+		if len(ps) > 0 && ps[0] != nil {
+			p := ps[0].(Params)
+			one = &p
+		}
+		r, err := e.inProcess1(key, n, mode, now, one)
+		if err != nil {
+			return nil, err
+		}
+		return append(reply, r[0], r[1], r[2], r[3]), nil
+	}
+	tx, first, err := e.local.Lock(key, e.limits[0].Prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -23,39 +35,71 @@ func (e *Engine) inProcess(key string, n int64, mode Mode, now int64, ps []core.
 	done := false
 	defer func() {
 		if !done {
-			p := recover()
-			e.local.Unlock(tx)
-			out, err = nil, fmt.Errorf("%w: %s: the step panicked: %v", core.ErrStore, e.sh.name(), p)
+			out, err = nil, e.panicked(tx, recover())
 		}
 	}()
-	t := tx
-	c := call(t, now)
+	c := call(tx, now)
 	c.N, c.Mode = n, mode
 	args := e.args
 	if e.scheduled || len(ps) > 0 {
 		// Memory the store lends for the call: the request's or the
 		// schedule's copy of the parameters allocates nothing.
-		args = e.appendArgs(Scratch(t, len(e.args))[:0], now, ps)
+		args = e.appendArgs(Scratch(tx, len(e.args))[:0], now, ps)
 	}
-	if e.sh.policy {
-		out = e.sh.decidePolicy(t, e.policyKeys(tx), c, args, reply)
-	} else {
-		// shape.decide's one limit, written out: the call would cost a
-		// tenth of a decision (go test -bench InProcess, store/memory).
-		key := e.local.Key(tx, e.limits[0].Prefix)
-		r, st := e.sh.specs[0].Step(t, key, c, args)
-		commit(t, key, &st)
-		out = append(reply, r[0], r[1], r[2], r[3])
-	}
+	var buf [MaxLimits + 1]string
+	out = e.sh.decidePolicy(tx, e.policyKeys(buf[:0], tx, first), c, args, reply)
 	done = true
 	return out, e.local.Unlock(tx)
 }
 
-// policyKeys returns a policy's storage keys for the locked user key: one
-// per limit, then the penalty block's.
-func (e *Engine) policyKeys(tx core.Tx) []string {
-	keys := make([]string, 0, len(e.limits)+1)
-	for i := range e.limits {
+// inProcess1 is inProcess for an engine of one limit, the common
+// decision, written out (shape.decide's one limit) and returning its
+// reply in registers: one is the limit the request gave (nil: the
+// engine's own). Its arguments are the engine's, or a copy in memory the
+// store lends for the call (a step's arguments escape: a copy on the
+// stack would be allocated).
+func (e *Engine) inProcess1(key string, n int64, mode Mode, now int64, one *Params) (r Reply, err error) {
+	tx, k, err := e.local.Lock(key, e.limits[0].Prefix)
+	if err != nil {
+		return r, err
+	}
+	done := false // as in inProcess
+	defer func() {
+		if !done {
+			r, err = Reply{}, e.panicked(tx, recover())
+		}
+	}()
+	c := call(tx, now)
+	c.N, c.Mode = n, mode
+	args := e.args
+	switch {
+	case one != nil:
+		args = append(Scratch(tx, one.n)[:0], one.vals[:one.n]...)
+		if one.sched != nil {
+			one.sched.Set(now, args)
+		}
+	case e.scheduled:
+		args = e.appendArgs(Scratch(tx, len(e.args))[:0], now, nil)
+	}
+	r, st := e.sh.specs[0].Step(tx, k, c, args)
+	commit(tx, k, &st)
+	done = true
+	return r, e.local.Unlock(tx)
+}
+
+// panicked unlocks tx after a step panicked with p, and returns the
+// call's error.
+func (e *Engine) panicked(tx core.Tx, p any) error {
+	e.local.Unlock(tx)
+	return fmt.Errorf("%w: %s: the step panicked: %v", core.ErrStore, e.sh.name(), p)
+}
+
+// policyKeys appends to keys a policy's storage keys for the locked user
+// key: one per limit (the first, first, is what Lock found), then the
+// penalty block's.
+func (e *Engine) policyKeys(keys []string, tx core.Tx, first string) []string {
+	keys = append(keys, first)
+	for i := 1; i < len(e.limits); i++ {
 		keys = append(keys, e.local.Key(tx, e.limits[i].Prefix))
 	}
 	if e.penalty != "" {

@@ -48,8 +48,11 @@ end
 -- server about a fifth of a decision (docs/design.md, "What a script
 -- costs"). Both forms are read on every server: no decimal state begins
 -- with the byte 255, and state written as text before stays readable.
--- (rawget: both Redis and miniredis refuse to read a missing global.)
-local struct = rawget(_G, 'struct')
+-- struct is found at the first call that needs it, not here: a function
+-- library's top level reads no global (Redis gives it none but redis),
+-- and a library keeps it from call to call (false where there is none;
+-- rawget: both Redis and miniredis refuse to read a missing global).
+local struct
 
 -- read_state(key, n) returns the n integers stored at key, nothing (nil)
 -- when the key is absent, and false when it holds anything else: another
@@ -59,6 +62,7 @@ local struct = rawget(_G, 'struct')
 -- read_state(key, n, m) also reads a state of m < n integers (the shape
 -- an earlier ratekit stored), returning nil in the places past m.
 local function read_state(key, n, m)
+  if struct == nil then struct = rawget(_G, 'struct') or false end
   local s = redis.pcall('GET', key)
   if not s then return nil end
   if type(s) ~= 'string' then return false end
@@ -138,6 +142,7 @@ end
 -- to six, each in [0, MAX_STATE]) as read_state reads them: packed where
 -- the server has struct, as text elsewhere.
 local function state(a, b, c, d, e, f)
+  if struct == nil then struct = rawget(_G, 'struct') or false end
   if struct then
     if f then return struct.pack('>Bdddddd', 255, a, b, c, d, e, f) end
     if e then return struct.pack('>Bddddd', 255, a, b, c, d, e) end

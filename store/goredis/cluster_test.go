@@ -47,6 +47,7 @@ func TestCluster(t *testing.T) {
 	t.Run("HalfMovedSlot", func(t *testing.T) { clustertest.HalfMovedSlot(t, c, newStore(t, docs)) })
 	t.Run("Migration", func(t *testing.T) { clustertest.Migration(t, c, newStore(t, docs)) })
 	t.Run("LostReplySentOnce", func(t *testing.T) { lostReplySentOnce(t, c) })
+	t.Run("FunctionMissingOnOneNode", func(t *testing.T) { functionMissingOnOneNode(t, c, newStore(t, docs)) })
 	clustertest.Run(t, c, r)
 }
 
@@ -87,11 +88,12 @@ func (c *dropConn) Read(p []byte) (int, error) {
 func lostReplySentOnce(t *testing.T, c *redistest.Cluster) {
 	ctx := context.Background()
 	prefix := fmt.Sprintf("lost:%d:", time.Now().UnixNano())
-	for _, n := range c.Nodes() { // so that no call meets NOSCRIPT
+	for _, n := range c.Nodes() { // so that no call meets NOSCRIPT or a missing function
 		if _, err := redistest.Command(n.Addr, "SCRIPT", "LOAD", incr.Lua()); err != nil {
 			t.Fatal(err)
 		}
 	}
+	loadEverywhere(t, c, incr)
 	store := func(t *testing.T, mark string) *scriptproto.Runner {
 		var once sync.Once
 		var d net.Dialer
@@ -104,7 +106,13 @@ func lostReplySentOnce(t *testing.T, c *redistest.Cluster) {
 				return &dropConn{Conn: conn, mark: mark, once: &once}, nil
 			}})
 		t.Cleanup(func() { rdb.Close() })
-		return newStore(t, rdb)
+		var opts []scriptproto.Option
+		if !redistest.ServerVersion(t).AtLeast(7, 0) {
+			// The first write holding mark must be the script's: not an
+			// FCALL the server refuses.
+			opts = append(opts, scriptproto.WithoutFunctions())
+		}
+		return newStore(t, rdb, opts...)
 	}
 	runs := func(t *testing.T, key string) string {
 		t.Helper()
@@ -141,4 +149,62 @@ func lostReplySentOnce(t *testing.T, c *redistest.Cluster) {
 			}
 		}
 	})
+}
+
+// loadEverywhere loads s's function library on every master of c, where
+// the server has functions.
+func loadEverywhere(t *testing.T, c *redistest.Cluster, s *core.Script) {
+	t.Helper()
+	if !redistest.ServerVersion(t).AtLeast(7, 0) {
+		return
+	}
+	for _, m := range c.Masters {
+		if _, err := redistest.Command(m.Addr, "FUNCTION", "LOAD", scriptproto.Library(s)); err != nil && !strings.Contains(err.Error(), "already exists") {
+			t.Fatal(err)
+		}
+	}
+}
+
+// functionMissingOnOneNode: one master loses every function (FUNCTION
+// FLUSH; as a node given slots it never had, or restarted without
+// persistence, would lack them) while the others keep them. Calls on
+// its keys go as EVALSHA and load the library again; every call counts
+// once, on every master.
+func functionMissingOnOneNode(t *testing.T, c *redistest.Cluster, store *scriptproto.Runner) {
+	if !redistest.ServerVersion(t).AtLeast(7, 0) {
+		t.Skip("the server has no functions (Redis before 7.0)")
+	}
+	ctx := context.Background()
+	prefix := fmt.Sprintf("fnmiss:%d:", time.Now().UnixNano())
+	keys := make([]string, 32) // in slots of every master
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%s{k%d}", prefix, i)
+	}
+	loadEverywhere(t, c, incr)
+	calls := make([]core.ScriptCall, len(keys))
+	for i, k := range keys {
+		calls[i] = core.ScriptCall{Script: incr, Keys: []string{k}}
+	}
+	want := int64(0) // each key's count: every call counts once
+	for round := range 3 {
+		if _, err := redistest.Command(c.Masters[round%len(c.Masters)].Addr, "FUNCTION", "FLUSH"); err != nil {
+			t.Fatal(err)
+		}
+		want++
+		for _, k := range keys {
+			got, err := store.RunScript(ctx, incr, []string{k}, nil, nil)
+			if err != nil || len(got) != 1 || got[0] != want {
+				t.Fatalf("round %d, %s: %v, %v; want [%d]", round, k, got, err, want)
+			}
+		}
+		if _, err := redistest.Command(c.Masters[(round+1)%len(c.Masters)].Addr, "FUNCTION", "FLUSH"); err != nil {
+			t.Fatal(err)
+		}
+		want++
+		for i, res := range store.RunScripts(ctx, calls) {
+			if res.Err != nil || len(res.Reply) != 1 || res.Reply[0] != want {
+				t.Fatalf("round %d, batch call %d on %s: %v, %v; want [%d]", round, i, keys[i], res.Reply, res.Err, want)
+			}
+		}
+	}
 }

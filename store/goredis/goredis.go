@@ -116,6 +116,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/redis/go-redis/v9"
@@ -143,6 +144,9 @@ func New(c redis.Scripter, opts ...scriptproto.Option) (*scriptproto.Runner, err
 	}
 	_, one := c.(*redis.Client) // a Ring, a ClusterClient or an AutoPipeliner may span nodes
 	own := []scriptproto.Option{scriptproto.SingleNode(one), scriptproto.Pipelining(pipelines(c))}
+	if loads(c) {
+		return scriptproto.New("goredis", loader{k}, append(own, opts...)...)
+	}
 	return scriptproto.New("goredis", k, append(own, opts...)...)
 }
 
@@ -214,6 +218,51 @@ func pipelines(c redis.Scripter) bool {
 }
 
 // client is the scriptproto.Client of a go-redis client.
+// loads reports whether the store can load function libraries on every
+// primary of c (scriptproto.Loader): on the clients whose primaries it
+// can reach one by one. On any other (an AutoPipeliner, a Scripter of
+// the caller's own) every script runs as EVALSHA.
+func loads(c redis.Scripter) bool {
+	switch c.(type) {
+	case *redis.Client, *redis.ClusterClient, *redis.Ring:
+		return true
+	}
+	return false
+}
+
+// loader is the client of a store that loads function libraries
+// (scriptproto.Loader).
+type loader struct{ client }
+
+// Load implements scriptproto.Loader: FUNCTION LOAD on the server, on each
+// primary of a cluster, on each shard of a ring.
+func (k loader) Load(ctx context.Context, code string) []error {
+	var (
+		mu   sync.Mutex
+		errs []error
+	)
+	each := func(ctx context.Context, c *redis.Client) error {
+		err := c.FunctionLoad(ctx, code).Err()
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+		return nil
+	}
+	var err error
+	switch c := k.s.(type) {
+	case *redis.Client:
+		return []error{c.FunctionLoad(ctx, code).Err()}
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, each)
+	case *redis.Ring:
+		err = c.ForEachShard(ctx, each)
+	}
+	if err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
 type client struct {
 	s    redis.Scripter
 	p    processor // s, when it can run a prebuilt command

@@ -30,6 +30,7 @@ type watch struct {
 	hold      chan struct{} // when set, a lone command on a "hold" key waits for it to close
 	held      chan struct{} // one value per command held
 	evals     atomic.Int64  // EVAL commands, alone or in pipelines
+	evalshas  atomic.Int64  // EVALSHA commands, alone or in pipelines
 	lone      atomic.Int64  // script commands sent alone
 }
 
@@ -37,7 +38,7 @@ type watch struct {
 // command. The Runner passes keys as *string.
 func scriptKey(cmd redis.Cmder) string {
 	args := cmd.Args()
-	if len(args) < 4 || !strings.HasPrefix(cmd.Name(), "eval") {
+	if len(args) < 4 || !strings.HasPrefix(cmd.Name(), "eval") && !strings.HasPrefix(cmd.Name(), "fcall") {
 		return ""
 	}
 	switch k := args[3].(type) {
@@ -56,12 +57,13 @@ func (w *watch) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		key := scriptKey(cmd)
 		if key != "" {
 			w.lone.Add(1)
-			if cmd.Name() == "eval" {
-				w.evals.Add(1)
-			}
+			w.count(cmd)
 		}
 		if w.hold != nil && strings.Contains(key, "hold") {
-			w.held <- struct{}{}
+			select {
+			case w.held <- struct{}{}:
+			default: // the call again, as EVALSHA or EVAL, once released
+			}
 			<-w.hold
 		}
 		return next(ctx, cmd)
@@ -75,9 +77,7 @@ func (w *watch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 			if key := scriptKey(cmd); key != "" {
 				n++
 				bad = bad || strings.Contains(key, "bad")
-				if cmd.Name() == "eval" {
-					w.evals.Add(1)
-				}
+				w.count(cmd)
 			}
 		}
 		w.mu.Lock()
@@ -90,6 +90,16 @@ func (w *watch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 		}
 		w.mu.Unlock()
 		return next(ctx, cmds)
+	}
+}
+
+// count counts cmd, a script command, if it is an EVAL or an EVALSHA.
+func (w *watch) count(cmd redis.Cmder) {
+	switch cmd.Name() {
+	case "eval":
+		w.evals.Add(1)
+	case "evalsha":
+		w.evalshas.Add(1)
 	}
 }
 
@@ -318,55 +328,95 @@ func TestPipeliningClose(t *testing.T) {
 	}
 }
 
-// SCRIPT FLUSH while 64 goroutines pipeline: each command that meets
-// NOSCRIPT is sent again as EVAL, and no caller sees an error.
+// SCRIPT FLUSH or FUNCTION FLUSH while 64 goroutines pipeline: each
+// command that meets NOSCRIPT is sent again as EVAL, each that meets a
+// missing function as EVALSHA (and its library is loaded again), no
+// caller sees an error, and every key has counted each allowed call
+// once: nothing lost, nothing counted twice.
 func TestPipeliningScriptFlush(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := redisClient(t, srv.Addr)
-	w := &watch{}
-	rdb.AddHook(w)
-	lim, err := tokenbucket.New(newStore(t, rdb), tokenbucket.Config{Capacity: 1 << 40, RefillRate: 1 << 40, RefillInterval: time.Second, Prefix: "pipe:flush:"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var calls, errs atomic.Int64
-	for g := range 64 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if _, err := lim.Allow(context.Background(), fmt.Sprint("u", g, ":", i%4)); err != nil {
-					errs.Add(1)
-					t.Error(err)
-					return
-				}
-				calls.Add(1)
+	for _, tt := range []struct {
+		name  string
+		flush [][]string
+		opts  []scriptproto.Option
+		// retried returns how many calls went again after a flush.
+		retried func(w *watch) int64
+	}{
+		{"SCRIPT FLUSH, EVALSHA", [][]string{{"SCRIPT", "FLUSH"}}, []scriptproto.Option{scriptproto.WithoutFunctions()}, func(w *watch) int64 { return w.evals.Load() }},
+		{"FUNCTION FLUSH, functions", [][]string{{"FUNCTION", "FLUSH"}}, nil, func(w *watch) int64 { return w.evalshas.Load() }},
+		{"both, functions", [][]string{{"FUNCTION", "FLUSH"}, {"SCRIPT", "FLUSH"}}, nil, func(w *watch) int64 { return w.evals.Load() }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if !redistest.ServerVersion(t).AtLeast(7, 0) && tt.opts == nil {
+				t.Skip("the server has no functions (Redis before 7.0): the store runs EVALSHA, which the first case tests")
 			}
-		}()
-	}
-	flushes := 0
-	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline) || w.evals.Load() == 0; flushes++ {
-		if _, err := redistest.Command(srv.Addr, "SCRIPT", "FLUSH"); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Millisecond)
-		if flushes > 100000 {
-			break
-		}
-	}
-	close(stop)
-	wg.Wait()
-	p, biggest, _ := w.counts()
-	t.Logf("%d flushes, %d calls, %d EVALs; %d pipelines, the largest %d", flushes, calls.Load(), w.evals.Load(), p, biggest)
-	if errs.Load() != 0 || p == 0 || w.evals.Load() == 0 {
-		t.Errorf("%d errors, %d pipelines, %d EVALs; want none, some, some", errs.Load(), p, w.evals.Load())
+			srv := redistest.Start(t)
+			rdb := redisClient(t, srv.Addr)
+			w := &watch{}
+			rdb.AddHook(w)
+			const capacity = 1 << 30 // on a frozen clock: nothing refills
+			lim, err := tokenbucket.New(newStore(t, rdb, tt.opts...), tokenbucket.Config{
+				Capacity: capacity, RefillRate: 1 << 12, RefillInterval: time.Hour, Prefix: "pipe:flush:", Clock: fakeclock.New(time.Now()),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			var calls, errs atomic.Int64
+			var allowed [64 * 4]atomic.Int64
+			for g := range 64 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						k := g*4 + i%4
+						d, err := lim.Allow(context.Background(), fmt.Sprint("u", k))
+						if err != nil {
+							errs.Add(1)
+							t.Error(err)
+							return
+						}
+						if d.Allowed {
+							allowed[k].Add(1)
+						}
+						calls.Add(1)
+					}
+				}()
+			}
+			flushes := 0
+			for deadline := time.Now().Add(time.Second); time.Now().Before(deadline) || tt.retried(w) == 0; flushes++ {
+				for _, cmd := range tt.flush {
+					if _, err := redistest.Command(srv.Addr, cmd...); err != nil {
+						t.Fatal(err)
+					}
+				}
+				time.Sleep(time.Millisecond)
+				if flushes > 100000 {
+					break
+				}
+			}
+			close(stop)
+			wg.Wait()
+			p, biggest, _ := w.counts()
+			t.Logf("%d flushes, %d calls, %d EVALSHAs, %d EVALs; %d pipelines, the largest %d", flushes, calls.Load(), w.evalshas.Load(), w.evals.Load(), p, biggest)
+			if errs.Load() != 0 || p == 0 || tt.retried(w) == 0 {
+				t.Errorf("%d errors, %d pipelines, %d calls again; want none, some, some", errs.Load(), p, tt.retried(w))
+			}
+			for k := range allowed {
+				d, err := lim.Peek(context.Background(), fmt.Sprint("u", k))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if used := capacity - d.Remaining; used != allowed[k].Load() {
+					t.Errorf("key u%d counted %d, its callers were allowed %d", k, used, allowed[k].Load())
+				}
+			}
+		})
 	}
 }
 

@@ -241,9 +241,9 @@ type locker struct {
 	scripts int
 }
 
-func (l *locker) Lock(key string) (core.Tx, error) {
+func (l *locker) Lock(key, prefix string) (core.Tx, string, error) {
 	l.locked = append(l.locked, strings.Clone(key))
-	return l.Store.Lock(key)
+	return l.Store.Lock(key, prefix)
 }
 
 func (l *locker) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {

@@ -17,12 +17,13 @@ import (
 var _ core.LocalStore = (*Store)(nil)
 
 // Lock locks the shard of the user key key and returns its Tx, at the
-// store's time now; or, with nothing locked, the error RunScript returns
-// for a clock that reads a time ratekit cannot compute with
-// (core.LocalStore). On a nil or zero Store it returns RunScript's error.
-func (s *Store) Lock(key string) (core.Tx, error) {
+// store's time now, and the storage key of key under prefix (Key); or,
+// with nothing locked, the error RunScript returns for a clock that reads
+// a time ratekit cannot compute with (core.LocalStore). On a nil or zero
+// Store it returns RunScript's error.
+func (s *Store) Lock(key, prefix string) (core.Tx, string, error) {
 	if !s.usable() {
-		return nil, s.unusable()
+		return nil, "", s.unusable()
 	}
 	th := s.hash.tag(key)
 	sh := &s.shards[th>>(64-shardBits)]
@@ -30,16 +31,19 @@ func (s *Store) Lock(key string) (core.Tx, error) {
 	now, err := s.now()
 	if err != nil {
 		sh.mu.Unlock()
-		return nil, err
+		return nil, "", err
 	}
 	sh.tx.lock(now, key, th)
-	return &sh.tx, nil
+	return &sh.tx, sh.tx.key(prefix), nil
 }
 
 // lock readies t for a call at now on the user key key, whose hash is th.
 func (t *tx) lock(now int64, key string, th uint64) {
 	t.nowUS, t.user, t.tagHash = now, key, th
 	t.forget()
+	if t.nfound != 0 { // a write only when needed: see shardFields
+		t.nfound = 0
+	}
 	t.scratch.reset()
 	if len(t.sh.key) != 0 { // a write only when needed: see shardFields
 		t.sh.key = t.sh.key[:0]
@@ -66,17 +70,18 @@ func (t *tx) key(prefix string) string {
 	}
 	h := mix(t.prefixHash, t.tagHash, t.hash.none)
 	e, sure := t.sh.t.findParts(h, prefix, t.user)
+	skey := ""
 	if e != nil {
-		t.remember(e.key, h, e)
-		return e.key
+		skey = e.key
+	} else {
+		at := len(t.sh.key)
+		t.sh.key = keyspace.AppendKey(t.sh.key, prefix, t.user, "")
+		skey = unsafe.String(&t.sh.key[at], len(t.sh.key)-at)
+		if !sure {
+			e = t.sh.t.find(h, skey)
+		}
 	}
-	at := len(t.sh.key)
-	t.sh.key = keyspace.AppendKey(t.sh.key, prefix, t.user, "")
-	skey := unsafe.String(&t.sh.key[at], len(t.sh.key)-at)
-	if !sure {
-		e = t.sh.t.find(h, skey)
-	}
-	t.remember(skey, h, e)
+	t.found(skey, h, e)
 	return skey
 }
 

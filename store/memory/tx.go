@@ -43,6 +43,55 @@ type tx struct {
 	// The last prefix Key was asked for, and its hash.
 	prefix     string
 	prefixHash uint64
+	// The keys Key returned in this call, with their hashes and entries,
+	// once it has returned more than one (a policy's): a step's Get and
+	// the commit's Put of each then find it without hashing it again.
+	// nfound is 0 while Key has returned at most one key, which last
+	// holds.
+	nfound int
+	keys   [maxFound]foundKey
+}
+
+// maxFound is how many keys of one call a tx remembers: a policy of up to
+// three limits and its penalty block. Keys past them are hashed at each
+// lookup.
+const maxFound = 4
+
+// foundKey is a key Key returned, its hash and its entry (nil: absent).
+type foundKey struct {
+	key string
+	h   uint64
+	e   *entry
+}
+
+// found remembers key, which Key returns in this call, with its hash and
+// entry (nil when absent): as last, and, from the call's second key on,
+// among the call's keys.
+func (t *tx) found(key string, h uint64, e *entry) {
+	if t.last != nil || t.lastKey != "" {
+		// Not the call's first key: the one before it joins the list.
+		if t.nfound == 0 {
+			t.keys[0], t.nfound = foundKey{t.current(), t.lastHash, t.last}, 1
+		}
+		if t.nfound < maxFound {
+			t.keys[t.nfound], t.nfound = foundKey{key, h, e}, t.nfound+1
+		}
+	}
+	t.remember(key, h, e)
+}
+
+// current returns the key last holds.
+func (t *tx) current() string {
+	if t.last != nil {
+		return t.last.key
+	}
+	return t.lastKey
+}
+
+// same reports whether a and b are the same string: a limiter passes the
+// very string Key returned, compared without reading its bytes.
+func same(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
 // begin readies t for a call at now whose first key, key, has hash h:
@@ -70,17 +119,41 @@ func (t *tx) lookup(key string) (uint64, *entry) {
 	// (the entry's own key, when it exists): the same bytes, compared
 	// without reading them.
 	if e := t.last; e != nil {
-		if len(key) == len(e.key) && (unsafe.StringData(key) == unsafe.StringData(e.key) || key == e.key) {
+		if len(key) == len(e.key) && (unsafe.StringData(key) == unsafe.StringData(e.key) || t.nfound == 0 && key == e.key) {
 			return t.lastHash, e
 		}
 	} else if len(key) == len(t.lastKey) && key != "" &&
-		(unsafe.StringData(key) == unsafe.StringData(t.lastKey) || key == t.lastKey) {
+		(unsafe.StringData(key) == unsafe.StringData(t.lastKey) || t.nfound == 0 && key == t.lastKey) {
 		return t.lastHash, nil
+	}
+	// A policy's keys are often of one length: compared by identity
+	// first, by their bytes only when none is the same string.
+	for i := range t.nfound {
+		if f := &t.keys[i]; len(key) == len(f.key) && unsafe.StringData(key) == unsafe.StringData(f.key) {
+			t.remember(f.key, f.h, f.e)
+			return f.h, f.e
+		}
+	}
+	for i := range t.nfound {
+		if f := &t.keys[i]; key == f.key {
+			t.remember(f.key, f.h, f.e)
+			return f.h, f.e
+		}
 	}
 	h, _ := t.hash.key(key)
 	e := t.sh.t.find(h, key)
 	t.remember(key, h, e)
 	return h, e
+}
+
+// setFound records that the call's key now has the entry e (nil: none):
+// after a Put made it, or a Del removed it.
+func (t *tx) setFound(key string, e *entry) {
+	for i := range t.nfound {
+		if f := &t.keys[i]; same(key, f.key) {
+			f.e = e
+		}
+	}
 }
 
 // remember keeps key's hash and entry (nil when absent) for the next
@@ -118,6 +191,7 @@ func (t *tx) Put(key string, n int, ttl time.Duration) []int64 {
 	h, e := t.lookup(key)
 	if e == nil {
 		e = t.sh.t.insert(h, key)
+		t.setFound(key, e)
 		t.remember(e.key, h, e)
 	}
 	return fill(e, n, ttl, t.nowUS)
@@ -149,6 +223,7 @@ func discard(n int) []int64 {
 func (t *tx) Del(key string) bool {
 	h, _ := t.lookup(key)
 	t.forget()
+	t.setFound(key, nil)
 	return t.sh.t.remove(h, key, t.nowUS)
 }
 

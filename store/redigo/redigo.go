@@ -188,6 +188,17 @@ func (k *client) drain() {
 	}
 }
 
+// Load implements scriptproto.Loader: FUNCTION LOAD on the pool's server.
+func (k *client) Load(ctx context.Context, code string) []error {
+	conn, err := k.pool.GetContext(ctx)
+	if err != nil {
+		return []error{err}
+	}
+	defer k.release(conn)
+	_, err = redis.DoContext(conn, ctx, "FUNCTION", "LOAD", code)
+	return []error{err}
+}
+
 func fail(out []core.ScriptResult, err error) {
 	for i := range out {
 		out[i].Err = err

@@ -15,12 +15,21 @@ import (
 // its fork: one API under two sets of type names. rueidis.Client and
 // valkey.Client have it, and [NewRueidis] infers the type parameters from
 // either: C is the library's command (Completed), R its result, B its
-// command builder and MO its ClientMode.
-type RueidisClient[C, R, B any, MO ~string] interface {
+// command builder, MO its ClientMode and N the client of one node
+// (Nodes, through which the Runner loads function libraries).
+type RueidisClient[C, R, B any, MO ~string, N RueidisNode[C, R, B]] interface {
 	B() B
 	Do(ctx context.Context, cmd C) R
 	DoMulti(ctx context.Context, multi ...C) []R
 	Mode() MO
+	Nodes() map[string]N
+}
+
+// RueidisNode is what a Runner needs of the client of one node of a
+// [RueidisClient]: rueidis.Client and valkey.Client again.
+type RueidisNode[C, R, B any] interface {
+	B() B
+	Do(ctx context.Context, cmd C) R
 }
 
 // NewRueidis returns a Runner over c, a rueidis.Client or a valkey.Client,
@@ -31,13 +40,13 @@ type RueidisClient[C, R, B any, MO ~string] interface {
 // client may hold as long as it likes. Commands EVALSHA_RO and EVAL_RO are
 // marked read-only, so that the client may retry them. opts come after
 // the Runner's own. A nil c is an error wrapping core.ErrInvalidConfig.
-func NewRueidis[C any, R rueidisResult[M], M any, PM rueidisInt[M], B rueidisBuilder[A], A rueidisCommand[A, C], MO ~string](lib string, c RueidisClient[C, R, B, MO], opts ...Option) (*Runner, error) {
+func NewRueidis[C any, R rueidisResult[M], M any, PM rueidisInt[M], B rueidisBuilder[A], A rueidisCommand[A, C], MO ~string, N RueidisNode[C, R, B]](lib string, c RueidisClient[C, R, B, MO, N], opts ...Option) (*Runner, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: %s: a nil client", core.ErrInvalidConfig, lib)
 	}
 	// ClientModeCluster is "cluster" in both libraries.
 	own := []Option{SingleNode(c.Mode() != "cluster")}
-	return New(lib, rueidisClient[C, R, M, PM, B, A, MO]{c}, append(own, opts...)...)
+	return New(lib, rueidisClient[C, R, M, PM, B, A, MO, N]{c}, append(own, opts...)...)
 }
 
 // The type parameters of NewRueidis beside RueidisClient's: the library's
@@ -62,18 +71,30 @@ type (
 )
 
 // rueidisClient is the Client of a RueidisClient.
-type rueidisClient[C any, R rueidisResult[M], M any, PM rueidisInt[M], B rueidisBuilder[A], A rueidisCommand[A, C], MO ~string] struct {
-	c RueidisClient[C, R, B, MO]
+type rueidisClient[C any, R rueidisResult[M], M any, PM rueidisInt[M], B rueidisBuilder[A], A rueidisCommand[A, C], MO ~string, N RueidisNode[C, R, B]] struct {
+	c RueidisClient[C, R, B, MO, N]
+}
+
+// Load implements Loader: FUNCTION LOAD on every node the client knows,
+// one after the other (a replica answers READONLY, which the Runner
+// passes over).
+func (k rueidisClient[C, R, M, PM, B, A, MO, N]) Load(ctx context.Context, code string) []error {
+	nodes := k.c.Nodes()
+	errs := make([]error, 0, len(nodes))
+	for _, n := range nodes {
+		errs = append(errs, n.Do(ctx, n.B().Arbitrary("FUNCTION", "LOAD").Args(code).Build()).Error())
+	}
+	return errs
 }
 
 // Do implements Client.
-func (k rueidisClient[C, R, M, PM, B, A, MO]) Do(ctx context.Context, c Cmd, reply []int64) ([]int64, error) {
+func (k rueidisClient[C, R, M, PM, B, A, MO, N]) Do(ctx context.Context, c Cmd, reply []int64) ([]int64, error) {
 	head, keys, argv := cmdargs.Call(c.Name.String(), c.Payload(), c.Keys, c.Args)
 	return k.decode(k.c.Do(ctx, k.build(c.Name, head, keys, argv)), reply)
 }
 
 // DoMulti implements Client.
-func (k rueidisClient[C, R, M, PM, B, A, MO]) DoMulti(ctx context.Context, cmds []Cmd, out []core.ScriptResult) {
+func (k rueidisClient[C, R, M, PM, B, A, MO, N]) DoMulti(ctx context.Context, cmds []Cmd, out []core.ScriptResult) {
 	heads, keys, argv := cmdargs.Batch(len(cmds), func(i int) (string, string, []string, []int64) {
 		return cmds[i].Name.String(), cmds[i].Payload(), cmds[i].Keys, cmds[i].Args
 	})
@@ -88,7 +109,7 @@ func (k rueidisClient[C, R, M, PM, B, A, MO]) DoMulti(ctx context.Context, cmds 
 
 // build returns the library's command of name from its tokens, as
 // cmdargs made them.
-func (k rueidisClient[C, R, M, PM, B, A, MO]) build(name Name, head, keys, argv []string) C {
+func (k rueidisClient[C, R, M, PM, B, A, MO, N]) build(name Name, head, keys, argv []string) C {
 	a := k.c.B().Arbitrary(head...).Keys(keys...).Args(argv...)
 	if name.ReadOnly() {
 		return a.ReadOnly()
@@ -99,7 +120,7 @@ func (k rueidisClient[C, R, M, PM, B, A, MO]) build(name Name, head, keys, argv 
 // decode appends the integers of res to reply. A nil reply, or one that
 // is not an array of integers, is a bad reply; any other error (the
 // server's, the network's) is the client's own.
-func (k rueidisClient[C, R, M, PM, B, A, MO]) decode(res R, reply []int64) ([]int64, error) {
+func (k rueidisClient[C, R, M, PM, B, A, MO, N]) decode(res R, reply []int64) ([]int64, error) {
 	arr, err := res.ToArray()
 	if err != nil {
 		// The result's own error is the server's or the network's, or

@@ -78,6 +78,9 @@ func (m *rmsg) ToInt64() (int64, error) {
 
 func (c *rclient) B() rbuilder { return rbuilder{} }
 func (c *rclient) Mode() rmode { return c.mode }
+func (c *rclient) Nodes() map[string]*rclient {
+	return map[string]*rclient{"fake": c}
+}
 func (c *rclient) Do(_ context.Context, cmd rcmd) rresult {
 	c.sent = append(c.sent, cmd)
 	return c.reply(cmd)
@@ -100,7 +103,7 @@ func ints(ns ...int64) rmsg {
 }
 
 func TestNewRueidis(t *testing.T) {
-	if r, err := NewRueidis("rfake", RueidisClient[rcmd, rresult, rbuilder, rmode](nil)); !errors.Is(err, core.ErrInvalidConfig) || r != nil {
+	if r, err := NewRueidis("rfake", RueidisClient[rcmd, rresult, rbuilder, rmode, *rclient](nil)); !errors.Is(err, core.ErrInvalidConfig) || r != nil {
 		t.Errorf("a nil client: %v, %v; want ErrInvalidConfig", r, err)
 	}
 	for mode, one := range map[rmode]bool{"standalone": true, "sentinel": true, "cluster": false} {
@@ -116,38 +119,53 @@ func TestNewRueidis(t *testing.T) {
 }
 
 func TestRueidisCommands(t *testing.T) {
-	c := &rclient{mode: "standalone", reply: func(rcmd) rresult { return rresult{m: ints(1, 2)} }}
-	r, err := NewRueidis("rfake", c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := []string{"rk:{k}"}
-	for _, s := range []*core.Script{rw, ro} {
-		got, err := r.RunScript(context.Background(), s, keys, []int64{-1, 1 << 40}, []int64{9})
-		if err != nil || fmt.Sprint(got) != "[9 1 2]" {
-			t.Fatalf("%s: %v, %v", s.Name(), got, err)
-		}
-	}
-	keys[0] = "changed"
-	res := r.RunScripts(context.Background(), []core.ScriptCall{{Script: ro, Keys: []string{"{a}"}}, {Script: rw, Args: []int64{7}}})
-	for i, x := range res {
-		if x.Err != nil || fmt.Sprint(x.Reply) != "[1 2]" {
-			t.Errorf("batch call %d: %v, %v", i, x.Reply, x.Err)
-		}
-	}
-	want := []string{
-		"[EVALSHA " + rw.SHA1() + " 1 rk:{k} -1 1099511627776] false",
-		"[EVALSHA_RO " + ro.SHA1() + " 1 rk:{k} -1 1099511627776] true",
-		"[EVALSHA_RO " + ro.SHA1() + " 1 {a}] true",
-		"[EVALSHA " + rw.SHA1() + " 0 7] false",
-	}
-	if len(c.sent) != len(want) {
-		t.Fatalf("sent %d commands, want %d", len(c.sent), len(want))
-	}
-	for i, w := range want {
-		if got := fmt.Sprint(c.sent[i].tokens, " ", c.sent[i].ro); got != w {
-			t.Errorf("command %d: %s, want %s", i, got, w)
-		}
+	for _, tt := range []struct {
+		name string
+		opts []Option
+		want []string
+	}{
+		{"functions", nil, []string{
+			"[FCALL " + Function(rw) + " 1 rk:{k} -1 1099511627776] false",
+			"[FCALL_RO " + Function(ro) + " 1 rk:{k} -1 1099511627776] true",
+			"[FCALL_RO " + Function(ro) + " 1 {a}] true",
+			"[FCALL " + Function(rw) + " 0 7] false",
+		}},
+		{"EVALSHA", []Option{WithoutFunctions()}, []string{
+			"[EVALSHA " + rw.SHA1() + " 1 rk:{k} -1 1099511627776] false",
+			"[EVALSHA_RO " + ro.SHA1() + " 1 rk:{k} -1 1099511627776] true",
+			"[EVALSHA_RO " + ro.SHA1() + " 1 {a}] true",
+			"[EVALSHA " + rw.SHA1() + " 0 7] false",
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &rclient{mode: "standalone", reply: func(rcmd) rresult { return rresult{m: ints(1, 2)} }}
+			r, err := NewRueidis("rfake", c, tt.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys := []string{"rk:{k}"}
+			for _, s := range []*core.Script{rw, ro} {
+				got, err := r.RunScript(context.Background(), s, keys, []int64{-1, 1 << 40}, []int64{9})
+				if err != nil || fmt.Sprint(got) != "[9 1 2]" {
+					t.Fatalf("%s: %v, %v", s.Name(), got, err)
+				}
+			}
+			keys[0] = "changed"
+			res := r.RunScripts(context.Background(), []core.ScriptCall{{Script: ro, Keys: []string{"{a}"}}, {Script: rw, Args: []int64{7}}})
+			for i, x := range res {
+				if x.Err != nil || fmt.Sprint(x.Reply) != "[1 2]" {
+					t.Errorf("batch call %d: %v, %v", i, x.Reply, x.Err)
+				}
+			}
+			if len(c.sent) != len(tt.want) {
+				t.Fatalf("sent %d commands, want %d", len(c.sent), len(tt.want))
+			}
+			for i, w := range tt.want {
+				if got := fmt.Sprint(c.sent[i].tokens, " ", c.sent[i].ro); got != w {
+					t.Errorf("command %d: %s, want %s", i, got, w)
+				}
+			}
+		})
 	}
 }
 
@@ -191,6 +209,7 @@ func (a qarb) Build() int                       { return a.n }
 func (a qarb) ReadOnly() int                    { return -a.n }
 func (c *qclient) B() qbuilder                  { return qbuilder{} }
 func (c *qclient) Mode() rmode                  { return "standalone" }
+func (c *qclient) Nodes() map[string]*qclient   { return map[string]*qclient{"fake": c} }
 func (c *qclient) Do(context.Context, int) rresult {
 	return c.reply
 }

@@ -16,6 +16,12 @@
 //     cluster; only a batch call marked core.ScriptCall.AnySlot runs
 //     anyway, on a Runner built with SingleNode(true), until a server
 //     answers one CROSSSLOT (a cluster behind one address);
+//   - a script runs as a Redis function (FCALL, FCALL_RO when it is
+//     read-only) where the adapter can load function libraries ([Loader])
+//     and the server has functions (Redis 7.0 and later, Valkey): each
+//     script is a library of its own ([Library]), loaded by the Runner
+//     when a server answers that it lacks it; elsewhere, and for a call
+//     that met a missing library, as EVALSHA (Redis functions, below);
 //   - a script runs as EVALSHA, or EVALSHA_RO when it is read-only (plain
 //     EVALSHA with [WithoutReadOnlyCommands]), and again as EVAL (EVAL_RO)
 //     when the server answers NOSCRIPT, which loads it: after a restart, a
@@ -33,6 +39,41 @@
 //     otherwise);
 //   - every failure wraps core.ErrStore and the client's own error, and a
 //     read-only script the server refuses names the option that helps.
+//
+// # Redis functions
+//
+// Where it can, a Runner runs each script as a Redis function (FUNCTION
+// LOAD, FCALL; Redis 7.0 and later, Valkey). A script sent as EVALSHA runs its whole Lua source at
+// every call: every local function of its head ([core.Script.Head]: for
+// ratekit's composed scripts the prelude and the algorithms' steps) is
+// made again before any work. As a function, the head runs once, when the
+// library is loaded, and each call runs the body alone, which costs the
+// server less per decision (docs/design.md, "What a script costs").
+//
+// Each script is a library of its own, [Library], named after the SHA-1
+// of its source, as EVALSHA names it: two ratekit versions (or two
+// compositions of limits) on one server never replace each other's
+// functions, and a library, once loaded, never changes. A Runner whose
+// Client is a [Loader] calls functions first; a call the server answers
+// "Function not found" (a server restarted without persistence, FUNCTION
+// FLUSH, a node added to a cluster or given slots: functions do not
+// travel with slots) loads its script's library on every primary the
+// client knows, one load at a time per Runner, and goes again as EVALSHA,
+// then EVAL on NOSCRIPT. A missing function runs nothing, so no decision
+// is lost or counted twice, whatever is flushed while calls run.
+//
+// A server that has no functions or refuses them (Redis before 7.0,
+// miniredis: "unknown command"; an ACL without FCALL or without FUNCTION
+// LOAD: NOPERM; any other refusal of FUNCTION LOAD) turns them off for the
+// Runner, as a server without EVALSHA_RO does for the read-only commands:
+// every later call of the Runner goes as EVALSHA, on every node. The
+// refusal costs one round trip per store, and nothing after.
+// [WithoutFunctions] sends EVALSHA from the start.
+//
+// A Redis server keeps function libraries in its data set (RDB, AOF,
+// replicas), so libraries of versions no longer deployed stay until
+// deleted: FUNCTION LIST LIBRARYNAME 'ratekit_*' lists them, FUNCTION
+// DELETE removes one, and a Runner loads again any it needs.
 //
 // # Writing an adapter
 //
@@ -69,17 +110,19 @@ import (
 // Name is the command a script runs as.
 type Name uint8
 
-// The four script commands.
+// The six script commands.
 const (
 	EvalSHA   Name = iota // EVALSHA sha1 numkeys keys... args...
 	EvalSHARO             // EVALSHA_RO: the server refuses writes
 	Eval                  // EVAL lua numkeys keys... args...
 	EvalRO                // EVAL_RO
+	FCall                 // FCALL function numkeys keys... args...
+	FCallRO               // FCALL_RO: the function is flagged no-writes
 )
 
 var (
-	upper = [...]string{EvalSHA: "EVALSHA", EvalSHARO: "EVALSHA_RO", Eval: "EVAL", EvalRO: "EVAL_RO"}
-	lower = [...]string{EvalSHA: "evalsha", EvalSHARO: "evalsha_ro", Eval: "eval", EvalRO: "eval_ro"}
+	upper = [...]string{EvalSHA: "EVALSHA", EvalSHARO: "EVALSHA_RO", Eval: "EVAL", EvalRO: "EVAL_RO", FCall: "FCALL", FCallRO: "FCALL_RO"}
+	lower = [...]string{EvalSHA: "evalsha", EvalSHARO: "evalsha_ro", Eval: "eval", EvalRO: "eval_ro", FCall: "fcall", FCallRO: "fcall_ro"}
 )
 
 // String returns the command's name in capitals, "EVALSHA_RO".
@@ -89,8 +132,11 @@ func (n Name) String() string { return upper[n] }
 // go-redis expects it.
 func (n Name) Lower() string { return lower[n] }
 
-// ReadOnly reports whether the command is EVALSHA_RO or EVAL_RO.
-func (n Name) ReadOnly() bool { return n == EvalSHARO || n == EvalRO }
+// ReadOnly reports whether the command is EVALSHA_RO, EVAL_RO or FCALL_RO.
+func (n Name) ReadOnly() bool { return n == EvalSHARO || n == EvalRO || n == FCallRO }
+
+// function reports whether the command is FCALL or FCALL_RO.
+func (n Name) function() bool { return n == FCall || n == FCallRO }
 
 // Cmd is one script command: Name Payload() len(Keys) Keys... Args....
 type Cmd struct {
@@ -98,13 +144,21 @@ type Cmd struct {
 	Script *core.Script
 	Keys   []string
 	Args   []int64
+	fn     string // Function(Script), set by the Runner for FCALL
 }
 
 // Payload returns the script's SHA1 for EVALSHA and EVALSHA_RO, its Lua
-// source for EVAL and EVAL_RO.
+// source for EVAL and EVAL_RO, and its function's name ([Function]) for
+// FCALL and FCALL_RO.
 func (c Cmd) Payload() string {
-	if c.Name == Eval || c.Name == EvalRO {
+	switch c.Name {
+	case Eval, EvalRO:
 		return c.Script.Lua()
+	case FCall, FCallRO:
+		if c.fn != "" {
+			return c.fn
+		}
+		return Function(c.Script)
 	}
 	return c.Script.SHA1()
 }
@@ -143,6 +197,8 @@ type Runner struct {
 	// noRO is set once a server answered that it lacks EVALSHA_RO or
 	// EVAL_RO: read-only scripts go as EVALSHA and EVAL from then on.
 	noRO atomic.Bool
+	// fn holds what the Runner knows of functions (functions.go).
+	fn functions
 	// single is set while the server is taken to be one node that lets a
 	// script's keys span slots (SingleNode).
 	single atomic.Bool
@@ -231,6 +287,11 @@ func New(lib string, c Client, opts ...Option) (*Runner, error) {
 		o(r)
 	}
 	r.c = c
+	if l, ok := c.(Loader); ok && !r.fn.off.Load() {
+		r.fn.loader = l
+	} else {
+		r.fn.off.Store(true)
+	}
 	if r.pipeline {
 		r.c = newPipe(c, defaultInFlight)
 	}
@@ -262,22 +323,39 @@ func (r *Runner) unusable() error {
 	return fmt.Errorf("%w: %w: the store is %s", core.ErrStore, core.ErrInvalidConfig, what)
 }
 
-// sha returns the command s runs as first: EVALSHA, or EVALSHA_RO when s
-// is read-only and the server is not known to lack it.
-func (r *Runner) sha(s *core.Script) Name {
-	if s.ReadOnly() && !r.plainRO && !r.noRO.Load() {
+// first returns the command s runs as first: FCALL or FCALL_RO while
+// functions are on, else EVALSHA, or EVALSHA_RO when s is read-only and
+// the server is not known to lack it.
+func (r *Runner) first(s *core.Script) Name {
+	ro := s.ReadOnly() && !r.plainRO && !r.noRO.Load()
+	switch {
+	case !r.fn.off.Load() && ro:
+		return FCallRO
+	case !r.fn.off.Load():
+		return FCall
+	case ro:
 		return EvalSHARO
 	}
 	return EvalSHA
 }
 
 // next returns the command to send c as again after it failed with err,
-// and whether there is one: plain EVALSHA (EVAL) for EVALSHA_RO (EVAL_RO)
+// and whether there is one: EVALSHA (EVALSHA_RO) for FCALL (FCALL_RO)
+// when the server lacks the function or refuses functions, which it then
+// remembers (functions.go); plain EVALSHA (EVAL) for EVALSHA_RO (EVAL_RO)
 // when the server lacks the _RO command, which it then remembers; EVAL
 // (EVAL_RO) for EVALSHA (EVALSHA_RO) after NOSCRIPT. Each name comes
-// after the one it replaces, so a call is sent at most three times.
+// after the one it replaces, so a call is sent at most four times.
 func (r *Runner) next(c Name, err error) (Name, bool) {
 	switch {
+	case c.function():
+		if !r.fn.fallBack(err) {
+			return c, false
+		}
+		if c == FCallRO {
+			return EvalSHARO, true
+		}
+		return EvalSHA, true
 	case c.ReadOnly() && lacksReadOnly(err):
 		r.noRO.Store(true)
 		return plainOf[c], true
@@ -288,8 +366,8 @@ func (r *Runner) next(c Name, err error) (Name, bool) {
 }
 
 var (
-	plainOf = [...]Name{EvalSHA: EvalSHA, EvalSHARO: EvalSHA, Eval: Eval, EvalRO: Eval}
-	evalOf  = [...]Name{EvalSHA: Eval, EvalSHARO: EvalRO, Eval: Eval, EvalRO: EvalRO}
+	plainOf = [...]Name{EvalSHA: EvalSHA, EvalSHARO: EvalSHA, Eval: Eval, EvalRO: Eval, FCall: FCall, FCallRO: FCall}
+	evalOf  = [...]Name{EvalSHA: Eval, EvalSHARO: EvalRO, Eval: Eval, EvalRO: EvalRO, FCall: FCall, FCallRO: FCallRO}
 )
 
 // RunScript runs s as EVALSHA (EVALSHA_RO when s is read-only), and as
@@ -303,12 +381,18 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 	if err := ctx.Err(); err != nil {
 		return nil, r.ended(err)
 	}
-	c := Cmd{Name: r.sha(s), Script: s, Keys: keys, Args: args}
+	c := Cmd{Name: r.first(s), Script: s, Keys: keys, Args: args}
+	if c.Name.function() {
+		c.fn = r.fn.name(s)
+	}
 	if err := slot.Check(keys); err != nil {
 		return nil, r.fail(c, err)
 	}
 	out, err := r.c.Do(ctx, c, reply)
 	for err != nil {
+		if c.Name.function() && lacksFunction(err) {
+			r.fn.load(ctx, s)
+		}
 		n, again := r.next(c.Name, err)
 		if !again {
 			break
@@ -361,7 +445,10 @@ func (r *Runner) RunScripts(ctx context.Context, calls []core.ScriptCall) []core
 	var index []int // cmds[j] runs calls[index[j]]; nil while j == index[j]
 	single := r.SingleNode()
 	for i, call := range calls {
-		c := Cmd{Name: r.sha(call.Script), Script: call.Script, Keys: call.Keys, Args: call.Args}
+		c := Cmd{Name: r.first(call.Script), Script: call.Script, Keys: call.Keys, Args: call.Args}
+		if c.Name.function() {
+			c.fn = r.fn.name(call.Script)
+		}
 		if err := checkSlots(call, single); err != nil {
 			out[i].Err = r.fail(c, err)
 			if index == nil {
@@ -495,6 +582,7 @@ func (r *Runner) retry(ctx context.Context, cmds []Cmd, res []core.ScriptResult)
 	var again []int
 	var sub []Cmd
 	var subRes []core.ScriptResult
+	r.fn.loadMissing(ctx, cmds, res)
 	for {
 		again = again[:0]
 		for j := range res {

@@ -23,6 +23,9 @@ type fake struct {
 	multi   int      // DoMulti calls
 	err     error    // when set, every command fails with it
 	onMulti func()   // when set, called after each DoMulti
+	// libs holds the functions the server knows, by name; nil when the
+	// server has no functions (FCALL is an unknown command).
+	libs map[string]bool
 }
 
 func (f *fake) run(c Cmd, reply []int64) ([]int64, error) {
@@ -30,10 +33,14 @@ func (f *fake) run(c Cmd, reply []int64) ([]int64, error) {
 	if f.err != nil {
 		return nil, f.err
 	}
-	if f.old && c.Name.ReadOnly() {
+	if f.old && c.Name.ReadOnly() || f.libs == nil && c.Name.function() {
 		return nil, unknownCommand(c)
 	}
 	switch c.Name {
+	case FCall, FCallRO:
+		if !f.libs[c.Payload()] {
+			return nil, errors.New("ERR Function not found")
+		}
 	case EvalSHA, EvalSHARO:
 		if !f.known[c.Payload()] {
 			return nil, errors.New("NOSCRIPT No matching script. Please use EVAL.")
@@ -71,7 +78,7 @@ var (
 )
 
 func TestNames(t *testing.T) {
-	for n, want := range map[Name]string{EvalSHA: "EVALSHA evalsha false", EvalSHARO: "EVALSHA_RO evalsha_ro true", Eval: "EVAL eval false", EvalRO: "EVAL_RO eval_ro true"} {
+	for n, want := range map[Name]string{EvalSHA: "EVALSHA evalsha false", EvalSHARO: "EVALSHA_RO evalsha_ro true", Eval: "EVAL eval false", EvalRO: "EVAL_RO eval_ro true", FCall: "FCALL fcall false", FCallRO: "FCALL_RO fcall_ro true"} {
 		if got := fmt.Sprint(n.String(), " ", n.Lower(), " ", n.ReadOnly()); got != want {
 			t.Errorf("%d: %s, want %s", n, got, want)
 		}

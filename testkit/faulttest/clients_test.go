@@ -16,6 +16,7 @@ import (
 	"github.com/ratekit/ratekit/store/memory"
 	redigostore "github.com/ratekit/ratekit/store/redigo"
 	rueidisstore "github.com/ratekit/ratekit/store/rueidis"
+	"github.com/ratekit/ratekit/store/scriptproto"
 	valkeystore "github.com/ratekit/ratekit/store/valkey"
 )
 
@@ -79,6 +80,18 @@ var adapters = []adapter{
 		}
 		return s
 	}},
+	// The same store as scripts sent as EVALSHA, as it runs on a server
+	// without Redis functions: every test of these clients runs in both
+	// of a store's modes.
+	{"goredis-evalsha", func(t *testing.T, addr string) core.ScriptRunner {
+		c := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true, PoolSize: 32})
+		t.Cleanup(func() { c.Close() })
+		s, err := goredisstore.New(c, scriptproto.WithoutFunctions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}},
 }
 
 // memoryAdapter shares one memory store between its "clients": the store
@@ -94,7 +107,7 @@ func memoryAdapter(t *testing.T) adapter {
 
 // TestEveryStoreHasAClient: each Redis store (a folder of store/ that is
 // a module of its own, store/<name>) has a client named <name> in
-// adapters and in outageClients, so that a new store is in the fault,
+// adapters (which also holds goredis-evalsha) and in outageClients, so that a new store is in the fault,
 // contention and outage tests or fails here; the memory store
 // (memoryAdapter) is in the root module.
 func TestEveryStoreHasAClient(t *testing.T) {
@@ -114,7 +127,8 @@ func TestEveryStoreHasAClient(t *testing.T) {
 			t.Errorf("store/%s has no client in outageClients (outage_test.go): add one named %q", name, name)
 		}
 	}
-	if len(adapters) != len(mods) || len(outageClients) != len(mods) {
-		t.Errorf("%d adapters and %d outageClients for %d Redis stores: one each", len(adapters), len(outageClients), len(mods))
+	// One each, and goredis-evalsha, the goredis store without functions.
+	if len(adapters) != len(mods)+1 || len(outageClients) != len(mods) {
+		t.Errorf("%d adapters and %d outageClients for %d Redis stores: one each, and goredis-evalsha", len(adapters), len(outageClients), len(mods))
 	}
 }

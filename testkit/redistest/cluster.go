@@ -107,9 +107,10 @@ func startCluster(bin []string, cli string) (c *Cluster, err error) {
 		return nil, err
 	}
 	c = &Cluster{dir: dir, cli: cli}
+	started := c // c is nil once a failure returns
 	defer func() {
 		if err != nil {
-			c.Stop()
+			started.Stop()
 		}
 	}()
 	node := func(i int) (*Server, error) {

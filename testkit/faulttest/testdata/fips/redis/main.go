@@ -1,6 +1,9 @@
 // Command redis makes decisions through every Redis store on the
 // redis-server at the address given as its argument; TestFIPSOnly runs it
-// under GODEBUG=fips140=only. It prints "ok" or fails.
+// under GODEBUG=fips140=only. It prints "ok" or fails. The stores run
+// scripts as EVALSHA (scriptproto.WithoutFunctions), which names each by
+// its SHA-1, so that the test can tell from the server's counts whether
+// the hash was right; a function's name holds the same hash.
 package main
 
 import (
@@ -15,6 +18,7 @@ import (
 	goredisstore "github.com/ratekit/ratekit/store/goredis"
 	redigostore "github.com/ratekit/ratekit/store/redigo"
 	rueidisstore "github.com/ratekit/ratekit/store/rueidis"
+	"github.com/ratekit/ratekit/store/scriptproto"
 	valkeystore "github.com/ratekit/ratekit/store/valkey"
 	"github.com/ratekit/ratekit/testkit/faulttest/testdata/fips/fipscheck"
 )
@@ -37,7 +41,7 @@ func run(addr string) error {
 	}
 	rdb := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1})
 	defer rdb.Close()
-	goredisStore, err := goredisstore.New(rdb)
+	goredisStore, err := goredisstore.New(rdb, scriptproto.WithoutFunctions())
 	if err != nil {
 		return err
 	}
@@ -49,7 +53,7 @@ func run(addr string) error {
 		return err
 	}
 	defer rc.Close()
-	rueidisStore, err := rueidisstore.New(rc)
+	rueidisStore, err := rueidisstore.New(rc, scriptproto.WithoutFunctions())
 	if err != nil {
 		return err
 	}
@@ -58,7 +62,7 @@ func run(addr string) error {
 	}
 	pool := &redis.Pool{Dial: func() (redis.Conn, error) { return redis.Dial("tcp", addr) }}
 	defer pool.Close()
-	redigoStore, err := redigostore.New(pool)
+	redigoStore, err := redigostore.New(pool, scriptproto.WithoutFunctions())
 	if err != nil {
 		return err
 	}
@@ -70,7 +74,7 @@ func run(addr string) error {
 		return err
 	}
 	defer vc.Close()
-	valkeyStore, err := valkeystore.New(vc)
+	valkeyStore, err := valkeystore.New(vc, scriptproto.WithoutFunctions())
 	if err != nil {
 		return err
 	}
