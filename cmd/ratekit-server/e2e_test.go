@@ -381,3 +381,37 @@ func TestLocalCache(t *testing.T) {
 		t.Errorf("another key with Redis stopped = %v, want Unavailable", err)
 	}
 }
+
+// Three servers on one redis-server, one key, concurrent clients: exactly
+// the limit is allowed (each decision is one script on Redis).
+func TestThreeServersExact(t *testing.T) {
+	redis := redistest.Start(t)
+	env := map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": redis.Addr}
+	clock := fakeclock.New(epoch) // no window ends during the test
+	servers := []*rls{startRLS(t, "", clock, env), startRLS(t, "", clock, env), startRLS(t, "", clock, env)}
+	const clients, each = 12, 50
+	allowed := make(chan int, clients)
+	for i := range clients {
+		go func() {
+			n := 0
+			for range each {
+				resp, err := servers[i%len(servers)].send(&rlsv3.RateLimitRequest{Domain: "extras", Descriptors: []*commonv3.RateLimitDescriptor{desc("exact", "one")}})
+				if err != nil {
+					t.Error(err)
+					break
+				}
+				if resp.GetOverallCode() == ok {
+					n++
+				}
+			}
+			allowed <- n
+		}()
+	}
+	total := 0
+	for range clients {
+		total += <-allowed
+	}
+	if total != 200 {
+		t.Errorf("%d of %d requests allowed across 3 servers, want exactly 200", total, clients*each)
+	}
+}
