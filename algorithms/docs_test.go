@@ -76,7 +76,11 @@ func matches(name string) []string {
 //     bucket, GCRA, ...") names each once;
 //   - docs/algorithms.md's list ("Which one": "**Token bucket**
 //     (`tokenbucket`)") and its table name each once;
-//   - doc.go, the root package doc, names each package.
+//   - doc.go, the root package doc, names each package;
+//   - where docs/algorithms.md and carry.go part them into the buckets
+//     (the algorithms with a Carry) and the windows, each list in
+//     parentheses ("(`tokenbucket`, `leakybucket`, `gcra`)") is one of
+//     the two parts, whole, and both are there.
 func TestDocsListEveryAlgorithm(t *testing.T) {
 	names := algorithms.Names()
 	want := sorted(names)
@@ -137,12 +141,65 @@ func TestDocsListEveryAlgorithm(t *testing.T) {
 		t.Errorf("docs/algorithms.md's table has rows for %v, algorithms.All %v", got, want)
 	}
 
+	var carry, windows []string
+	for _, a := range algorithms.All {
+		if slices.ContainsFunc(a.Params, func(p algorithms.Param) bool { return p.Name == "carry" }) {
+			carry = append(carry, a.Name)
+		} else {
+			windows = append(windows, a.Name)
+		}
+	}
+	carry, windows = sorted(carry), sorted(windows)
+	for _, f := range []string{"docs/algorithms.md", "carry.go"} {
+		var parts int
+		for _, list := range algorithmLists(readDoc(t, f)) {
+			switch got := sorted(list); {
+			case slices.Equal(got, carry):
+				parts |= 1
+			case slices.Equal(got, windows):
+				parts |= 2
+			default:
+				t.Errorf("%s lists the algorithms %v together; want the buckets (with a Carry) %v or the windows %v", f, list, carry, windows)
+			}
+		}
+		if parts != 3 {
+			t.Errorf("%s does not list both the buckets %v and the windows %v (the search is broken, or a list is gone: drop it from this test)", f, carry, windows)
+		}
+	}
+
 	doc := readDoc(t, "doc.go")
 	for _, n := range names {
 		if !regexp.MustCompile(`\b` + n + `\b`).MatchString(doc) {
 			t.Errorf("doc.go (the root package doc) does not name algorithms/%s among the algorithms", n)
 		}
 	}
+}
+
+// algorithmLists returns the lists in parentheses of text whose every item
+// is the name of an entry of All, perhaps in backticks and across lines:
+// "(`tokenbucket`, `leakybucket`, `gcra`)", "(fixedwindow,\n//
+// slidingcounter, slidinglog)".
+func algorithmLists(text string) [][]string {
+	var out [][]string
+	for _, m := range regexp.MustCompile(`\(([^()]+)\)`).FindAllStringSubmatch(text, -1) {
+		items := strings.Split(strings.NewReplacer("\n", " ", "//", " ", "`", "", " and ", ",").Replace(m[1]), ",")
+		if len(items) < 2 {
+			continue
+		}
+		var list []string
+		for _, it := range items {
+			it = strings.TrimSpace(it)
+			if _, ok := algorithms.Lookup(it); !ok {
+				list = nil
+				break
+			}
+			list = append(list, it)
+		}
+		if list != nil {
+			out = append(out, list)
+		}
+	}
+	return out
 }
 
 // Each algorithm is found by its Title and its Name, and its Name finds

@@ -89,7 +89,7 @@ func (r *Rules) Watch(ctx context.Context, path string, opts WatchOptions) error
 	var last []File    // what was loaded last, or failed to load
 	var suspect []File // what failed to load once, to read again
 	var lastErr error
-	first := true
+	read := false // last holds what was read last
 	for {
 		files, err := readStable(path)
 		switch {
@@ -99,8 +99,8 @@ func (r *Rules) Watch(ctx context.Context, path string, opts WatchOptions) error
 			if lastErr == nil || lastErr.Error() != err.Error() {
 				r.loaded(nil, err)
 			}
-			lastErr, last = err, nil
-		case first || !sameFiles(files, last):
+			lastErr, last, read = err, nil, false
+		case !read || !sameFiles(files, last):
 			cfg, err := Parse(files, opts.LoadOptions)
 			if err != nil && !sameFiles(files, suspect) {
 				// A file being written in place reads as cut short: look
@@ -112,9 +112,8 @@ func (r *Rules) Watch(ctx context.Context, path string, opts WatchOptions) error
 				err = r.Set(cfg)
 			}
 			r.loaded(cfg, err)
-			last, lastErr, suspect = files, err, nil
+			last, lastErr, suspect, read = files, err, nil, true
 		}
-		first = false
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

@@ -239,3 +239,19 @@ func TestWatchFileRemoved(t *testing.T) {
 		t.Errorf("domains %v, want [a]", d)
 	}
 }
+
+// A path that is not there yet is reported once, and loaded when it
+// appears, even empty.
+func TestWatchPathAppears(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "config")
+	r, stop := watch(t, dir)
+	defer stop()
+	waitFor(t, "the missing path's report", func() bool { _, failed := r.Loads(); return failed == 1 })
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the empty directory's load", func() bool { return r.Config() != nil })
+	if ok, failed := r.Loads(); ok != 1 || failed != 1 || len(r.Config().Domains()) != 0 {
+		t.Errorf("Loads() = %d, %d; domains %v", ok, failed, r.Config().Domains())
+	}
+}

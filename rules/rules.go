@@ -21,7 +21,7 @@ import (
 var ErrNoConfig = errors.New("rules: no rate limit configuration loaded")
 
 // ErrRequest is what an error about a request wraps: an empty domain, no
-// descriptors, an entry without a key, a negative cost, an override of no
+// descriptors, a descriptor without entries, an entry without a key, a negative cost, an override of no
 // unit.
 var ErrRequest = errors.New("rules: invalid request")
 
@@ -256,7 +256,8 @@ func (r *Rules) Config() *Config {
 // when a request of 1 would pass. A cost above a rule's limit is over
 // it, and counts nothing.
 //
-// An error means no verdict: the store's (wrapping core.ErrStore),
+// An error means no verdict, and the Result is the zero Result (nothing
+// allowed, no statuses): the store's (wrapping core.ErrStore),
 // ErrNoConfig, or one wrapping ErrRequest or core.ErrInvalidKey for a
 // bad request.
 func (r *Rules) Decide(ctx context.Context, domain string, descriptors []Descriptor, hits int64) (Result, error) {
@@ -269,6 +270,15 @@ func (r *Rules) Decide(ctx context.Context, domain string, descriptors []Descrip
 // of res.Statuses: with a configuration loaded once and a Result reused,
 // a decision on the memory store allocates nothing.
 func (r *Rules) DecideTo(ctx context.Context, res *Result, domain string, descriptors []Descriptor, hits int64) error {
+	err := r.decideTo(ctx, res, domain, descriptors, hits)
+	if err != nil {
+		// No verdict: nothing is allowed, and no status is reported.
+		res.Allowed, res.Statuses = false, res.Statuses[:0]
+	}
+	return err
+}
+
+func (r *Rules) decideTo(ctx context.Context, res *Result, domain string, descriptors []Descriptor, hits int64) error {
 	st := r.state.Load()
 	if st == nil {
 		return ErrNoConfig
@@ -283,6 +293,9 @@ func (r *Rules) DecideTo(ctx context.Context, res *Result, domain string, descri
 		return fmt.Errorf("%w: rate limit descriptor list must not be empty", ErrRequest)
 	}
 	for i := range descriptors {
+		if len(descriptors[i].Entries) == 0 {
+			return fmt.Errorf("%w: descriptor %d has no entries", ErrRequest, i)
+		}
 		for j := range descriptors[i].Entries {
 			if descriptors[i].Entries[j].Key == "" {
 				return fmt.Errorf("%w: descriptor %d's entry %d has no key", ErrRequest, i, j)
@@ -323,9 +336,6 @@ func (r *Rules) DecideTo(ctx context.Context, res *Result, domain string, descri
 			}
 			sc.keys[i] = r.keys.get(sc.buf)
 			sc.buf = append(sc.buf[:0], domain...)
-			if len(d.Entries) == 0 {
-				sc.buf = append(sc.buf, '.')
-			}
 			for _, e := range d.Entries {
 				sc.buf = append(append(sc.buf, '.'), e.Key...)
 				if e.Value != "" {

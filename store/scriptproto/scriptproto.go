@@ -32,9 +32,11 @@
 //     so sending it again is safe), and every later read-only script of
 //     the Runner goes as EVALSHA and EVAL, on every node: one refusal
 //     costs one round trip, once per store;
-//   - a batch is one DoMulti of EVALSHA, then one DoMulti of EVAL for the
-//     calls that met NOSCRIPT; a call on a key of an earlier call of the
-//     batch goes in a later DoMulti, so that calls on one key run in order;
+//   - a batch is one DoMulti of FCALL (or EVALSHA), then one DoMulti of
+//     EVALSHA for the calls that met a missing function, then one of EVAL
+//     for the calls that met NOSCRIPT; a call on a key of an earlier call
+//     of the batch goes in a later DoMulti, so that calls on one key run
+//     in order;
 //   - a reply must be an array of integers (core.ErrUnexpectedReply
 //     otherwise);
 //   - every failure wraps core.ErrStore and the client's own error, and a
@@ -370,10 +372,13 @@ var (
 	evalOf  = [...]Name{EvalSHA: Eval, EvalSHARO: EvalRO, Eval: Eval, EvalRO: EvalRO, FCall: FCall, FCallRO: FCallRO}
 )
 
-// RunScript runs s as EVALSHA (EVALSHA_RO when s is read-only), and as
-// EVAL (EVAL_RO) when the server does not know the script; it appends the
-// reply's integers to reply. A read-only script the server refuses for
-// lack of EVALSHA_RO is sent again as EVALSHA.
+// RunScript runs s as its function, FCALL (FCALL_RO when s is read-only),
+// while functions are on (Redis functions, in the package doc), else as
+// EVALSHA (EVALSHA_RO), and as EVAL (EVAL_RO) when the server does not
+// know the script; it appends the reply's integers to reply. A call that
+// met a missing function loads its library and goes again as EVALSHA; a
+// read-only script the server refuses for lack of EVALSHA_RO is sent
+// again as EVALSHA.
 func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, args []int64, reply []int64) ([]int64, error) {
 	if r == nil || r.c == nil {
 		return nil, r.unusable()
@@ -413,10 +418,12 @@ func (r *Runner) RunScript(ctx context.Context, s *core.Script, keys []string, a
 // scripts reply with four integers. A longer reply grows its own slice.
 const replyCap = 4
 
-// RunScripts runs calls with one DoMulti of EVALSHA (one round trip per
-// server), then one DoMulti of EVAL for the calls that met NOSCRIPT,
-// which loads the script where it was missing (and, before it, one of
-// EVALSHA for read-only calls the server refused for lack of EVALSHA_RO).
+// RunScripts runs calls with one DoMulti of FCALL, or of EVALSHA while
+// functions are off (one round trip per server), then one DoMulti of
+// EVALSHA for the calls that met a missing function (whose library it
+// loads, once per script) or that the server refused for lack of the
+// _RO command, then one DoMulti of EVAL for the calls that met NOSCRIPT,
+// which loads the script where it was missing.
 // It returns one result per call, in order; a call whose keys span slots
 // gets its own error and the others still run, unless it is marked
 // AnySlot and r is one node.

@@ -1,6 +1,11 @@
-// Package readmetest checks the repository's Markdown: every Go block of
-// README.md and docs/*.md compiles, and every relative link names a file
-// (and, into a Markdown file, a heading) that exists.
+// Package readmetest checks that the repository's docs stay true: every
+// Go block of README.md and docs/*.md compiles (TestSnippets), every
+// relative link names a file (and, into a Markdown file, a heading) that
+// exists (TestLinks), every Go name of ratekit's in a code span is
+// declared by the code (TestNames), docs/footprint.sh's programs build
+// and run (TestFootprint), and the procedures of docs/design.md for
+// adding an algorithm or a store, followed on a copy of the repository,
+// leave nothing out (TestProcedures).
 //
 // The rules for a Go block:
 //
