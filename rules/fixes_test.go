@@ -1,0 +1,209 @@
+package rules_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ratekit/ratekit/rules"
+	"github.com/ratekit/ratekit/store/memory"
+)
+
+const userLimit = `
+domain: api
+descriptors:
+  - key: user
+    rate_limit:
+      unit: minute
+      requests_per_unit: 5
+  - key: y
+    rate_limit:
+      unit: minute
+      requests_per_unit: 5
+`
+
+// On any error a decision allows nothing and reports no status, even
+// into a Result that held an allowed decision.
+func TestDecideErrorAllowsNothing(t *testing.T) {
+	one, minus := int64(1), int64(-1)
+	big := strings.Repeat("v", 64<<10+1)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, atomic := range []bool{false, true} {
+		r, _ := newRules(t, userLimit, rules.Options{Atomic: atomic})
+		two := int64(2)
+		cases := []struct {
+			name string
+			ctx  context.Context
+			ds   []rules.Descriptor
+		}{
+			{"cancelled context", cancelled, []rules.Descriptor{desc("user=a")}},
+			{"negative descriptor hits", context.Background(), []rules.Descriptor{desc("user=a"), {Entries: entries("y=b"), Hits: &minus}}},
+			{"override unit 0", context.Background(), []rules.Descriptor{desc("user=a"), {Entries: entries("y=b"), Limit: &rules.Override{RequestsPerUnit: 3}}}},
+			{"override unit 99", context.Background(), []rules.Descriptor{desc("user=a"), {Entries: entries("y=b"), Limit: &rules.Override{RequestsPerUnit: 3, Unit: 99}}}},
+			{"value over 64 KiB", context.Background(), []rules.Descriptor{desc("user=a"), desc("user=" + big)}},
+			{"empty descriptor", context.Background(), []rules.Descriptor{desc("user=a"), {}}},
+		}
+		if atomic {
+			cases = append(cases, struct {
+				name string
+				ctx  context.Context
+				ds   []rules.Descriptor
+			}{"different costs", context.Background(), []rules.Descriptor{{Entries: entries("user=a"), Hits: &one}, {Entries: entries("y=b"), Hits: &two}}})
+		}
+		for _, c := range cases {
+			res, err := r.Decide(c.ctx, "api", c.ds, 1)
+			if err == nil {
+				t.Errorf("atomic %v, %s: no error", atomic, c.name)
+				continue
+			}
+			if res.Allowed || len(res.Statuses) != 0 {
+				t.Errorf("atomic %v, %s: %v with Allowed %v and %d statuses, want the zero Result", atomic, c.name, err, res.Allowed, len(res.Statuses))
+			}
+			reused := rules.Result{Allowed: true, Statuses: make([]rules.Status, 2)}
+			if err := r.DecideTo(c.ctx, &reused, "api", c.ds, 1); err == nil || reused.Allowed || len(reused.Statuses) != 0 {
+				t.Errorf("atomic %v, %s: DecideTo left Allowed %v and %d statuses (err %v)", atomic, c.name, reused.Allowed, len(reused.Statuses), err)
+			}
+		}
+	}
+}
+
+// A descriptor without entries is a bad request.
+func TestEmptyDescriptorIsARequestError(t *testing.T) {
+	r, _ := newRules(t, userLimit, rules.Options{})
+	for _, d := range []rules.Descriptor{{}, {Limit: &rules.Override{RequestsPerUnit: 1, Unit: rules.Minute}}} {
+		if _, err := r.Decide(context.Background(), "api", []rules.Descriptor{d}, 1); !errors.Is(err, rules.ErrRequest) {
+			t.Errorf("Decide(%+v): %v, want ErrRequest", d, err)
+		}
+	}
+}
+
+// The way docs/rules.md starts: Load, New with the configuration, then
+// Watch; the first decision, made at once, has a configuration.
+func TestDocumentedStartDecidesAtOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "api.yaml")
+	if err := os.WriteFile(path, []byte(userLimit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store, err := memory.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	cfg, err := rules.Load(path, rules.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rules.New(store, cfg, rules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- r.Watch(ctx, path, rules.WatchOptions{}) }()
+	defer func() { cancel(); <-done }()
+	res, err := r.Decide(ctx, "api", []rules.Descriptor{desc("user=a")}, 1)
+	if err != nil || !res.Allowed || !res.Statuses[0].Checked {
+		t.Fatalf("first decision: %+v, %v", res, err)
+	}
+}
+
+const quotaConfig = `
+domain: api
+descriptors:
+  - key: y
+    rate_limit:
+      unit: minute
+      requests_per_unit: 5
+  - key: q
+    quota_mode: true
+    rate_limit:
+      unit: minute
+      requests_per_unit: 1
+  - key: p
+    quota_mode: true
+    rate_limit:
+      unit: minute
+      requests_per_unit: 1
+`
+
+// Under Atomic a request its quota descriptors deny counts nothing, and
+// one that any quota descriptor lets through counts everywhere.
+func TestAtomicQuotaDenialCountsNothing(t *testing.T) {
+	r, _ := newRules(t, quotaConfig, rules.Options{Atomic: true})
+	if res := decide(t, r, "api", 1, desc("q=1")); !res.Allowed {
+		t.Fatalf("first q: %+v", res)
+	}
+	if res := decide(t, r, "api", 1, desc("q=1"), desc("y=1")); res.Allowed {
+		t.Fatalf("q used up, [q, y]: allowed: %+v", res)
+	}
+	// y is whole: 5 left before this request, 4 after.
+	if res := decide(t, r, "api", 1, desc("y=1")); !res.Allowed || res.Statuses[0].Remaining != 4 {
+		t.Fatalf("y after a denied request: %+v, want 4 left (nothing counted)", res.Statuses[0])
+	}
+	// Two quota descriptors: p still has room, so the request passes and
+	// counts at p and y (q is over, and stays so).
+	res := decide(t, r, "api", 1, desc("q=1"), desc("p=1"), desc("y=1"))
+	if !res.Allowed || res.Statuses[1].Remaining != 0 || res.Statuses[2].Remaining != 3 {
+		t.Fatalf("[q over, p, y]: %+v", res)
+	}
+	// Now both are over: denied, y not counted.
+	if res := decide(t, r, "api", 1, desc("q=1"), desc("p=1"), desc("y=1")); res.Allowed {
+		t.Fatalf("[q, p over, y]: allowed: %+v", res)
+	}
+	if res := decide(t, r, "api", 0, desc("y=1")); res.Statuses[0].Remaining != 3 {
+		t.Fatalf("y after denied requests: %d left, want 3", res.Statuses[0].Remaining)
+	}
+}
+
+// Under Atomic two descriptors that count at one counter (two values of
+// a share_threshold rule) are counted once, as docs/rules.md says;
+// decided on their own they are counted each, as envoy does.
+func TestSharedCounterCountedOnceUnderAtomic(t *testing.T) {
+	const cfg = `
+domain: api
+descriptors:
+  - key: files
+    value: files/*
+    share_threshold: true
+    descriptors:
+      - key: x
+        rate_limit:
+          unit: minute
+          requests_per_unit: 10
+`
+	for _, c := range []struct {
+		atomic bool
+		want   [2]uint32
+	}{{false, [2]uint32{9, 8}}, {true, [2]uint32{9, 9}}} {
+		r, _ := newRules(t, cfg, rules.Options{Atomic: c.atomic})
+		res := decide(t, r, "api", 1, desc("files=files/a", "x=1"), desc("files=files/b", "x=1"))
+		if got := [2]uint32{res.Statuses[0].Remaining, res.Statuses[1].Remaining}; !res.Allowed || got != c.want {
+			t.Errorf("atomic %v: remaining %v, want %v", c.atomic, got, c.want)
+		}
+	}
+}
+
+// A descriptor's own Limit counts each value on its own, even where a
+// share_threshold rule counts them together.
+func TestOverrideCountsPerValue(t *testing.T) {
+	const cfg = `
+domain: api
+descriptors:
+  - key: files
+    value: files/*
+    share_threshold: true
+    rate_limit:
+      unit: minute
+      requests_per_unit: 10
+`
+	r, _ := newRules(t, cfg, rules.Options{})
+	own := &rules.Override{RequestsPerUnit: 10, Unit: rules.Minute}
+	res := decide(t, r, "api", 1, rules.Descriptor{Entries: entries("files=files/a"), Limit: own}, rules.Descriptor{Entries: entries("files=files/b"), Limit: own})
+	if res.Statuses[0].Remaining != 9 || res.Statuses[1].Remaining != 9 {
+		t.Fatalf("remaining %d, %d; want 9, 9", res.Statuses[0].Remaining, res.Statuses[1].Remaining)
+	}
+}
