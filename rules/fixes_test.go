@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ratekit/ratekit/rules"
 	"github.com/ratekit/ratekit/store/memory"
@@ -307,5 +308,82 @@ func TestParseReportsEveryFilesErrors(t *testing.T) {
 	}, rules.LoadOptions{})
 	if err == nil || !strings.Contains(err.Error(), "a.yaml:2: nope") || !strings.Contains(err.Error(), "b.yaml:1: domain: duplicate domain 'api'") {
 		t.Fatalf("Parse: %v, want both files' errors", err)
+	}
+}
+
+// No files is a failed load that keeps the configuration in force, by
+// Update as by Watch of an emptied directory, as a removed one is.
+func TestNoFilesKeepsConfiguration(t *testing.T) {
+	r, _ := newRules(t, userLimit, rules.Options{})
+	before := r.Config()
+	if _, err := r.Update(nil, rules.LoadOptions{}); !errors.Is(err, rules.ErrConfig) || r.Config() != before {
+		t.Fatalf("Update(nil): %v; configuration kept: %v", err, r.Config() == before)
+	}
+	if _, err := rules.Load(t.TempDir(), rules.LoadOptions{}); !errors.Is(err, rules.ErrConfig) {
+		t.Fatalf("Load of an empty directory: %v, want ErrConfig", err)
+	}
+
+	dir := t.TempDir()
+	path := filepath.Join(dir, "api.yaml")
+	if err := os.WriteFile(path, []byte(userLimit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	failed := make(chan error, 10)
+	store, err := memory.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	w, err := rules.New(store, nil, rules.Options{OnLoad: func(_ *rules.Config, err error) {
+		if err != nil {
+			failed <- err
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- w.Watch(ctx, dir, rules.WatchOptions{Interval: 10 * time.Millisecond}) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(10 * time.Second)
+	for w.Config() == nil && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	loaded := w.Config()
+	if loaded == nil {
+		t.Fatal("Watch loaded nothing")
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-failed:
+		if !errors.Is(err, rules.ErrConfig) {
+			t.Fatalf("emptied directory: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("an emptied directory was not reported as a failed load")
+	}
+	if w.Config() != loaded {
+		t.Fatal("an emptied directory replaced the configuration in force")
+	}
+	if ok, bad := w.Loads(); ok != 1 || bad != 1 {
+		t.Errorf("Loads() = %d, %d, want 1, 1", ok, bad)
+	}
+}
+
+// A calendar month rule's Window is what its decisions say, the
+// month's nominal 30 days, as Rule.Window's doc says.
+func TestCalendarRuleWindowIsItsDecisions(t *testing.T) {
+	r, _ := newRules(t, "domain: a\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: month\n      requests_per_unit: 5\n      calendar: UTC\n", rules.Options{})
+	rule := r.Config().Rules()[0]
+	s := decide(t, r, "a", 1, desc("k=1")).Statuses[0]
+	if rule.Window != 30*24*time.Hour || rule.Window != rule.Limits[0].Params.Window() || rule.Window != s.Decision.Window {
+		t.Fatalf("Rule.Window %v, Params.Window() %v, Decision.Window %v", rule.Window, rule.Limits[0].Params.Window(), s.Decision.Window)
+	}
+	// December: the window ends with the month, 31 days from its start.
+	if s.ResetAfter != 31*24*time.Hour {
+		t.Fatalf("ResetAfter %v at the start of December, want 744h", s.ResetAfter)
 	}
 }

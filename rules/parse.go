@@ -79,8 +79,14 @@ const maxErrors = 50
 // given twice, a value of the wrong type or out of range, a bad unit, a
 // descriptor given twice, a domain given twice (unless merged) are errors.
 // Every error is a *ConfigError naming the file, the line and the field,
-// and all of them, of every file, are returned, joined (up to 50).
+// and all of them, of every file, are returned, joined (up to 50). No
+// files at all (an empty directory to Load) is an error too.
 func Parse(files []File, opts LoadOptions) (*Config, error) {
+	if len(files) == 0 {
+		// A configuration of no files limits nothing: far more likely a
+		// mistake (an emptied directory) than a wish to fail open.
+		return nil, fmt.Errorf("%w: no configuration files: a configuration has at least one", ErrConfig)
+	}
 	p := &parser{cfg: &Config{domains: map[string]*node{}}, opts: opts, seen: map[string]bool{}}
 	for _, f := range files {
 		p.file(f)
