@@ -110,3 +110,100 @@ func TestDocumentedStartDecidesAtOnce(t *testing.T) {
 		t.Fatalf("first decision: %+v, %v", res, err)
 	}
 }
+
+const quotaConfig = `
+domain: api
+descriptors:
+  - key: y
+    rate_limit:
+      unit: minute
+      requests_per_unit: 5
+  - key: q
+    quota_mode: true
+    rate_limit:
+      unit: minute
+      requests_per_unit: 1
+  - key: p
+    quota_mode: true
+    rate_limit:
+      unit: minute
+      requests_per_unit: 1
+`
+
+// Under Atomic a request its quota descriptors deny counts nothing, and
+// one that any quota descriptor lets through counts everywhere.
+func TestAtomicQuotaDenialCountsNothing(t *testing.T) {
+	r, _ := newRules(t, quotaConfig, rules.Options{Atomic: true})
+	if res := decide(t, r, "api", 1, desc("q=1")); !res.Allowed {
+		t.Fatalf("first q: %+v", res)
+	}
+	if res := decide(t, r, "api", 1, desc("q=1"), desc("y=1")); res.Allowed {
+		t.Fatalf("q used up, [q, y]: allowed: %+v", res)
+	}
+	// y is whole: 5 left before this request, 4 after.
+	if res := decide(t, r, "api", 1, desc("y=1")); !res.Allowed || res.Statuses[0].Remaining != 4 {
+		t.Fatalf("y after a denied request: %+v, want 4 left (nothing counted)", res.Statuses[0])
+	}
+	// Two quota descriptors: p still has room, so the request passes and
+	// counts at p and y (q is over, and stays so).
+	res := decide(t, r, "api", 1, desc("q=1"), desc("p=1"), desc("y=1"))
+	if !res.Allowed || res.Statuses[1].Remaining != 0 || res.Statuses[2].Remaining != 3 {
+		t.Fatalf("[q over, p, y]: %+v", res)
+	}
+	// Now both are over: denied, y not counted.
+	if res := decide(t, r, "api", 1, desc("q=1"), desc("p=1"), desc("y=1")); res.Allowed {
+		t.Fatalf("[q, p over, y]: allowed: %+v", res)
+	}
+	if res := decide(t, r, "api", 0, desc("y=1")); res.Statuses[0].Remaining != 3 {
+		t.Fatalf("y after denied requests: %d left, want 3", res.Statuses[0].Remaining)
+	}
+}
+
+// Under Atomic two descriptors that count at one counter (two values of
+// a share_threshold rule) are counted once, as docs/rules.md says;
+// decided on their own they are counted each, as envoy does.
+func TestSharedCounterCountedOnceUnderAtomic(t *testing.T) {
+	const cfg = `
+domain: api
+descriptors:
+  - key: files
+    value: files/*
+    share_threshold: true
+    descriptors:
+      - key: x
+        rate_limit:
+          unit: minute
+          requests_per_unit: 10
+`
+	for _, c := range []struct {
+		atomic bool
+		want   [2]uint32
+	}{{false, [2]uint32{9, 8}}, {true, [2]uint32{9, 9}}} {
+		r, _ := newRules(t, cfg, rules.Options{Atomic: c.atomic})
+		res := decide(t, r, "api", 1, desc("files=files/a", "x=1"), desc("files=files/b", "x=1"))
+		if got := [2]uint32{res.Statuses[0].Remaining, res.Statuses[1].Remaining}; !res.Allowed || got != c.want {
+			t.Errorf("atomic %v: remaining %v, want %v", c.atomic, got, c.want)
+		}
+	}
+}
+
+// A descriptor's own Limit counts each value on its own, even where a
+// share_threshold rule counts them together.
+func TestOverrideCountsPerValue(t *testing.T) {
+	const cfg = `
+domain: api
+descriptors:
+  - key: files
+    value: files/*
+    share_threshold: true
+    rate_limit:
+      unit: minute
+      requests_per_unit: 10
+`
+	r, _ := newRules(t, cfg, rules.Options{})
+	own := &rules.Override{RequestsPerUnit: 10, Unit: rules.Minute}
+	res := decide(t, r, "api", 1, rules.Descriptor{Entries: entries("files=files/a"), Limit: own}, rules.Descriptor{Entries: entries("files=files/b"), Limit: own})
+	if res.Statuses[0].Remaining != 9 || res.Statuses[1].Remaining != 9 {
+		t.Fatalf("remaining %d, %d; want 9, 9", res.Statuses[0].Remaining, res.Statuses[1].Remaining)
+	}
+}

@@ -19,7 +19,9 @@ type Descriptor struct {
 	// Limit, when not nil, is the request's own limit for the descriptor
 	// (envoy's RateLimitOverride): it applies whenever the domain is in
 	// the configuration, whatever rule the entries match, never in
-	// shadow, counted at the same key as a rule would be.
+	// shadow, counted at the domain and each entry's key and value: each
+	// value on its own, even where a share_threshold rule counts the
+	// values it matches together, as envoy does.
 	Limit *Override
 	// Hits, when not nil, is the descriptor's cost instead of the
 	// request's (envoy's descriptor hits_addend).

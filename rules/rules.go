@@ -54,15 +54,20 @@ type Options struct {
 	// is a quota descriptor.
 	QuotaMode bool
 	// Atomic decides the descriptors of a request all at once, in one
-	// script: counted by all of them or by none (a request one descriptor
-	// denies spends no other's quota). Off, each is decided on its own,
-	// as envoyproxy/ratelimit does. The counters of a domain then share
-	// one Redis Cluster slot, the domain's (their storage keys are
-	// Prefix + algorithm + ":{" + domain + "}" + the descriptor's key,
-	// not the keys of the default), every descriptor of a request has one
-	// cost, a request checks at most ratekit.MaxPolicyLimits limits, quota
-	// and shadow descriptors are counted with the others but never deny
-	// alone, and rules with a penalty are refused (docs/rules.md).
+	// script, by all of them or by none: either the request is allowed and
+	// counted at every descriptor, or it is denied and counted at none (a
+	// request one descriptor denies spends no other's quota). Off, each
+	// is decided on its own, as envoyproxy/ratelimit does. The counters
+	// of a domain then share one Redis Cluster slot, the domain's (their
+	// storage keys are Prefix + algorithm + ":{" + domain + "}" + the
+	// descriptor's key, not the keys of the default), every descriptor of
+	// a request has one cost, a request checks at most
+	// ratekit.MaxPolicyLimits limits, and rules with a penalty are
+	// refused. Shadow descriptors are counted with the others and never
+	// deny; quota descriptors deny together, when each is over its limit
+	// (a store round trip more for each that is). Descriptors that count
+	// at one counter (given twice, or two values of one share_threshold
+	// rule) are counted there once, by the request's cost (docs/rules.md).
 	Atomic bool
 	// OnLoad, when set, is called after every load by Update and Watch:
 	// with the configuration put in force and a nil error, or with a nil
@@ -402,8 +407,10 @@ func (r *Rules) decideTo(ctx context.Context, res *Result, domain string, descri
 			sc.params[i] = s.Rule.params[0]
 		}
 	}
+	denied := false
 	if r.opts.Atomic {
-		if err := r.decideAtomic(ctx, res.Statuses, sc, domain); err != nil {
+		var err error
+		if denied, err = r.decideAtomic(ctx, res.Statuses, sc, domain); err != nil {
 			return err
 		}
 	} else {
@@ -439,7 +446,7 @@ func (r *Rules) decideTo(ctx context.Context, res *Result, domain string, descri
 			quotas++
 		}
 	}
-	res.Allowed = r.opts.ShadowMode || !(failed > 0 || (quotas > 0 && quotas == quotaFailed))
+	res.Allowed = r.opts.ShadowMode || !(denied || failed > 0 || (quotas > 0 && quotas == quotaFailed))
 	return nil
 }
 
