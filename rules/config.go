@@ -94,6 +94,14 @@ type Limit struct {
 	Penalty time.Duration
 
 	calendar bool // decided by a limiter with a clock
+	// Where its calendar and penalty are written, for errors of Set.
+	calendarAt, penaltyAt fieldAt
+}
+
+// fieldAt is a field of a file: its line and its path.
+type fieldAt struct {
+	line  int
+	field string
 }
 
 // node is one level of a domain's descriptors: envoyproxy/ratelimit's

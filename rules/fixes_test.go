@@ -207,3 +207,105 @@ descriptors:
 		t.Fatalf("remaining %d, %d; want 9, 9", res.Statuses[0].Remaining, res.Statuses[1].Remaining)
 	}
 }
+
+// What parses loads: a penalty beyond the engine's bound is refused by
+// Parse, and what only New can refuse is a *ConfigError naming the file,
+// the line and the field.
+func TestConfigRefusedWhereItIsWrong(t *testing.T) {
+	_, err := rules.Parse([]rules.File{{Name: "p.yaml", Data: []byte(`domain: a
+descriptors:
+  - key: k
+    rate_limit:
+      unit: second
+      requests_per_unit: 1
+      penalty: 1000000h
+`)}}, rules.LoadOptions{})
+	var ce *rules.ConfigError
+	if !errors.As(err, &ce) || ce.Line != 7 || ce.Field != "descriptors[0].rate_limit.penalty" {
+		t.Fatalf("Parse of a penalty of 1000000h: %v, want a ConfigError at line 7's penalty", err)
+	}
+	store, err := memory.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	for _, c := range []struct {
+		name, yaml string
+		opts       rules.Options
+		line       int
+		field      string
+	}{
+		{"penalty under Atomic", `domain: a
+descriptors:
+  - key: k
+    rate_limit:
+      unit: second
+      requests_per_unit: 1
+      penalty: 1m
+`, rules.Options{Atomic: true}, 7, "descriptors[0].rate_limit.penalty"},
+		{"calendar with also, no Clock", `domain: a
+descriptors:
+  - key: k
+    rate_limit:
+      unit: minute
+      requests_per_unit: 100
+      also:
+        - unit: day
+          requests_per_unit: 1000
+          calendar: UTC
+`, rules.Options{}, 10, "descriptors[0].rate_limit.also[0].calendar"},
+	} {
+		cfg, err := rules.Parse([]rules.File{{Name: "c.yaml", Data: []byte(c.yaml)}}, rules.LoadOptions{})
+		if err != nil {
+			t.Fatalf("%s: Parse: %v", c.name, err)
+		}
+		_, err = rules.New(store, cfg, c.opts)
+		var ce *rules.ConfigError
+		if !errors.Is(err, rules.ErrConfig) || !errors.As(err, &ce) || ce.File != "c.yaml" || ce.Line != c.line || ce.Field != c.field {
+			t.Errorf("%s: New: %v (%+v), want c.yaml:%d: %s", c.name, err, ce, c.line, c.field)
+		}
+	}
+}
+
+// A quoted string is no boolean, "true" as "yes": envoy's YAML library
+// refuses both.
+func TestQuotedBooleanRefused(t *testing.T) {
+	for _, field := range []string{"unlimited", "shadow_mode", "quota_mode"} {
+		for _, v := range []string{`"yes"`, `"no"`, `"true"`, `'false'`} {
+			var y string
+			if field == "unlimited" {
+				y = "domain: a\ndescriptors:\n  - key: k\n    rate_limit:\n      unlimited: " + v + "\n"
+			} else {
+				y = "domain: a\ndescriptors:\n  - key: k\n    " + field + ": " + v + "\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n"
+			}
+			_, err := rules.Parse([]rules.File{{Name: "b.yaml", Data: []byte(y)}}, rules.LoadOptions{})
+			if err == nil || !strings.Contains(err.Error(), "quoted string") {
+				t.Errorf("%s: %s: %v, want a quoted string refused", field, v, err)
+			}
+		}
+		for _, v := range []string{"true", "false", "yes", "no"} {
+			y := "domain: a\ndescriptors:\n  - key: k\n    " + field + ": " + v + "\n"
+			if field == "unlimited" {
+				y = "domain: a\ndescriptors:\n  - key: k\n    rate_limit:\n      unlimited: " + v + "\n"
+				if v == "false" || v == "no" {
+					y += "      unit: second\n      requests_per_unit: 1\n"
+				}
+			}
+			if _, err := rules.Parse([]rules.File{{Name: "b.yaml", Data: []byte(y)}}, rules.LoadOptions{}); err != nil {
+				t.Errorf("%s: %s: %v", field, v, err)
+			}
+		}
+	}
+}
+
+// Parse reports every error, of every file: a domain repeated in b.yaml
+// as well as an unknown key in a.yaml, the file that gave it first.
+func TestParseReportsEveryFilesErrors(t *testing.T) {
+	_, err := rules.Parse([]rules.File{
+		{Name: "a.yaml", Data: []byte("domain: api\nnope: 1\n")},
+		{Name: "b.yaml", Data: []byte("domain: api\n")},
+	}, rules.LoadOptions{})
+	if err == nil || !strings.Contains(err.Error(), "a.yaml:2: nope") || !strings.Contains(err.Error(), "b.yaml:1: domain: duplicate domain 'api'") {
+		t.Fatalf("Parse: %v, want both files' errors", err)
+	}
+}

@@ -198,6 +198,9 @@ func (r *Rules) wrap(l *ratekit.Limiter) (core.Limiter, error) {
 // Set puts cfg in force: every decision that starts after Set returns
 // decides with it. The keys' state stays: what a rule's counts become
 // when its limits change is what its algorithm says (docs/rules.md).
+// A rule the Options cannot decide (a penalty under Atomic, a calendar
+// decided with other limits without Clock) is a *ConfigError naming its
+// file, line and field; the configuration in force then stays.
 func (r *Rules) Set(cfg *Config) error {
 	if cfg == nil {
 		return fmt.Errorf("%w: Set(nil)", ErrConfig)
@@ -208,15 +211,20 @@ func (r *Rules) Set(cfg *Config) error {
 			continue
 		}
 		calendar, penalty := false, false
+		var calendarAt, penaltyAt fieldAt
 		for _, l := range rule.Limits {
-			calendar = calendar || l.calendar
-			penalty = penalty || l.Penalty > 0
+			if l.calendar && !calendar {
+				calendar, calendarAt = true, l.calendarAt
+			}
+			if l.Penalty > 0 && !penalty {
+				penalty, penaltyAt = true, l.penaltyAt
+			}
 		}
 		switch {
 		case r.opts.Atomic && penalty:
-			return fmt.Errorf("%w: %s:%d: a rule with a penalty cannot be decided with Options.Atomic (the penalty would block the whole domain)", ErrConfig, rule.File, rule.Line)
+			return &ConfigError{File: rule.File, Line: penaltyAt.line, Field: penaltyAt.field, Msg: "a rule with a penalty cannot be decided with Options.Atomic (the penalty would block the whole domain)"}
 		case calendar && r.opts.Clock == nil && (r.opts.Atomic || len(rule.Limits) > 1):
-			return fmt.Errorf("%w: %s:%d: a calendar limit decided with others (Options.Atomic, also) needs Options.Clock: limits decided at once are decided at one time, and a calendar follows this process's clock", ErrConfig, rule.File, rule.Line)
+			return &ConfigError{File: rule.File, Line: calendarAt.line, Field: calendarAt.field, Msg: "a calendar limit decided with others (Options.Atomic, also) needs Options.Clock: limits decided at once are decided at one time, and a calendar follows this process's clock"}
 		case r.opts.Atomic:
 			// decideAtomic decides with policies of its own.
 		case len(rule.Limits) == 1 && !penalty && calendar:
