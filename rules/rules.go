@@ -281,7 +281,11 @@ func (r *Rules) Decide(ctx context.Context, domain string, descriptors []Descrip
 
 // DecideTo is Decide, writing its result into res and reusing the memory
 // of res.Statuses: with a configuration loaded once and a Result reused,
-// a decision on the memory store allocates nothing.
+// a decision on the memory store allocates nothing, but for the Limits of
+// a policy's decision: one allocation for each descriptor whose rule has
+// several limits (also) or a penalty, and under Options.Atomic one per
+// store call (one per request, and one more for each quota descriptor
+// that denies it).
 func (r *Rules) DecideTo(ctx context.Context, res *Result, domain string, descriptors []Descriptor, hits int64) error {
 	err := r.decideTo(ctx, res, domain, descriptors, hits)
 	if err != nil {
