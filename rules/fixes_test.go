@@ -387,3 +387,18 @@ func TestCalendarRuleWindowIsItsDecisions(t *testing.T) {
 		t.Fatalf("ResetAfter %v at the start of December, want 744h", s.ResetAfter)
 	}
 }
+
+// A cost above the limit is over it, counts nothing, and its status
+// says what the limit holds: on a fresh key, all of it, whole now.
+func TestCostAboveLimitReportsTheLimitUntouched(t *testing.T) {
+	for _, atomic := range []bool{false, true} {
+		r, _ := newRules(t, userLimit, rules.Options{Atomic: atomic})
+		s := decide(t, r, "api", 6, desc("user=a")).Statuses[0]
+		if s.Code != rules.OverLimit || s.Remaining != 5 || s.ResetAfter != 0 || s.Hits <= int64(s.RequestsPerUnit) {
+			t.Errorf("atomic %v: cost 6 of 5 on a fresh key: %+v", atomic, s)
+		}
+		if s := decide(t, r, "api", 0, desc("user=a")).Statuses[0]; s.Remaining != 5 {
+			t.Errorf("atomic %v: after a cost above the limit %d left, want 5", atomic, s.Remaining)
+		}
+	}
+}

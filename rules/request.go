@@ -90,7 +90,10 @@ type Status struct {
 	// is checked.
 	Remaining uint32
 	// ResetAfter is envoy's duration_until_reset: the time until the
-	// limit is whole again (for a window, until it ends).
+	// limit is whole again (for a window, until it ends). A cost above
+	// the limit counts nothing, so Remaining and ResetAfter say what the
+	// limit holds: on a fresh key, the whole limit and 0 (envoy, which
+	// counts it, says 0 and the rest of the window).
 	ResetAfter time.Duration
 	// StatsKey names the descriptor's statistics as envoyproxy/ratelimit
 	// does (Config.StatsKey; for the request's own Limit, its domain and
