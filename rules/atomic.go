@@ -28,6 +28,9 @@ import (
 func (r *Rules) decideAtomic(ctx context.Context, statuses []Status, sc *scratch, domain string) (denied bool, err error) {
 	// idx: each status's first limit in the policy, -1 for none.
 	sc.pp, sc.kk, sc.idx = sc.pp[:0], sc.kk[:0], sc.idx[:0]
+	for range statuses {
+		sc.idx = append(sc.idx, -1)
+	}
 	var shape policyShape
 	cost, peek := int64(-1), false
 	least := int64(math.MaxInt64)
@@ -36,59 +39,79 @@ func (r *Rules) decideAtomic(ctx context.Context, statuses []Status, sc *scratch
 	var quotas [ratekit.MaxPolicyLimits]uint16
 	nq, hasQuota, quotaAlwaysOK := 0, false, false
 	for i := range statuses {
-		s := &statuses[i]
-		sc.idx = append(sc.idx, -1)
-		if !s.Checked {
-			continue
-		}
-		if cost >= 0 && s.Hits != cost {
-			return false, fmt.Errorf("%w: with Options.Atomic every descriptor of a request has one cost: descriptor %d's is %d, another's %d", ErrRequest, i, s.Hits, cost)
-		}
-		cost = s.Hits
-		quota := r.quota(s)
-		shadowRule := s.Rule != nil && s.Rule.ShadowMode
-		enforced := !quota && !shadowRule
-		hasQuota = hasQuota || quota
-		// A shadow_mode quota descriptor is never over: the request is
-		// never denied by its quota descriptors.
-		quotaAlwaysOK = quotaAlwaysOK || (quota && shadowRule)
-		ps := r.paramsOf(s, sc, i)
-		if ps == nil { // requests_per_unit 0
-			r.zero(s)
-			peek = peek || enforced
-			continue
-		}
-		// A descriptor given twice is one counter: counted once.
-		if j := slices.Index(sc.kk, sc.keys[i]); j >= 0 {
-			if !slices.Equal(sc.pp[j:min(j+len(ps), len(sc.pp))], ps) || (shape.shadow&(1<<j) == 0) != enforced {
-				return false, fmt.Errorf("%w: with Options.Atomic descriptor %d and another count at one key under different limits", ErrRequest, i)
+		if s := &statuses[i]; s.Checked {
+			if cost >= 0 && s.Hits != cost {
+				return false, fmt.Errorf("%w: with Options.Atomic every descriptor of a request has one cost: descriptor %d's is %d, another's %d", ErrRequest, i, s.Hits, cost)
 			}
-			sc.idx[i] = j
-			continue
+			cost = s.Hits
 		}
-		sc.idx[i] = len(sc.pp)
-		var bits uint16
-		over := false
-		for j, p := range ps {
-			n := len(sc.pp)
-			if n == ratekit.MaxPolicyLimits {
-				return false, fmt.Errorf("%w: with Options.Atomic a request checks at most %d limits", ErrRequest, ratekit.MaxPolicyLimits)
-			}
-			shape.algs[n] = r.algIndex[p.Algorithm()]*maxRuleLimits + uint8(j)
-			if !enforced {
-				shape.shadow |= 1 << n
-			} else {
-				least = min(least, p.Limit())
-			}
-			over = over || cost > p.Limit()
-			bits |= 1 << n
-			shape.n++
-			sc.pp = append(sc.pp, p)
-			sc.kk = append(sc.kk, sc.keys[i])
+	}
+	// The policy's limits, then (pass 1) those of the descriptors that
+	// cannot deny the request whose cost is above a limit of theirs: over
+	// it, they count nothing, and are only asked what they hold (a
+	// policy's cost is at most its least limit).
+	main := 0
+	for pass := range 2 {
+		if pass == 1 {
+			main = len(sc.pp)
 		}
-		if quota && !shadowRule && !over {
-			quotas[nq] = bits
-			nq++
+		for i := range statuses {
+			s := &statuses[i]
+			if !s.Checked {
+				continue
+			}
+			quota := r.quota(s)
+			shadowRule := s.Rule != nil && s.Rule.ShadowMode
+			enforced := !quota && !shadowRule
+			ps := r.paramsOf(s, sc, i)
+			above := false
+			for _, p := range ps {
+				above = above || cost > p.Limit()
+			}
+			if pass == 0 {
+				hasQuota = hasQuota || quota
+				// A shadow_mode quota descriptor is never over: the request
+				// is never denied by its quota descriptors.
+				quotaAlwaysOK = quotaAlwaysOK || (quota && shadowRule)
+				if ps == nil { // requests_per_unit 0
+					r.zero(s)
+					peek = peek || enforced
+					continue
+				}
+			}
+			if ps == nil || (pass == 1) != (above && !enforced) {
+				continue
+			}
+			// A descriptor given twice is one counter: counted once.
+			if j := slices.Index(sc.kk, sc.keys[i]); j >= 0 {
+				if !slices.Equal(sc.pp[j:min(j+len(ps), len(sc.pp))], ps) || (shape.shadow&(1<<j) == 0) != enforced {
+					return false, fmt.Errorf("%w: with Options.Atomic descriptor %d and another count at one key under different limits", ErrRequest, i)
+				}
+				sc.idx[i] = j
+				continue
+			}
+			sc.idx[i] = len(sc.pp)
+			var bits uint16
+			for j, p := range ps {
+				n := len(sc.pp)
+				if n == ratekit.MaxPolicyLimits {
+					return false, fmt.Errorf("%w: with Options.Atomic a request checks at most %d limits", ErrRequest, ratekit.MaxPolicyLimits)
+				}
+				shape.algs[n] = r.algIndex[p.Algorithm()]*maxRuleLimits + uint8(j)
+				if !enforced {
+					shape.shadow |= 1 << n
+				} else {
+					least = min(least, p.Limit())
+				}
+				bits |= 1 << n
+				shape.n++
+				sc.pp = append(sc.pp, p)
+				sc.kk = append(sc.kk, sc.keys[i])
+			}
+			if quota && !shadowRule && !above {
+				quotas[nq] = bits
+				nq++
+			}
 		}
 	}
 	if len(sc.pp) == 0 {
@@ -101,44 +124,70 @@ func (r *Rules) decideAtomic(ctx context.Context, statuses []Status, sc *scratch
 		peek = true
 	}
 	peek = peek || cost == 0 || cost > least
-	base, attempts := shape.shadow, 1
-	enforceQuota := hasQuota && !quotaAlwaysOK && !peek
-	if enforceQuota {
-		attempts = nq
-	}
-	var d core.Decision
-	for a := range attempts {
-		if enforceQuota {
-			shape.shadow = base &^ quotas[a]
-		}
-		lim, err := r.policies.get(r, shape)
+	// The descriptors set aside, asked what they hold.
+	var aside core.Decision
+	if n := len(sc.pp) - main; n > 0 {
+		var as policyShape
+		as.n, as.shadow = uint8(n), 1<<n-1
+		copy(as.algs[:], shape.algs[main:])
+		lim, err := r.policies.get(r, as)
 		if err != nil {
 			return false, err
 		}
-		req := core.Request{Key: domain, N: cost, Params: sc.pp, Keys: sc.kk}
-		if peek {
-			req.N, req.Op = 1, core.OpPeek
-		}
-		if d, err = lim.Decide(ctx, req); err != nil {
+		req := core.Request{Key: domain, N: 1, Op: core.OpPeek, Params: sc.pp[main:], Keys: sc.kk[main:]}
+		if aside, err = lim.Decide(ctx, req); err != nil {
 			return false, err
 		}
-		if len(d.Limits) != len(sc.pp) {
-			return false, fmt.Errorf("%w: a policy of %d limits answered %d", core.ErrInvalidConfig, len(sc.pp), len(d.Limits))
+		if len(aside.Limits) != n {
+			return false, fmt.Errorf("%w: a policy of %d limits answered %d", core.ErrInvalidConfig, n, len(aside.Limits))
 		}
-		if d.Allowed {
-			break
+	}
+	var d core.Decision
+	if main > 0 {
+		shape.n = uint8(main)
+		clear(shape.algs[main:])
+		shape.shadow &= 1<<main - 1
+		base, attempts := shape.shadow, 1
+		enforceQuota := hasQuota && !quotaAlwaysOK && !peek
+		if enforceQuota {
+			attempts = nq
 		}
-		// Denied: by an enforced limit (the verdict), or by the quota
-		// descriptor enforced this time (try the next).
-		byEnforced := false
-		for j := range d.Limits {
-			if base&(1<<j) == 0 && !d.Limits[j].Allowed {
-				byEnforced = true
+		for a := range attempts {
+			if enforceQuota {
+				shape.shadow = base &^ quotas[a]
+			}
+			lim, err := r.policies.get(r, shape)
+			if err != nil {
+				return false, err
+			}
+			req := core.Request{Key: domain, N: cost, Params: sc.pp[:main], Keys: sc.kk[:main]}
+			if peek {
+				req.N, req.Op = 1, core.OpPeek
+			}
+			if d, err = lim.Decide(ctx, req); err != nil {
+				return false, err
+			}
+			if len(d.Limits) != main {
+				return false, fmt.Errorf("%w: a policy of %d limits answered %d", core.ErrInvalidConfig, main, len(d.Limits))
+			}
+			if d.Allowed {
+				break
+			}
+			// Denied: by an enforced limit (the verdict), or by the quota
+			// descriptor enforced this time (try the next).
+			byEnforced := false
+			for j := range d.Limits {
+				if base&(1<<j) == 0 && !d.Limits[j].Allowed {
+					byEnforced = true
+				}
+			}
+			if byEnforced {
+				break
 			}
 		}
-		if byEnforced {
-			break
-		}
+	} else {
+		// Only descriptors set aside: nothing is counted.
+		peek = true
 	}
 	for i, start := range sc.idx {
 		if start < 0 {
@@ -146,7 +195,12 @@ func (r *Rules) decideAtomic(ctx context.Context, statuses []Status, sc *scratch
 		}
 		s := &statuses[i]
 		ps := r.paramsOf(s, sc, i)
-		lds := d.Limits[start : start+len(ps)]
+		var lds []core.LimitDecision
+		if start < main {
+			lds = d.Limits[start : start+len(ps)]
+		} else {
+			lds = aside.Limits[start-main : start-main+len(ps)]
+		}
 		// The limit that binds this descriptor: a denial's longest wait,
 		// or the least left.
 		b, over := 0, false

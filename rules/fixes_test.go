@@ -402,3 +402,30 @@ func TestCostAboveLimitReportsTheLimitUntouched(t *testing.T) {
 		}
 	}
 }
+
+// Under Atomic a cost above the limit of a descriptor that cannot deny
+// alone (shadow) leaves it out, counting nothing there, and the request
+// is allowed and counted at the others; above a lone quota descriptor's,
+// it is denied and counts nothing.
+func TestAtomicCostAboveANonEnforcedLimit(t *testing.T) {
+	r, _ := newRules(t, `
+domain: api
+descriptors:
+  - key: s
+    shadow_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 2}
+  - key: q
+    quota_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 2}
+  - key: y
+    rate_limit: {unit: minute, requests_per_unit: 10}
+`, rules.Options{Atomic: true})
+	res := decide(t, r, "api", 5, desc("s=1"), desc("y=1"))
+	if !res.Allowed || !res.Statuses[0].Shadow || res.Statuses[0].Remaining != 2 || res.Statuses[1].Remaining != 5 {
+		t.Fatalf("[s, y] of cost 5: %+v", res)
+	}
+	res = decide(t, r, "api", 5, desc("q=1"), desc("y=1"))
+	if res.Allowed || res.Statuses[0].Code != rules.OverLimit || res.Statuses[1].Remaining != 5 {
+		t.Fatalf("[q, y] of cost 5: %+v", res)
+	}
+}
