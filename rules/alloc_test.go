@@ -73,3 +73,46 @@ descriptors:
 		t.Errorf("DecideTo under Atomic allocates %v times per call, want at most 1", allocs)
 	}
 }
+
+// A descriptor whose rule has several limits (also) or a penalty is
+// decided by a policy, whose decision's Limits is one allocation, as
+// DecideTo's doc says: one per such descriptor, none for the others.
+func TestPolicyRuleDecideToAllocatesOncePerDescriptor(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	r, _ := newRules(t, `
+domain: d
+descriptors:
+  - key: plain
+    rate_limit: {unit: second, requests_per_unit: 1000000000}
+  - key: also
+    rate_limit:
+      unit: second
+      requests_per_unit: 1000000000
+      also: [{unit: hour, requests_per_unit: 1000000000}]
+  - key: penalty
+    rate_limit: {unit: second, requests_per_unit: 1000000000, penalty: 1m}
+`, rules.Options{})
+	ctx := context.Background()
+	for _, c := range []struct {
+		ds   []rules.Descriptor
+		want float64
+	}{
+		{[]rules.Descriptor{desc("plain=1")}, 0},
+		{[]rules.Descriptor{desc("plain=1"), desc("also=1")}, 1},
+		{[]rules.Descriptor{desc("also=1"), desc("penalty=1")}, 2},
+	} {
+		var res rules.Result
+		if err := r.DecideTo(ctx, &res, "d", c.ds, 1); err != nil {
+			t.Fatal(err)
+		}
+		if allocs := testing.AllocsPerRun(100, func() {
+			if err := r.DecideTo(ctx, &res, "d", c.ds, 1); err != nil {
+				t.Fatal(err)
+			}
+		}); allocs != c.want {
+			t.Errorf("%d descriptors: %v allocations per call, want %v", len(c.ds), allocs, c.want)
+		}
+	}
+}

@@ -14,12 +14,27 @@ import (
 // decideAtomic decides every checked descriptor of a request at once
 // (Options.Atomic): one keyed policy of their limits, at Key domain, each
 // at its own key (core.Request.Keys), counted by all or by none.
-func (r *Rules) decideAtomic(ctx context.Context, statuses []Status, sc *scratch, domain string) error {
+//
+// envoy denies a request when a descriptor not in quota mode is over its
+// limit, or when every quota descriptor is. Enforced limits are those of
+// the first kind; quota descriptors are shadow limits but for one, whose
+// limits are enforced: a request it denies is decided again with the
+// next quota descriptor enforced, so that a request is counted only when
+// one quota descriptor at least lets it through, and a request denied
+// by them all counts nothing.
+//
+// denied reports that the request counted nothing because it was denied:
+// the verdict, whatever the statuses say.
+func (r *Rules) decideAtomic(ctx context.Context, statuses []Status, sc *scratch, domain string) (denied bool, err error) {
 	// idx: each status's first limit in the policy, -1 for none.
 	sc.pp, sc.kk, sc.idx = sc.pp[:0], sc.kk[:0], sc.idx[:0]
 	var shape policyShape
 	cost, peek := int64(-1), false
 	least := int64(math.MaxInt64)
+	// The quota descriptors that may let the request through: the bits
+	// of their limits in the policy.
+	var quotas [ratekit.MaxPolicyLimits]uint16
+	nq, hasQuota, quotaAlwaysOK := 0, false, false
 	for i := range statuses {
 		s := &statuses[i]
 		sc.idx = append(sc.idx, -1)
@@ -27,10 +42,16 @@ func (r *Rules) decideAtomic(ctx context.Context, statuses []Status, sc *scratch
 			continue
 		}
 		if cost >= 0 && s.Hits != cost {
-			return fmt.Errorf("%w: with Options.Atomic every descriptor of a request has one cost: descriptor %d's is %d, another's %d", ErrRequest, i, s.Hits, cost)
+			return false, fmt.Errorf("%w: with Options.Atomic every descriptor of a request has one cost: descriptor %d's is %d, another's %d", ErrRequest, i, s.Hits, cost)
 		}
 		cost = s.Hits
-		enforced := !r.quota(s) && !(s.Rule != nil && s.Rule.ShadowMode)
+		quota := r.quota(s)
+		shadowRule := s.Rule != nil && s.Rule.ShadowMode
+		enforced := !quota && !shadowRule
+		hasQuota = hasQuota || quota
+		// A shadow_mode quota descriptor is never over: the request is
+		// never denied by its quota descriptors.
+		quotaAlwaysOK = quotaAlwaysOK || (quota && shadowRule)
 		ps := r.paramsOf(s, sc, i)
 		if ps == nil { // requests_per_unit 0
 			r.zero(s)
@@ -40,46 +61,84 @@ func (r *Rules) decideAtomic(ctx context.Context, statuses []Status, sc *scratch
 		// A descriptor given twice is one counter: counted once.
 		if j := slices.Index(sc.kk, sc.keys[i]); j >= 0 {
 			if !slices.Equal(sc.pp[j:min(j+len(ps), len(sc.pp))], ps) || (shape.shadow&(1<<j) == 0) != enforced {
-				return fmt.Errorf("%w: with Options.Atomic descriptor %d and another count at one key under different limits", ErrRequest, i)
+				return false, fmt.Errorf("%w: with Options.Atomic descriptor %d and another count at one key under different limits", ErrRequest, i)
 			}
 			sc.idx[i] = j
 			continue
 		}
 		sc.idx[i] = len(sc.pp)
+		var bits uint16
+		over := false
 		for j, p := range ps {
 			n := len(sc.pp)
 			if n == ratekit.MaxPolicyLimits {
-				return fmt.Errorf("%w: with Options.Atomic a request checks at most %d limits", ErrRequest, ratekit.MaxPolicyLimits)
+				return false, fmt.Errorf("%w: with Options.Atomic a request checks at most %d limits", ErrRequest, ratekit.MaxPolicyLimits)
 			}
 			shape.algs[n] = r.algIndex[p.Algorithm()]*maxRuleLimits + uint8(j)
 			if !enforced {
 				shape.shadow |= 1 << n
+			} else {
+				least = min(least, p.Limit())
 			}
+			over = over || cost > p.Limit()
+			bits |= 1 << n
 			shape.n++
-			least = min(least, p.Limit())
 			sc.pp = append(sc.pp, p)
 			sc.kk = append(sc.kk, sc.keys[i])
 		}
+		if quota && !shadowRule && !over {
+			quotas[nq] = bits
+			nq++
+		}
 	}
 	if len(sc.pp) == 0 {
-		return nil
+		return false, nil
 	}
-	lim, err := r.policies.get(r, shape)
-	if err != nil {
-		return err
+	// A cost of 0 asks; a cost above an enforced limit, a limit of 0, or
+	// quota descriptors that are all over deny the request: nothing
+	// counts, and each limit says what it holds.
+	if hasQuota && !quotaAlwaysOK && nq == 0 {
+		peek = true
 	}
-	req := core.Request{Key: domain, N: cost, Params: sc.pp, Keys: sc.kk}
-	// A cost of 0 asks; a cost above a limit, or a limit of 0, denies the
-	// request: nothing counts, and each limit says what it holds.
-	if cost == 0 || cost > least || peek {
-		req.N, req.Op = 1, core.OpPeek
+	peek = peek || cost == 0 || cost > least
+	base, attempts := shape.shadow, 1
+	enforceQuota := hasQuota && !quotaAlwaysOK && !peek
+	if enforceQuota {
+		attempts = nq
 	}
-	d, err := lim.Decide(ctx, req)
-	if err != nil {
-		return err
-	}
-	if len(d.Limits) != len(sc.pp) {
-		return fmt.Errorf("%w: a policy of %d limits answered %d", core.ErrInvalidConfig, len(sc.pp), len(d.Limits))
+	var d core.Decision
+	for a := range attempts {
+		if enforceQuota {
+			shape.shadow = base &^ quotas[a]
+		}
+		lim, err := r.policies.get(r, shape)
+		if err != nil {
+			return false, err
+		}
+		req := core.Request{Key: domain, N: cost, Params: sc.pp, Keys: sc.kk}
+		if peek {
+			req.N, req.Op = 1, core.OpPeek
+		}
+		if d, err = lim.Decide(ctx, req); err != nil {
+			return false, err
+		}
+		if len(d.Limits) != len(sc.pp) {
+			return false, fmt.Errorf("%w: a policy of %d limits answered %d", core.ErrInvalidConfig, len(sc.pp), len(d.Limits))
+		}
+		if d.Allowed {
+			break
+		}
+		// Denied: by an enforced limit (the verdict), or by the quota
+		// descriptor enforced this time (try the next).
+		byEnforced := false
+		for j := range d.Limits {
+			if base&(1<<j) == 0 && !d.Limits[j].Allowed {
+				byEnforced = true
+			}
+		}
+		if byEnforced {
+			break
+		}
 	}
 	for i, start := range sc.idx {
 		if start < 0 {
@@ -114,7 +173,7 @@ func (r *Rules) decideAtomic(ctx context.Context, statuses []Status, sc *scratch
 		}
 		r.shadow(s)
 	}
-	return nil
+	return !peek && !d.Allowed, nil
 }
 
 // paramsOf returns the parameters a checked status decides with: its

@@ -39,7 +39,12 @@ type Rule struct {
 	Unit            Unit
 	RequestsPerUnit uint32
 	// Window is the length of the rule's window (or the time its bucket
-	// takes to refill RequestsPerUnit): Unit's, or the period given.
+	// takes to refill RequestsPerUnit): Unit's (Unit.Duration), or the
+	// period given. For a calendar limit it is the period's nominal
+	// length, as its decisions' Window says (a month of 30 days), while
+	// each of its windows is the calendar period a decision falls in: a
+	// month of 28 to 31 days, a day of 23 to 25 hours across a change of
+	// daylight saving time.
 	Window time.Duration
 	// Unlimited is rate_limit.unlimited: the descriptor matches, and is
 	// never limited nor counted.
@@ -94,6 +99,14 @@ type Limit struct {
 	Penalty time.Duration
 
 	calendar bool // decided by a limiter with a clock
+	// Where its calendar and penalty are written, for errors of Set.
+	calendarAt, penaltyAt fieldAt
+}
+
+// fieldAt is a field of a file: its line and its path.
+type fieldAt struct {
+	line  int
+	field string
 }
 
 // node is one level of a domain's descriptors: envoyproxy/ratelimit's

@@ -26,9 +26,11 @@
 // ratelimit does. Rules decides a request (a domain, its descriptors, a
 // cost) on any store, through any wrapper, each descriptor counted at its
 // own key: by default an epoch-aligned fixed window per unit, as envoy
-// counts, so that an existing file decides as it did. Watch reloads a file
-// or directory when it changes; a bad new configuration keeps the old one
-// in force.
+// counts, so that an existing file decides as it did. Load the
+// configuration and give it to New before deciding (until a
+// configuration is in force, decisions fail with ErrNoConfig); Watch then
+// reloads the file or directory when it changes: a bad new configuration,
+// or a directory emptied of files, keeps the old one in force.
 //
 // docs/rules.md describes the format, the matching, what a change of
 // rules does to the counts, and reloading.

@@ -12,6 +12,7 @@ import (
 	"github.com/ratekit/ratekit/algorithms"
 	"github.com/ratekit/ratekit/algorithms/fixedwindow"
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/internal/params"
 )
 
 // DefaultAlgorithm is the algorithm of a rule that names none: an
@@ -33,6 +34,8 @@ type extras struct {
 	calendar  *time.Location
 	calNode   *yaml.Node
 	penalty   time.Duration
+	// Where calendar and penalty are, for Limit.
+	calendarAt, penaltyAt fieldAt
 }
 
 func (e *extras) set() bool { return e.first != "" }
@@ -56,7 +59,13 @@ func (p *parser) extra(e *extras, kv keyValue) {
 	case "period":
 		e.period = p.duration(kv.val, kv.fieldPos)
 	case "penalty":
-		e.penalty = p.duration(kv.val, kv.fieldPos)
+		e.penaltyAt = fieldAt{kv.val.Line, kv.fieldPos}
+		if e.penalty = p.duration(kv.val, kv.fieldPos); e.penalty > 0 {
+			// The engine's bound, checked here so that what parses loads.
+			if _, err := params.Micros("penalty", e.penalty); err != nil {
+				p.errorf(kv.val, kv.fieldPos, "%s", strings.TrimPrefix(err.Error(), core.ErrInvalidConfig.Error()+": "))
+			}
+		}
 	case "burst":
 		e.burst, _ = p.int(kv.val, kv.fieldPos, 1, 1<<50)
 		e.burstNode = kv.val
@@ -69,6 +78,7 @@ func (p *parser) extra(e *extras, kv keyValue) {
 	case "calendar":
 		name, _ := p.str(kv.val, kv.fieldPos)
 		e.calNode = kv.val
+		e.calendarAt = fieldAt{kv.val.Line, kv.fieldPos}
 		loc, err := time.LoadLocation(name)
 		if err != nil || name == "" {
 			p.errorf(kv.val, kv.fieldPos, "calendar names a time zone (\"UTC\", \"Europe/Paris\"), got '%s'", name)
@@ -97,7 +107,7 @@ func (p *parser) duration(n *yaml.Node, path string) time.Duration {
 // (every request is over it).
 func (p *parser) limit(s *limitSpec) (Limit, bool) {
 	e, path := &s.ex, s.path
-	l := Limit{Algorithm: DefaultAlgorithm, RequestsPerUnit: s.rpu, Penalty: e.penalty}
+	l := Limit{Algorithm: DefaultAlgorithm, RequestsPerUnit: s.rpu, Penalty: e.penalty, calendarAt: e.calendarAt, penaltyAt: e.penaltyAt}
 	if e.algorithm != "" {
 		l.Algorithm = e.algorithm
 	}

@@ -79,9 +79,15 @@ const maxErrors = 50
 // given twice, a value of the wrong type or out of range, a bad unit, a
 // descriptor given twice, a domain given twice (unless merged) are errors.
 // Every error is a *ConfigError naming the file, the line and the field,
-// and all of them are returned, joined.
+// and all of them, of every file, are returned, joined (up to 50). No
+// files at all (an empty directory to Load) is an error too.
 func Parse(files []File, opts LoadOptions) (*Config, error) {
-	p := &parser{cfg: &Config{domains: map[string]*node{}}, opts: opts}
+	if len(files) == 0 {
+		// A configuration of no files limits nothing: far more likely a
+		// mistake (an emptied directory) than a wish to fail open.
+		return nil, fmt.Errorf("%w: no configuration files: a configuration has at least one", ErrConfig)
+	}
+	p := &parser{cfg: &Config{domains: map[string]*node{}}, opts: opts, seen: map[string]bool{}}
 	for _, f := range files {
 		p.file(f)
 		if len(p.errs) >= maxErrors {
@@ -98,7 +104,8 @@ func Parse(files []File, opts LoadOptions) (*Config, error) {
 type parser struct {
 	cfg  *Config
 	opts LoadOptions
-	name string // the file being parsed
+	name string          // the file being parsed
+	seen map[string]bool // the domains given
 	errs []error
 }
 
@@ -166,6 +173,15 @@ func (p *parser) file(f File) {
 			descs = kv.val
 		}
 	}
+	// A domain given twice is an error even when the file that gave it
+	// first has errors of its own: every error is reported.
+	if domain != "" && !p.opts.MergeDomains {
+		if _, ok := p.seen[domain]; ok {
+			p.errorf(domainNode, "domain", "duplicate domain '%s' in config file", domain)
+			return
+		}
+		p.seen[domain] = true
+	}
 	if len(p.errs) > before {
 		return
 	}
@@ -174,10 +190,6 @@ func (p *parser) file(f File) {
 		return
 	}
 	dom := p.cfg.domains[domain]
-	if dom != nil && !p.opts.MergeDomains {
-		p.errorf(domainNode, "domain", "duplicate domain '%s' in config file", domain)
-		return
-	}
 	if dom == nil {
 		dom = &node{children: map[string]*node{}}
 	}
@@ -561,9 +573,15 @@ func (p *parser) str(n *yaml.Node, path string) (string, bool) {
 	return n.Value, true
 }
 
-// bool reads a boolean: true or false, or YAML 1.1's yes, no, on, off.
+// bool reads a boolean: true or false, or YAML 1.1's yes, no, on, off,
+// unquoted. A quoted string is refused, as envoyproxy/ratelimit's YAML
+// library refuses it: "true" is a string, not a boolean.
 func (p *parser) bool(n *yaml.Node, path string) bool {
 	if isNull(n) {
+		return false
+	}
+	if n.Kind == yaml.ScalarNode && n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+		p.errorf(n, path, "true or false is needed, got the quoted string %q: write it without quotes", n.Value)
 		return false
 	}
 	var b bool

@@ -9,7 +9,8 @@ import (
 
 // Update parses files (as Parse does) and puts the configuration in
 // force (Set). When they do not parse, the configuration in force stays,
-// and the error is returned. Either way the load is counted (Loads) and
+// and the error is returned: no files at all is such an error, as for
+// Watch (an emptied directory keeps the configuration in force). Either way the load is counted (Loads) and
 // reported (Options.OnLoad, Options.Logger).
 func (r *Rules) Update(files []File, opts LoadOptions) (*Config, error) {
 	cfg, err := Parse(files, opts)
@@ -65,7 +66,8 @@ const DefaultInterval = time.Second
 // returns ctx's error. It reads path (a file or a directory, as Load does)
 // at once and then every Interval, and when what it reads differs from
 // what it read last, loads it as Update does: a configuration that does
-// not parse leaves the one in force, is counted and reported (when it
+// not parse (or a directory with no files left) leaves the one in
+// force, is counted and reported (when it
 // still reads the same at the next tick: a file written in place may
 // be read cut short), and is loaded again only once it changes.
 //

@@ -240,8 +240,8 @@ func TestWatchFileRemoved(t *testing.T) {
 	}
 }
 
-// A path that is not there yet is reported once, and loaded when it
-// appears, even empty.
+// A path that is not there yet is reported once; when it appears empty,
+// that is a failed load too; its first file is loaded.
 func TestWatchPathAppears(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "config")
 	r, stop := watch(t, dir)
@@ -250,8 +250,15 @@ func TestWatchPathAppears(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the empty directory's load", func() bool { return r.Config() != nil })
-	if ok, failed := r.Loads(); ok != 1 || failed != 1 || len(r.Config().Domains()) != 0 {
+	waitFor(t, "the empty directory's report", func() bool { _, failed := r.Loads(); return failed == 2 })
+	if r.Config() != nil {
+		t.Fatal("an empty directory was loaded")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a.yaml"), []byte(limitYAML("a", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first file's load", func() bool { return r.Config() != nil })
+	if ok, failed := r.Loads(); ok != 1 || failed != 2 || len(r.Config().Domains()) != 1 {
 		t.Errorf("Loads() = %d, %d; domains %v", ok, failed, r.Config().Domains())
 	}
 }

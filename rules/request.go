@@ -19,7 +19,9 @@ type Descriptor struct {
 	// Limit, when not nil, is the request's own limit for the descriptor
 	// (envoy's RateLimitOverride): it applies whenever the domain is in
 	// the configuration, whatever rule the entries match, never in
-	// shadow, counted at the same key as a rule would be.
+	// shadow, counted at the domain and each entry's key and value: each
+	// value on its own, even where a share_threshold rule counts the
+	// values it matches together, as envoy does.
 	Limit *Override
 	// Hits, when not nil, is the descriptor's cost instead of the
 	// request's (envoy's descriptor hits_addend).
@@ -88,7 +90,10 @@ type Status struct {
 	// is checked.
 	Remaining uint32
 	// ResetAfter is envoy's duration_until_reset: the time until the
-	// limit is whole again (for a window, until it ends).
+	// limit is whole again (for a window, until it ends). A cost above
+	// the limit counts nothing, so Remaining and ResetAfter say what the
+	// limit holds: on a fresh key, the whole limit and 0 (envoy, which
+	// counts it, says 0 and the rest of the window).
 	ResetAfter time.Duration
 	// StatsKey names the descriptor's statistics as envoyproxy/ratelimit
 	// does (Config.StatsKey; for the request's own Limit, its domain and

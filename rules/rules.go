@@ -21,7 +21,7 @@ import (
 var ErrNoConfig = errors.New("rules: no rate limit configuration loaded")
 
 // ErrRequest is what an error about a request wraps: an empty domain, no
-// descriptors, an entry without a key, a negative cost, an override of no
+// descriptors, a descriptor without entries, an entry without a key, a negative cost, an override of no
 // unit.
 var ErrRequest = errors.New("rules: invalid request")
 
@@ -54,15 +54,20 @@ type Options struct {
 	// is a quota descriptor.
 	QuotaMode bool
 	// Atomic decides the descriptors of a request all at once, in one
-	// script: counted by all of them or by none (a request one descriptor
-	// denies spends no other's quota). Off, each is decided on its own,
-	// as envoyproxy/ratelimit does. The counters of a domain then share
-	// one Redis Cluster slot, the domain's (their storage keys are
-	// Prefix + algorithm + ":{" + domain + "}" + the descriptor's key,
-	// not the keys of the default), every descriptor of a request has one
-	// cost, a request checks at most ratekit.MaxPolicyLimits limits, quota
-	// and shadow descriptors are counted with the others but never deny
-	// alone, and rules with a penalty are refused (docs/rules.md).
+	// script, by all of them or by none: either the request is allowed and
+	// counted at every descriptor, or it is denied and counted at none (a
+	// request one descriptor denies spends no other's quota). Off, each
+	// is decided on its own, as envoyproxy/ratelimit does. The counters
+	// of a domain then share one Redis Cluster slot, the domain's (their
+	// storage keys are Prefix + algorithm + ":{" + domain + "}" + the
+	// descriptor's key, not the keys of the default), every descriptor of
+	// a request has one cost, a request checks at most
+	// ratekit.MaxPolicyLimits limits, and rules with a penalty are
+	// refused. Shadow descriptors are counted with the others and never
+	// deny; quota descriptors deny together, when each is over its limit
+	// (a store round trip more for each that is). Descriptors that count
+	// at one counter (given twice, or two values of one share_threshold
+	// rule) are counted there once, by the request's cost (docs/rules.md).
 	Atomic bool
 	// OnLoad, when set, is called after every load by Update and Watch:
 	// with the configuration put in force and a nil error, or with a nil
@@ -193,6 +198,9 @@ func (r *Rules) wrap(l *ratekit.Limiter) (core.Limiter, error) {
 // Set puts cfg in force: every decision that starts after Set returns
 // decides with it. The keys' state stays: what a rule's counts become
 // when its limits change is what its algorithm says (docs/rules.md).
+// A rule the Options cannot decide (a penalty under Atomic, a calendar
+// decided with other limits without Clock) is a *ConfigError naming its
+// file, line and field; the configuration in force then stays.
 func (r *Rules) Set(cfg *Config) error {
 	if cfg == nil {
 		return fmt.Errorf("%w: Set(nil)", ErrConfig)
@@ -203,15 +211,20 @@ func (r *Rules) Set(cfg *Config) error {
 			continue
 		}
 		calendar, penalty := false, false
+		var calendarAt, penaltyAt fieldAt
 		for _, l := range rule.Limits {
-			calendar = calendar || l.calendar
-			penalty = penalty || l.Penalty > 0
+			if l.calendar && !calendar {
+				calendar, calendarAt = true, l.calendarAt
+			}
+			if l.Penalty > 0 && !penalty {
+				penalty, penaltyAt = true, l.penaltyAt
+			}
 		}
 		switch {
 		case r.opts.Atomic && penalty:
-			return fmt.Errorf("%w: %s:%d: a rule with a penalty cannot be decided with Options.Atomic (the penalty would block the whole domain)", ErrConfig, rule.File, rule.Line)
+			return &ConfigError{File: rule.File, Line: penaltyAt.line, Field: penaltyAt.field, Msg: "a rule with a penalty cannot be decided with Options.Atomic (the penalty would block the whole domain)"}
 		case calendar && r.opts.Clock == nil && (r.opts.Atomic || len(rule.Limits) > 1):
-			return fmt.Errorf("%w: %s:%d: a calendar limit decided with others (Options.Atomic, also) needs Options.Clock: limits decided at once are decided at one time, and a calendar follows this process's clock", ErrConfig, rule.File, rule.Line)
+			return &ConfigError{File: rule.File, Line: calendarAt.line, Field: calendarAt.field, Msg: "a calendar limit decided with others (Options.Atomic, also) needs Options.Clock: limits decided at once are decided at one time, and a calendar follows this process's clock"}
 		case r.opts.Atomic:
 			// decideAtomic decides with policies of its own.
 		case len(rule.Limits) == 1 && !penalty && calendar:
@@ -256,7 +269,8 @@ func (r *Rules) Config() *Config {
 // when a request of 1 would pass. A cost above a rule's limit is over
 // it, and counts nothing.
 //
-// An error means no verdict: the store's (wrapping core.ErrStore),
+// An error means no verdict, and the Result is the zero Result (nothing
+// allowed, no statuses): the store's (wrapping core.ErrStore),
 // ErrNoConfig, or one wrapping ErrRequest or core.ErrInvalidKey for a
 // bad request.
 func (r *Rules) Decide(ctx context.Context, domain string, descriptors []Descriptor, hits int64) (Result, error) {
@@ -267,8 +281,21 @@ func (r *Rules) Decide(ctx context.Context, domain string, descriptors []Descrip
 
 // DecideTo is Decide, writing its result into res and reusing the memory
 // of res.Statuses: with a configuration loaded once and a Result reused,
-// a decision on the memory store allocates nothing.
+// a decision on the memory store allocates nothing, but for the Limits of
+// a policy's decision: one allocation for each descriptor whose rule has
+// several limits (also) or a penalty, and under Options.Atomic one per
+// store call (one per request, and one more for each quota descriptor
+// that denies it).
 func (r *Rules) DecideTo(ctx context.Context, res *Result, domain string, descriptors []Descriptor, hits int64) error {
+	err := r.decideTo(ctx, res, domain, descriptors, hits)
+	if err != nil {
+		// No verdict: nothing is allowed, and no status is reported.
+		res.Allowed, res.Statuses = false, res.Statuses[:0]
+	}
+	return err
+}
+
+func (r *Rules) decideTo(ctx context.Context, res *Result, domain string, descriptors []Descriptor, hits int64) error {
 	st := r.state.Load()
 	if st == nil {
 		return ErrNoConfig
@@ -283,6 +310,9 @@ func (r *Rules) DecideTo(ctx context.Context, res *Result, domain string, descri
 		return fmt.Errorf("%w: rate limit descriptor list must not be empty", ErrRequest)
 	}
 	for i := range descriptors {
+		if len(descriptors[i].Entries) == 0 {
+			return fmt.Errorf("%w: descriptor %d has no entries", ErrRequest, i)
+		}
 		for j := range descriptors[i].Entries {
 			if descriptors[i].Entries[j].Key == "" {
 				return fmt.Errorf("%w: descriptor %d's entry %d has no key", ErrRequest, i, j)
@@ -323,9 +353,6 @@ func (r *Rules) DecideTo(ctx context.Context, res *Result, domain string, descri
 			}
 			sc.keys[i] = r.keys.get(sc.buf)
 			sc.buf = append(sc.buf[:0], domain...)
-			if len(d.Entries) == 0 {
-				sc.buf = append(sc.buf, '.')
-			}
 			for _, e := range d.Entries {
 				sc.buf = append(append(sc.buf, '.'), e.Key...)
 				if e.Value != "" {
@@ -392,8 +419,10 @@ func (r *Rules) DecideTo(ctx context.Context, res *Result, domain string, descri
 			sc.params[i] = s.Rule.params[0]
 		}
 	}
+	denied := false
 	if r.opts.Atomic {
-		if err := r.decideAtomic(ctx, res.Statuses, sc, domain); err != nil {
+		var err error
+		if denied, err = r.decideAtomic(ctx, res.Statuses, sc, domain); err != nil {
 			return err
 		}
 	} else {
@@ -429,7 +458,7 @@ func (r *Rules) DecideTo(ctx context.Context, res *Result, domain string, descri
 			quotas++
 		}
 	}
-	res.Allowed = r.opts.ShadowMode || !(failed > 0 || (quotas > 0 && quotas == quotaFailed))
+	res.Allowed = r.opts.ShadowMode || !(denied || failed > 0 || (quotas > 0 && quotas == quotaFailed))
 	return nil
 }
 

@@ -25,7 +25,7 @@ import (
 // with runMainEnv set, the server itself: the binary as an operator runs it.
 func TestMain(m *testing.M) {
 	if os.Getenv(runMainEnv) == "1" {
-		os.Exit(run(false, os.LookupEnv, os.Stderr))
+		os.Exit(run(os.Getenv(runMainEnv+"_CHECK") == "1", os.LookupEnv, os.Stderr))
 	}
 	redistest.Main(m)
 }

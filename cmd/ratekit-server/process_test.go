@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -132,5 +133,30 @@ func TestProcessRefusesSettings(t *testing.T) {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
+	}
+}
+
+// -check loads the runtime directory's rules, prints what is wrong with
+// them (file and line), and exits 1; 0 when they load.
+func TestProcessCheck(t *testing.T) {
+	root := t.TempDir()
+	copyDir(t, "testdata/integration", root)
+	env := map[string]string{"USE_STATSD": "false", "RUNTIME_ROOT": root, "RUNTIME_SUBDIRECTORY": "ratelimit", runMainEnv + "_CHECK": "1"}
+	cmd, stderr := process(t, env)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("-check on envoyproxy/ratelimit's configuration: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr.String(), "3 domains") {
+		t.Errorf("-check printed %q, want the domains counted", stderr)
+	}
+
+	bad := "domain: bad\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: fortnight\n      requests_per_unit: 1\n"
+	if err := os.WriteFile(filepath.Join(root, "ratelimit", "config", "bad.yaml"), []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd, stderr = process(t, env)
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(stderr.String(), "bad.yaml:5") {
+		t.Errorf("-check on a bad unit: exit %d, %q; want 1 and bad.yaml:5", code, stderr)
 	}
 }

@@ -43,10 +43,11 @@ type server struct {
 	// Addresses bound, for tests that listen on port 0.
 	GRPCAddr, HTTPAddr, DebugAddr, PrometheusAddr string
 
-	stopStats chan struct{}
-	wg        sync.WaitGroup
-	errOnce   sync.Once
-	errc      chan error
+	stopStats   chan struct{}
+	stopTracing func(context.Context) error
+	wg          sync.WaitGroup
+	errOnce     sync.Once
+	errc        chan error
 }
 
 // start opens the store, loads the rules and starts serving every port.
@@ -74,6 +75,14 @@ func start(s settings, log *slog.Logger) (_ *server, err error) {
 		MaxConnectionAge:      s.GRPCMaxConnectionAge,
 		MaxConnectionAgeGrace: s.GRPCMaxConnectionAgeGrace,
 	})}
+	if s.TracingEnabled {
+		traced, shutdown, err := startTracing(s)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, traced)
+		srv.stopTracing = shutdown
+	}
 	if s.GRPCServerUseTLS {
 		cfg, err := grpcTLS(s)
 		if err != nil {
@@ -192,6 +201,10 @@ func (srv *server) stop(ctx context.Context) {
 	if srv.stopStats != nil {
 		close(srv.stopStats)
 		srv.stopStats = nil
+	}
+	if srv.stopTracing != nil {
+		srv.stopTracing(ctx) // flushes the spans of the last calls
+		srv.stopTracing = nil
 	}
 	srv.wg.Wait()
 	if srv.service != nil {

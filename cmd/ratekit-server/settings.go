@@ -27,6 +27,12 @@ type settings struct {
 
 	LogLevel, LogFormat string
 
+	// TRACING_*: OpenTelemetry traces over OTLP.
+	TracingEnabled                                                        bool
+	TracingServiceName, TracingServiceNamespace, TracingServiceInstanceID string
+	TracingProtocol                                                       string
+	TracingSamplingRate                                                   float64
+
 	// ConfigType is "FILE" (the runtime directory) or "GRPC_XDS_SOTW"
 	// (an xDS management server), with its CONFIG_GRPC_XDS_* settings.
 	ConfigType                               string
@@ -211,6 +217,12 @@ func loadSettings(lookup func(string) (string, bool)) (settings, error) {
 		GRPCClientTLSCACert:       e.str("GRPC_CLIENT_TLS_CACERT", ""),
 		GRPCClientTLSSAN:          e.str("GRPC_CLIENT_TLS_SAN", ""),
 
+		TracingEnabled:           e.boolean("TRACING_ENABLED", false),
+		TracingServiceName:       e.str("TRACING_SERVICE_NAME", "RateLimit"),
+		TracingServiceNamespace:  e.str("TRACING_SERVICE_NAMESPACE", ""),
+		TracingServiceInstanceID: e.str("TRACING_SERVICE_INSTANCE_ID", ""),
+		TracingProtocol:          strings.ToLower(e.str("TRACING_EXPORTER_PROTOCOL", "http")),
+
 		LogLevel:  strings.ToLower(e.str("LOG_LEVEL", "WARN")),
 		LogFormat: strings.ToLower(e.str("LOG_FORMAT", "text")),
 
@@ -277,6 +289,10 @@ func loadSettings(lookup func(string) (string, bool)) (settings, error) {
 		DrainTimeout:    e.duration("RATEKIT_DRAIN_TIMEOUT", 10*time.Second),
 	}
 	s.NearLimitRatio = nearLimitRatio(e)
+	s.TracingSamplingRate = samplingRate(e)
+	if s.TracingProtocol != "http" && s.TracingProtocol != "grpc" {
+		e.fail("TRACING_EXPORTER_PROTOCOL", "want http or grpc, got %q", s.TracingProtocol)
+	}
 
 	switch s.LogLevel {
 	case "trace", "debug", "info", "warn", "warning", "error", "fatal", "panic":
@@ -331,6 +347,19 @@ func nearLimitRatio(e *env) float64 {
 	if err != nil || math.IsNaN(r) || r < 0 || r > 1 {
 		e.fail("NEAR_LIMIT_RATIO", "want a number from 0 to 1, got %q", v)
 		return 0.8
+	}
+	return r
+}
+
+func samplingRate(e *env) float64 {
+	v, ok := e.raw("TRACING_SAMPLING_RATE")
+	if !ok {
+		return 1
+	}
+	r, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(r) || r < 0 || r > 1 {
+		e.fail("TRACING_SAMPLING_RATE", "want a number from 0 to 1, got %q", v)
+		return 1
 	}
 	return r
 }
@@ -396,7 +425,6 @@ func refuseUnsupported(e *env, s *settings) {
 	e.refuse("USE_DOG_STATSD_MOGRIFIERS", nil, "DogStatsD is not implemented")
 	e.refuse("EXTRA_TAGS", nil, "stats tags are not implemented")
 	e.refuse("PROMETHEUS_MAPPER_YAML", nil, "the metric names are fixed (docs/server.md lists them)")
-	e.refuseBool("TRACING_ENABLED", "tracing is not implemented")
 	e.refuseBool("REDIS_PERSECOND", "one store holds every limit; a second Redis for per-second limits is not implemented")
 	e.refuseBool("REDIS_HEALTH_CHECK_ACTIVE_CONNECTION", "the health check does not follow Redis; a store error fails the call, not the health check")
 	e.refuse("REDIS_POOL_ON_EMPTY_BEHAVIOR", []string{"WAIT"}, "connections are multiplexed and never run out; only WAIT means what it says")

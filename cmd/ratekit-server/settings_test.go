@@ -78,7 +78,7 @@ func TestSettingsRefused(t *testing.T) {
 		{map[string]string{"XDS_CLIENT_BACKOFF_JITTER": "false"}, "XDS_CLIENT_BACKOFF_JITTER"},
 		{map[string]string{"BACKEND_TYPE": "memcache"}, "BACKEND_TYPE"},
 		{map[string]string{"REDIS_PERSECOND": "true"}, "REDIS_PERSECOND"},
-		{map[string]string{"TRACING_ENABLED": "true"}, "TRACING_ENABLED"},
+		{map[string]string{"TRACING_EXPORTER_PROTOCOL": "zipkin"}, "TRACING_EXPORTER_PROTOCOL"},
 		{map[string]string{"PROMETHEUS_MAPPER_YAML": "/m.yaml"}, "PROMETHEUS_MAPPER_YAML"},
 		{map[string]string{"EXTRA_TAGS": "a:b"}, "EXTRA_TAGS"},
 		{map[string]string{"REDIS_POOL_ON_EMPTY_BEHAVIOR": "CREATE"}, "REDIS_POOL_ON_EMPTY_BEHAVIOR"},

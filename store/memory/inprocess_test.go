@@ -336,3 +336,58 @@ func TestPolicyInProcess(t *testing.T) {
 		t.Errorf("locked %q and sent %d scripts; want %q locked and none sent", lk.locked, lk.scripts, want)
 	}
 }
+
+// The keys of one call that Key returns (a policy's) are found again by
+// every Get, Put and Del of the call, new or known, deleted and written
+// again, as a script would find them; past the keys the Tx remembers,
+// and for a copy of a key's string, too.
+func TestLockKeysOfOneCall(t *testing.T) {
+	s := newStore(t, memory.WithSweepInterval(0))
+	prefixes := []string{"a:", "b:", "c:", "d:", "e:", "f:"}
+	for round := range 3 {
+		tx, first, err := s.Lock("user", prefixes[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys := []string{first}
+		for _, p := range prefixes[1:] {
+			keys = append(keys, s.Key(tx, p))
+		}
+		for i, k := range keys {
+			if want := prefixes[i] + "{user}"; k != want {
+				t.Fatalf("round %d: key %d is %q, want %q", round, i, k, want)
+			}
+			v, ok := tx.Get(k)
+			if round == 0 && ok {
+				t.Fatalf("round 0: %q exists before any Put", k)
+			}
+			if round > 0 && (!ok || len(v) != 1 || v[0] != int64(10*round+i)) {
+				t.Fatalf("round %d: Get(%q) = %v, %v; want [%d]", round, k, v, ok, 10*round+i)
+			}
+		}
+		// Delete every other key, then write every key (by a copy of its
+		// string for the odd ones): each lands on its own entry.
+		for i := 0; i < len(keys); i += 2 {
+			if round > 0 && !tx.Del(keys[i]) {
+				t.Fatalf("round %d: Del(%q) found nothing", round, keys[i])
+			}
+		}
+		for i, k := range keys {
+			if i%2 == 1 {
+				k = strings.Clone(k)
+			}
+			tx.Put(k, 1, time.Hour)[0] = int64(10*(round+1) + i)
+		}
+		for i, k := range keys {
+			if v, ok := tx.Get(k); !ok || v[0] != int64(10*(round+1)+i) {
+				t.Fatalf("round %d: after Put, Get(%q) = %v, %v", round, k, v, ok)
+			}
+		}
+		if err := s.Unlock(tx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.Len(); n != len(prefixes) {
+		t.Errorf("the store holds %d keys, want %d", n, len(prefixes))
+	}
+}

@@ -41,9 +41,6 @@ func (s *Store) Lock(key, prefix string) (core.Tx, string, error) {
 func (t *tx) lock(now int64, key string, th uint64) {
 	t.nowUS, t.user, t.tagHash = now, key, th
 	t.forget()
-	if t.nfound != 0 { // a write only when needed: see shardFields
-		t.nfound = 0
-	}
 	t.scratch.reset()
 	if len(t.sh.key) != 0 { // a write only when needed: see shardFields
 		t.sh.key = t.sh.key[:0]
@@ -92,6 +89,11 @@ func (s *Store) Unlock(t core.Tx) error { return t.(*tx).unlock() }
 // unlock is Unlock on the shard's tx.
 func (t *tx) unlock() error {
 	err := t.takeErr()
+	if t.nfound != 0 {
+		// Keep no entry alive past the call: a sweep may drop it.
+		clear(t.keys[:t.nfound])
+		t.nfound = 0
+	}
 	if cap(t.sh.key) > keepScratch {
 		t.sh.key = nil
 	}

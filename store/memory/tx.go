@@ -47,7 +47,7 @@ type tx struct {
 	// once it has returned more than one (a policy's): a step's Get and
 	// the commit's Put of each then find it without hashing it again.
 	// nfound is 0 while Key has returned at most one key, which last
-	// holds.
+	// holds, and between calls (unlock clears the list).
 	nfound int
 	keys   [maxFound]foundKey
 }

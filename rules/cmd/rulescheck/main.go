@@ -49,17 +49,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg, err := rules.Load(path, rules.LoadOptions{MergeDomains: *merge})
 	if err != nil {
-		n := 0
-		var joined interface{ Unwrap() []error }
-		if errors.As(err, &joined) {
-			for _, e := range joined.Unwrap() {
-				fmt.Fprintln(stdout, e)
-				n++
-			}
-		} else {
-			fmt.Fprintln(stdout, err)
-			n = 1
+		errs := configErrors(err)
+		for _, e := range errs {
+			fmt.Fprintln(stdout, e)
 		}
+		n := len(errs)
 		fmt.Fprintf(stdout, "%s: %d error(s): the configuration does not load\n", path, n)
 		return 1
 	}
@@ -68,4 +62,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s: ok, %d domain(s), %d rule(s)\n", path, len(cfg.Domains()), len(cfg.Rules()))
 	return 0
+}
+
+// configErrors returns the errors err holds: each *rules.ConfigError of
+// Load's errors.Join, or err itself (a path that cannot be read, say,
+// whose error wraps both rules.ErrConfig and the file system's).
+func configErrors(err error) []error {
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	errs := joined.Unwrap()
+	for _, e := range errs {
+		var ce *rules.ConfigError
+		if !errors.As(e, &ce) {
+			return []error{err}
+		}
+	}
+	return errs
 }

@@ -36,7 +36,7 @@ func TestRun(t *testing.T) {
 			"b.yaml:4: descriptors[0].ratelimit: config error, unknown key 'ratelimit'",
 			bad + ": 2 error(s): the configuration does not load",
 		}},
-		{[]string{filepath.Join(dir, "missing")}, 1, []string{"no such file"}},
+		{[]string{filepath.Join(dir, "missing")}, 1, []string{"no such file", "missing: 1 error(s): the configuration does not load"}},
 		{nil, 2, nil},
 		{[]string{good, bad}, 2, nil},
 		{[]string{"-nope", good}, 2, nil},
