@@ -44,11 +44,11 @@ func (a algorithm) raise(t *rapid.T, v variant) variant {
 // request (core.Request.Params), B being A raised in some parameters, in
 // an order drawn at random, as processes with old and new limits do
 // during a rolling deploy; the reference and the store under test decide
-// alike, and after every step, for every cost and key, on both: a request
-// A would allow, B allows too, with at least as much Remaining (a raised
-// limit never denies what the old one allowed), and so a request B would
-// deny, A denies too (a lowered limit never allows what the old one
-// denied).
+// alike, and after every step, for every cost and every key the step may
+// have changed, on both: a request A would allow, B allows too, with at
+// least as much Remaining (a raised limit never denies what the old one
+// allowed), and so a request B would deny, A denies too (a lowered limit
+// never allows what the old one denied).
 func runChange(t *rapid.T, h Harness, a algorithm) {
 	lo := a.draw(t, nil)
 	hi := a.raise(t, lo)
@@ -87,24 +87,33 @@ func runChange(t *rapid.T, h Harness, a algorithm) {
 		}
 		return dw
 	}
+	// dirty are the keys whose decisions the last step may have changed:
+	// a request's key, or every key when time moved. The others hold the
+	// state and the time they were checked at, and so their answers.
+	dirty := keys[:3]
 	t.Repeat(map[string]func(*rapid.T){
 		"advance": func(t *rapid.T) {
+			dirty = keys[:3]
 			p := int64(lo.period / time.Microsecond)
 			clock.Advance(time.Duration(rapid.OneOf(rapid.Int64Range(1, 2000), rapid.Int64Range(0, p), rapid.Int64Range(0, 3*p)).Draw(t, "step")) * time.Microsecond)
 		},
 		"allow": func(t *rapid.T) {
 			sync()
 			which := rapid.SampledFrom([]string{"A", "B"}).Draw(t, "limits")
-			decide(t, core.Request{Key: keyGen.Draw(t, "key"), N: rapid.Int64Range(1, lo.maxCost).Draw(t, "n")}, which)
+			key := keyGen.Draw(t, "key")
+			dirty = []string{key}
+			decide(t, core.Request{Key: key, N: rapid.Int64Range(1, lo.maxCost).Draw(t, "n")}, which)
 		},
 		"refund": func(t *rapid.T) {
 			sync()
 			which := rapid.SampledFrom([]string{"A", "B"}).Draw(t, "limits")
-			decide(t, core.Request{Key: keyGen.Draw(t, "key"), N: rapid.Int64Range(1, lo.maxCost).Draw(t, "n"), Op: core.OpRefund}, which)
+			key := keyGen.Draw(t, "key")
+			dirty = []string{key}
+			decide(t, core.Request{Key: key, N: rapid.Int64Range(1, lo.maxCost).Draw(t, "n"), Op: core.OpRefund}, which)
 		},
 		"": func(t *rapid.T) {
 			sync()
-			for _, key := range keys[:3] {
+			for _, key := range dirty {
 				for n := int64(1); n <= min(lo.maxCost, 6); n++ {
 					dA := decide(t, core.Request{Key: key, N: n, Op: core.OpPeek}, "A")
 					dB := decide(t, core.Request{Key: key, N: n, Op: core.OpPeek}, "B")

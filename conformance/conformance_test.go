@@ -95,8 +95,12 @@ func TestSuiteCatchesBrokenStores(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			// -test.failfast: the first failing property is the answer; the
 			// rest of the suite, which a store that fails one way may pass,
-			// would only run (and shrink its failures) for minutes.
-			cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenStore$", "-rapid.nofailfile", "-test.count=1", "-test.failfast")
+			// would only run (and shrink its failures) for minutes. The
+			// properties that decide against the reference alone (an
+			// algorithm's, policy, calendar, concurrency; not corrupt or
+			// change, whose own checks word their failures otherwise), so
+			// that which one fails first does not change what it says.
+			cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenStore$/^[a-z]+$/^$", "-rapid.nofailfile", "-test.count=1", "-test.failfast")
 			cmd.Env = append(os.Environ(), "CONFORMANCE_BROKEN="+mode)
 			out, err := cmd.CombinedOutput()
 			if err == nil {
