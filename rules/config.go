@@ -205,8 +205,8 @@ type matcher struct {
 }
 
 // match walks entries down dom, returning the rule that applies (nil:
-// none) and appending to key the descriptor's storage key, envoyproxy/
-// ratelimit's cache key without its window: domain, then each entry's
+// none) and appending to key the descriptor's storage key,
+// envoyproxy/ratelimit's cache key without its window: domain, then each entry's
 // key and value (a shared wildcard's pattern instead of the value), all
 // joined by '_'. key is complete only when the rule is not nil.
 func (m *matcher) match(dom *node, domain string, entries []Entry, key []byte) (*Rule, []byte) {

@@ -22,8 +22,8 @@
 //
 // Parse and Load read files into a Config, strictly and all or nothing:
 // every mistake is a *ConfigError naming the file, the line and the
-// field. Config.Match finds the rule of a descriptor as envoyproxy/
-// ratelimit does. Rules decides a request (a domain, its descriptors, a
+// field. Config.Match finds the rule of a descriptor as
+// envoyproxy/ratelimit does. Rules decides a request (a domain, its descriptors, a
 // cost) on any store, through any wrapper, each descriptor counted at its
 // own key: by default an epoch-aligned fixed window per unit, as envoy
 // counts, so that an existing file decides as it did. Load the

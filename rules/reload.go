@@ -74,8 +74,8 @@ const DefaultInterval = time.Second
 // Watch reads contents instead of waiting for file system events, so
 // that every way a file changes is seen: written in place, replaced by a
 // rename, or a Kubernetes ConfigMap's ..data link swapped to a new
-// directory (the events a watcher of the file misses, envoyproxy/
-// ratelimit#150 and #379). A configuration is loaded only when two reads
+// directory (the events a watcher of the file misses,
+// envoyproxy/ratelimit#150 and #379). A configuration is loaded only when two reads
 // in a row agree, so that a load never mixes files from before and after
 // a swap, nor takes a file being written.
 func (r *Rules) Watch(ctx context.Context, path string, opts WatchOptions) error {
