@@ -242,35 +242,30 @@ func (r *results) markdown(o options, withChart bool) string {
 		}
 	}
 
-	w("\n## Limits given with each request\n\nThe open token bucket, each request giving its own limits (`core.Request.Params`, made once), against the same limiter with its own (decisions/s and allocations per decision, medians).\n\n| store | goroutines | with Params | own limits | ratio | allocs/op with | allocs/op own |\n|---|---|---|---|---|---|---|\n")
-	for _, st := range storeNames {
-		for _, g := range o.goroutines {
-			pk, sk := caseKey{"ratekit/" + st, "tokenbucket", "params", g}, caseKey{"ratekit/" + st, "tokenbucket", "open", g}
-			if !r.has(pk) || !r.has(sk) {
-				continue
+	// beside writes the rows of a table of the token bucket's workload a
+	// beside its workload b, per store and goroutines: decisions/s of
+	// each, a over b, and the allocations per decision of each.
+	beside := func(a, b string) {
+		for _, st := range storeNames {
+			for _, g := range o.goroutines {
+				ak, bk := caseKey{"ratekit/" + st, "tokenbucket", a, g}, caseKey{"ratekit/" + st, "tokenbucket", b, g}
+				if !r.has(ak) || !r.has(bk) {
+					continue
+				}
+				am, _, _ := r.ops(ak)
+				bm, _, _ := r.ops(bk)
+				w("| %s | %d | %s | %s | %.2fx | %.1f | %.1f |\n", st, g, human(am), human(bm), r.ratio(ak, bk),
+					median(field(r.samples[ak], func(s sample) float64 { return s.allocs })),
+					median(field(r.samples[bk], func(s sample) float64 { return s.allocs })))
 			}
-			pm, _, _ := r.ops(pk)
-			sm, _, _ := r.ops(sk)
-			w("| %s | %d | %s | %s | %.2fx | %.1f | %.1f |\n", st, g, human(pm), human(sm), r.ratio(pk, sk),
-				median(field(r.samples[pk], func(s sample) float64 { return s.allocs })),
-				median(field(r.samples[sk], func(s sample) float64 { return s.allocs })))
 		}
 	}
 
+	w("\n## Limits given with each request\n\nThe open token bucket, each request giving its own limits (`core.Request.Params`, made once), against the same limiter with its own (decisions/s and allocations per decision, medians).\n\n| store | goroutines | with Params | own limits | ratio | allocs/op with | allocs/op own |\n|---|---|---|---|---|---|---|\n")
+	beside("params", "open")
+
 	w("\n## Rules: matching on top of a decision\n\nThe open token bucket decided through package rules (a descriptor matched to its rule, `Rules.DecideTo`), against the same kind of parameters given directly (`core.Request.Params`, the case above): what matching costs (decisions/s and allocations per decision, medians).\n\n| store | goroutines | through rules | Params given | ratio | allocs/op rules | allocs/op Params |\n|---|---|---|---|---|---|---|\n")
-	for _, st := range storeNames {
-		for _, g := range o.goroutines {
-			rk, pk := caseKey{"ratekit/" + st, "tokenbucket", "rules", g}, caseKey{"ratekit/" + st, "tokenbucket", "params", g}
-			if !r.has(rk) || !r.has(pk) {
-				continue
-			}
-			rm, _, _ := r.ops(rk)
-			pm, _, _ := r.ops(pk)
-			w("| %s | %d | %s | %s | %.2fx | %.1f | %.1f |\n", st, g, human(rm), human(pm), r.ratio(rk, pk),
-				median(field(r.samples[rk], func(s sample) float64 { return s.allocs })),
-				median(field(r.samples[pk], func(s sample) float64 { return s.allocs })))
-		}
-	}
+	beside("rules", "params")
 
 	w("\n## AllowMany: batches of %d random keys from one goroutine, token bucket, nothing denied\n\n", batchSize)
 	w("One pipelined round trip per batch (call by call on the memory store). Latency is per batch; allocations per decision.\n\n| store | decisions/s | p50 batch | p99 batch | allocs/decision | of the script's -P16 ceiling |\n|---|---|---|---|---|---|\n")
