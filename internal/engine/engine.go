@@ -268,10 +268,34 @@ func (e *Engine) Decide(ctx context.Context, key string, n int64, mode Mode) (co
 	return e.decideOne(ctx, key, n, mode, nil)
 }
 
-// decideOne is Decide, against the limit one (nil: the engine's own),
-// which DecideRequest gives only to an engine of one limit on a local
-// store, checked.
-func (e *Engine) decideOne(ctx context.Context, key string, n int64, mode Mode, one *Params) (core.Decision, error) {
+// decideOne is Decide, or DecideRequest for r when r is not nil (key
+// and n are then r's, and mode is r.Op's): the common request, decided
+// here against the engine's own limits, or, on an engine of one limit in
+// process, against the one limit r gives; any other request, or Params
+// that are not for that limit, take DecideRequest's whole path
+// (decideRequest), which says what is wrong.
+func (e *Engine) decideOne(ctx context.Context, key string, n int64, mode Mode, r *core.Request) (core.Decision, error) {
+	var one *Params
+	if r != nil {
+		if r.Keys != nil || r.Op > core.OpRefund || len(r.Params) > 1 {
+			return e.decideRequest(ctx, *r)
+		}
+		mode = modeOf(r.Op)
+		if len(r.Params) == 1 {
+			if e == nil || e.local == nil || e.sh.policy {
+				return e.decideRequest(ctx, *r)
+			}
+			// The limit read out of its interface once (a copy of 96
+			// bytes), checked as given checks it; then read through one.
+			if gp := r.Params[0]; gp != nil {
+				p, ok := gp.(Params)
+				if !ok || p.spec != e.limits[0].Spec || p.sched != nil && e.clock == nil {
+					return e.decideRequest(ctx, *r)
+				}
+				one = &p
+			}
+		}
+	}
 	// check's checks, written out on the hot path: the call would cost a
 	// twentieth of a decision in process.
 	if e == nil {
@@ -303,7 +327,7 @@ func (e *Engine) decideOne(ctx context.Context, key string, n int64, mode Mode, 
 	// The common decision in process, in memory of its own: no frame,
 	// and the reply decoded inline (the same routine, e.script and
 	// e.decode, specialized for one limit on a local store).
-	r, err := e.inProcess1(key, n, mode, now, one)
+	rep, err := e.inProcess1(key, n, mode, now, one)
 	if err != nil {
 		return core.Decision{}, err
 	}
@@ -312,32 +336,29 @@ func (e *Engine) decideOne(ctx context.Context, key string, n int64, mode Mode, 
 	if one != nil {
 		max, window = one.max, one.window
 	}
-	if d, ok := params.Decoded(r, max); ok {
+	if d, ok := params.Decoded(rep, max); ok {
 		d.Window = window
 		return d, nil
 	}
-	return core.Decision{}, e.decodeError(0, key, r[:])
+	return core.Decision{}, e.decodeError(0, key, rep[:])
 }
 
 // DecideRequest decides r (core.Limiter.Decide): in the mode its Op
 // names, against the limits it gives, or the engine's own, at its Key
 // (and its limits' own Keys under it).
+//
+// It inlines into its caller, which passes r on its stack: decideOne
+// reads r there, in one frame fewer, and copies it only for the whole
+// path.
 func (e *Engine) DecideRequest(ctx context.Context, r core.Request) (core.Decision, error) {
+	return e.decideOne(ctx, r.Key, r.N, 0, &r)
+}
+
+// decideRequest is DecideRequest's whole path.
+func (e *Engine) decideRequest(ctx context.Context, r core.Request) (core.Decision, error) {
 	mode, err := ModeOf(r.Op)
 	if err != nil {
 		return core.Decision{}, err
-	}
-	if r.Keys == nil {
-		switch {
-		case len(r.Params) == 0:
-			return e.decideOne(ctx, r.Key, r.N, mode, nil)
-		case e != nil && e.local != nil && !e.sh.policy && len(r.Params) == 1:
-			// The limit of an engine of one limit in process, read and
-			// checked once (given's checks; it says what is wrong).
-			if p, ok := r.Params[0].(Params); ok && p.spec == e.limits[0].Spec && (p.sched == nil || e.clock != nil) {
-				return e.decideOne(ctx, r.Key, r.N, mode, &p)
-			}
-		}
 	}
 	if e == nil {
 		return core.Decision{}, ErrZero
@@ -368,15 +389,26 @@ func (e *Engine) DecideRequest(ctx context.Context, r core.Request) (core.Decisi
 // ModeOf returns the mode of a request's Op, or an error wrapping
 // core.ErrInvalidConfig for an Op that is none of core's.
 func ModeOf(op core.Op) (Mode, error) {
-	switch op {
-	case core.OpAllow:
-		return ModeAllow, nil
-	case core.OpPeek:
-		return ModePeek, nil
-	case core.OpRefund:
-		return ModeRefund, nil
+	if op > core.OpRefund {
+		return 0, opError(op)
 	}
-	return 0, fmt.Errorf("%w: the request's Op is %v, not OpAllow, OpPeek or OpRefund", core.ErrInvalidConfig, op)
+	return modeOf(op), nil
+}
+
+// modeOf is the mode of op, one of core's Ops: OpAllow and OpPeek are
+// ModeAllow and ModePeek, OpRefund is ModeRefund (TestModeOf).
+func modeOf(op core.Op) Mode {
+	if op == core.OpRefund {
+		return ModeRefund
+	}
+	return Mode(op)
+}
+
+// opError is ModeOf's error, out of line so that ModeOf inlines.
+//
+//go:noinline
+func opError(op core.Op) error {
+	return fmt.Errorf("%w: the request's Op is %v, not OpAllow, OpPeek or OpRefund", core.ErrInvalidConfig, op)
 }
 
 // decide decides one checked request at now, against the limits ps

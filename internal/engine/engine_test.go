@@ -530,3 +530,21 @@ func TestAllowAtMostUnsupported(t *testing.T) {
 		}
 	}
 }
+
+// TestModeOf checks the mode of each of core's Ops, which DecideRequest
+// reads without a call, and that any other Op is refused.
+func TestModeOf(t *testing.T) {
+	for _, tt := range []struct {
+		op   core.Op
+		want engine.Mode
+	}{{core.OpAllow, engine.ModeAllow}, {core.OpPeek, engine.ModePeek}, {core.OpRefund, engine.ModeRefund}} {
+		if got, err := engine.ModeOf(tt.op); got != tt.want || err != nil {
+			t.Errorf("ModeOf(%v) = %v, %v; want %v", tt.op, got, err, tt.want)
+		}
+	}
+	for _, op := range []core.Op{core.OpRefund + 1, 255} {
+		if _, err := engine.ModeOf(op); !errors.Is(err, core.ErrInvalidConfig) {
+			t.Errorf("ModeOf(%v) = %v; want ErrInvalidConfig", op, err)
+		}
+	}
+}

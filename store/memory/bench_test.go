@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ratekit/ratekit/algorithms"
+	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/store/memory"
 	"github.com/ratekit/ratekit/testkit/benchutil"
@@ -20,6 +21,60 @@ func BenchmarkTokenBucket(b *testing.B) {
 	}
 	defer s.Close()
 	benchutil.TokenBucket(b, s)
+}
+
+// BenchmarkParams decides on the open token bucket in process, from one
+// goroutine, on benchutil.Keys known keys visited in a scattered order
+// (as BenchmarkAlgorithms): "own" with the limiter's own limit (Allow),
+// "given" with each request giving the same limit (core.Request.Params,
+// made once, as a customer's contract loaded from a database would be).
+// Side by side they measure what giving a limit with a request costs.
+func BenchmarkParams(b *testing.B) {
+	s, err := memory.New(memory.WithSweepInterval(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	cfg := tokenbucket.Config{Capacity: 1 << 40, RefillRate: 1 << 40, RefillInterval: time.Second}
+	p, err := tokenbucket.NewParams(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ps := []core.Params{p}
+	keys := make([]string, benchutil.Keys)
+	for i := range keys {
+		keys[i] = "user:" + strconv.Itoa(i)
+	}
+	ctx := context.Background()
+	for _, c := range []struct {
+		name   string
+		params []core.Params
+	}{{"own", nil}, {"given", ps}} {
+		cfg.Prefix = "bench:params:" + c.name + ":"
+		l, err := tokenbucket.New(s, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, k := range keys {
+			l.Decide(ctx, core.Request{Key: k, N: 1, Params: c.params})
+		}
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				var d core.Decision
+				var err error
+				key := keys[(i*7919)%len(keys)]
+				if c.params == nil {
+					d, err = l.Allow(ctx, key)
+				} else {
+					d, err = l.Decide(ctx, core.Request{Key: key, N: 1, Params: c.params})
+				}
+				if err != nil || !d.Allowed {
+					b.Fatalf("%+v, %v", d, err)
+				}
+			}
+		})
+	}
 }
 
 // BenchmarkAlgorithms decides on every algorithm of algorithms.All, with
