@@ -116,7 +116,7 @@ func (l *Limiter) Decide(ctx context.Context, r core.Request) (core.Decision, er
 	if l != nil && l.c != nil && r.Op == core.OpAllow {
 		return l.c.Decide(ctx, r.Key, r.N, r.Params, r.Keys)
 	}
-	return l.engine().DecideRequest(ctx, r)
+	return l.engine().DecideRequest(ctx, &r)
 }
 
 // Reset deletes key's state, in every limit of a policy and its penalty

@@ -108,7 +108,7 @@ func NewCoalescer(e *Engine) *Coalescer {
 func (c *Coalescer) Decide(ctx context.Context, key string, n int64, ps []core.Params, keys []string) (core.Decision, error) {
 	if c.e.local != nil {
 		// Nothing to gather: a decision in process is no store call.
-		return c.e.DecideRequest(ctx, core.Request{Key: key, N: n, Params: ps, Keys: keys})
+		return c.e.DecideRequest(ctx, &core.Request{Key: key, N: n, Params: ps, Keys: keys})
 	}
 	if err := keyspace.CheckKey(key); err != nil {
 		return core.Decision{}, err

@@ -285,14 +285,19 @@ func (e *Engine) decideOne(ctx context.Context, key string, n int64, mode Mode, 
 			if e == nil || e.local == nil || e.sh.policy {
 				return e.decideRequest(ctx, *r)
 			}
-			// The limit read out of its interface once (a copy of 96
-			// bytes), checked as given checks it; then read through one.
-			if gp := r.Params[0]; gp != nil {
-				p, ok := gp.(Params)
-				if !ok || p.spec != e.limits[0].Spec || p.sched != nil && e.clock == nil {
+			// The limit read out of its interface once, checked as given
+			// checks it, then read through one. (A type switch copies the
+			// 96 bytes once; a comma-ok assertion copies them twice and
+			// zeroes them for the failed case.)
+			switch p := r.Params[0].(type) {
+			case nil:
+			case Params:
+				if p.spec != e.limits[0].Spec || p.sched != nil && e.clock == nil {
 					return e.decideRequest(ctx, *r)
 				}
 				one = &p
+			default:
+				return e.decideRequest(ctx, *r)
 			}
 		}
 	}
@@ -343,15 +348,14 @@ func (e *Engine) decideOne(ctx context.Context, key string, n int64, mode Mode, 
 	return core.Decision{}, e.decodeError(0, key, rep[:])
 }
 
-// DecideRequest decides r (core.Limiter.Decide): in the mode its Op
+// DecideRequest decides *r (core.Limiter.Decide): in the mode its Op
 // names, against the limits it gives, or the engine's own, at its Key
-// (and its limits' own Keys under it).
+// (and its limits' own Keys under it). It does not keep r.
 //
-// It inlines into its caller, which passes r on its stack: decideOne
-// reads r there, in one frame fewer, and copies it only for the whole
-// path.
-func (e *Engine) DecideRequest(ctx context.Context, r core.Request) (core.Decision, error) {
-	return e.decideOne(ctx, r.Key, r.N, 0, &r)
+// It inlines into its caller, and decideOne reads the request where the
+// caller holds it: no copy of it, and no frame of its own.
+func (e *Engine) DecideRequest(ctx context.Context, r *core.Request) (core.Decision, error) {
+	return e.decideOne(ctx, r.Key, r.N, 0, r)
 }
 
 // decideRequest is DecideRequest's whole path.

@@ -74,7 +74,10 @@ func (e *Engine) inProcess1(key string, n int64, mode Mode, now int64, one *Para
 	args := e.args
 	switch {
 	case one != nil:
-		args = append(Scratch(tx, one.n)[:0], one.vals[:one.n]...)
+		// An array's copy: a few moves, where append calls memmove.
+		s := Scratch(tx, maxParams)
+		*(*[maxParams]int64)(s) = one.vals
+		args = s[:one.n]
 		if one.sched != nil {
 			one.sched.Set(now, args)
 		}
