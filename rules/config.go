@@ -74,6 +74,13 @@ type Rule struct {
 	// The rule's Unit, RequestsPerUnit, Window and Algorithm are its
 	// first limit's.
 	Limits []Limit
+	// FailureMode is rate_limit.failure_mode (ratekit's key): what the
+	// rule decides while its store fails or answers later than
+	// Options.Failsafe.Timeout, one of FailureModes: "open" allows,
+	// "closed" denies, "local" decides on Options.LocalStore. "" (not
+	// given) returns the store's error.
+	FailureMode string
+	failureAt   fieldAt
 
 	index  int           // in Config.rules
 	params []core.Params // Limits' Params, given with each request

@@ -214,7 +214,7 @@ var (
 		"detailed_metric", "value_to_metric", "share_threshold", "metadata"}
 	rateLimitKeys = []string{"unit", "requests_per_unit", "unlimited", "name", "replaces",
 		// ratekit's
-		"algorithm", "period", "burst", "carry", "calendar", "penalty", "also"}
+		"algorithm", "period", "burst", "carry", "calendar", "penalty", "also", "failure_mode"}
 	alsoKeys     = []string{"unit", "requests_per_unit", "algorithm", "period", "burst", "carry", "calendar", "penalty"}
 	replacesKeys = []string{"name"}
 )
@@ -419,6 +419,13 @@ func (p *parser) rateLimit(r *Rule, path string, n *yaml.Node) bool {
 		case "also":
 			also = kv.val
 			first.ex.mark(kv.key)
+		case "failure_mode":
+			first.ex.mark(kv.key)
+			r.FailureMode, _ = p.str(kv.val, kv.fieldPos)
+			r.failureAt = fieldAt{kv.val.Line, kv.fieldPos}
+			if !contains(FailureModes(), r.FailureMode) {
+				p.errorf(kv.val, kv.fieldPos, "failure_mode is one of %s, got '%s'", strings.Join(FailureModes(), ", "), r.FailureMode)
+			}
 		default:
 			p.limitField(&first, kv)
 		}

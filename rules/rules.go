@@ -14,6 +14,7 @@ import (
 	"github.com/ratekit/ratekit/algorithms"
 	"github.com/ratekit/ratekit/algorithms/fixedwindow"
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/failsafe"
 )
 
 // ErrNoConfig is returned by a decision of Rules that has no
@@ -69,6 +70,20 @@ type Options struct {
 	// at one counter (given twice, or two values of one share_threshold
 	// rule) are counted there once, by the request's cost (docs/rules.md).
 	Atomic bool
+	// Failsafe configures the failsafe.Limiter that decides a rule with a
+	// failure_mode (Rule.FailureMode) while its store fails: its Timeout
+	// bounds each store call of such a rule (0: only the caller's
+	// context does, and a call it ends is the caller's error, not the
+	// mode's), RetryInterval, MaxInFlight, OnError, Logger and Clock are
+	// its own; Limiter, Mode and Local are set by Rules for each rule.
+	// Rules of one algorithm and one mode share one failsafe.Limiter,
+	// kept across reloads. It wraps what Wrap returns.
+	Failsafe failsafe.Config
+	// LocalStore is the store a rule of failure_mode local decides on
+	// while the store fails: typically a memory.Store of the caller's
+	// (who closes it). A configuration with such a rule is refused
+	// without it.
+	LocalStore core.ScriptRunner
 	// OnLoad, when set, is called after every load by Update and Watch:
 	// with the configuration put in force and a nil error, or with a nil
 	// Config and the error that kept the one in force.
@@ -97,8 +112,10 @@ type Rules struct {
 	algIndex    map[string]uint8 // index in algorithms.All by name
 	algNames    []string
 
-	mu  sync.Mutex
-	raw map[string]*ratekit.Limiter // unwrapped, for policies; under mu
+	mu     sync.Mutex
+	raw    map[string]*ratekit.Limiter // unwrapped, for policies; under mu
+	local  map[string]*ratekit.Limiter // on Options.LocalStore; under mu
+	guards map[guardKey]core.Limiter   // failure modes' failsafes; under mu
 
 	state     atomic.Pointer[state] // the configuration in force
 	keys      interner
@@ -121,7 +138,8 @@ func New(store core.ScriptRunner, cfg *Config, opts Options) (*Rules, error) {
 	if opts.Prefix == "" {
 		opts.Prefix = DefaultPrefix
 	}
-	r := &Rules{opts: opts, clock: opts.Clock, store: store, limiters: map[string]core.Limiter{}, raw: map[string]*ratekit.Limiter{}}
+	r := &Rules{opts: opts, clock: opts.Clock, store: store, limiters: map[string]core.Limiter{},
+		raw: map[string]*ratekit.Limiter{}, local: map[string]*ratekit.Limiter{}, guards: map[guardKey]core.Limiter{}}
 	if r.clock == nil {
 		r.clock = core.ClockFunc(time.Now)
 	}
@@ -198,8 +216,9 @@ func (r *Rules) wrap(l *ratekit.Limiter) (core.Limiter, error) {
 // Set puts cfg in force: every decision that starts after Set returns
 // decides with it. The keys' state stays: what a rule's counts become
 // when its limits change is what its algorithm says (docs/rules.md).
-// A rule the Options cannot decide (a penalty under Atomic, a calendar
-// decided with other limits without Clock) is a *ConfigError naming its
+// A rule the Options cannot decide (a penalty or a failure_mode under
+// Atomic, a calendar decided with other limits without Clock, a
+// failure_mode local without LocalStore) is a *ConfigError naming its
 // file, line and field; the configuration in force then stays.
 func (r *Rules) Set(cfg *Config) error {
 	if cfg == nil {
@@ -225,32 +244,60 @@ func (r *Rules) Set(cfg *Config) error {
 			return &ConfigError{File: rule.File, Line: penaltyAt.line, Field: penaltyAt.field, Msg: "a rule with a penalty cannot be decided with Options.Atomic (the penalty would block the whole domain)"}
 		case calendar && r.opts.Clock == nil && (r.opts.Atomic || len(rule.Limits) > 1):
 			return &ConfigError{File: rule.File, Line: calendarAt.line, Field: calendarAt.field, Msg: "a calendar limit decided with others (Options.Atomic, also) needs Options.Clock: limits decided at once are decided at one time, and a calendar follows this process's clock"}
-		case r.opts.Atomic:
+		case r.opts.Atomic && rule.FailureMode == "":
 			// decideAtomic decides with policies of its own.
-		case len(rule.Limits) == 1 && !penalty && calendar:
-			st.limiters[i] = r.calendar
 		case len(rule.Limits) == 1 && !penalty:
-			st.limiters[i] = r.limiters[rule.Algorithm]
+			base, lim := rule.Algorithm, r.limiters[rule.Algorithm]
+			if calendar {
+				base, lim = "calendar", r.calendar
+			}
+			st.limiters[i] = lim
+			if rule.FailureMode == "" {
+				break
+			}
+			l := rule.Limits[0]
+			local := func() (core.Limiter, error) { return r.localLimiter(l.Algorithm, 0, l.calendar) }
+			var err error
+			if st.limiters[i], err = r.guard(rule, lim, base, local); err != nil {
+				return err
+			}
 		default:
-			limits := make([]ratekit.Limit, len(rule.Limits))
-			for j, l := range rule.Limits {
-				lim, err := r.limiterAt(l.Algorithm, j, l.calendar)
+			p, err := r.policy(rule, r.limiterAt)
+			if err != nil {
+				return err
+			}
+			if st.limiters[i], err = r.wrap(p); err != nil || rule.FailureMode == "" {
 				if err != nil {
 					return err
 				}
-				limits[j] = ratekit.Limit{Name: fmt.Sprintf("l%d", j), Limiter: lim, Penalty: l.Penalty}
+				break
 			}
-			p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: limits, PenaltyPrefix: r.opts.Prefix + "penalty:"})
-			if err != nil {
-				return fmt.Errorf("%s:%d: %w", rule.File, rule.Line, err)
-			}
-			if st.limiters[i], err = r.wrap(p); err != nil {
+			local := func() (core.Limiter, error) { return r.policy(rule, r.localLimiter) }
+			if st.limiters[i], err = r.guard(rule, st.limiters[i], "", local); err != nil {
 				return err
 			}
 		}
 	}
 	r.state.Store(st)
 	return nil
+}
+
+// policy builds the policy of a rule of several limits or a penalty, its
+// limits built by at.
+func (r *Rules) policy(rule *Rule, at func(alg string, j int, calendar bool) (*ratekit.Limiter, error)) (*ratekit.Limiter, error) {
+	limits := make([]ratekit.Limit, len(rule.Limits))
+	for j, l := range rule.Limits {
+		lim, err := at(l.Algorithm, j, l.calendar)
+		if err != nil {
+			return nil, err
+		}
+		limits[j] = ratekit.Limit{Name: fmt.Sprintf("l%d", j), Limiter: lim, Penalty: l.Penalty}
+	}
+	p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: limits, PenaltyPrefix: r.opts.Prefix + "penalty:"})
+	if err != nil {
+		return nil, fmt.Errorf("%s:%d: %w", rule.File, rule.Line, err)
+	}
+	return p, nil
 }
 
 // Config returns the configuration in force, nil when none is.

@@ -5,6 +5,8 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -348,6 +350,70 @@ func TestStoreFailures(t *testing.T) {
 	}
 	if got := r.stat("ratelimit.service.call.should_rate_limit.redis_error"); got < 2 {
 		t.Errorf("redis_error = %d, want at least 2", got)
+	}
+}
+
+// A rule's failure_mode decides while Redis is stopped: closed denies,
+// open allows, local decides in the server's memory by the rule's limit;
+// a rule without one gets Unavailable. Every failure counts as a
+// redis_error.
+func TestFailureModes(t *testing.T) {
+	redis := redistest.Start(t)
+	root := t.TempDir()
+	dir := filepath.Join(root, "ratelimit", "config")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "modes.yaml"), []byte(`domain: modes
+descriptors:
+  - key: closed
+    rate_limit: {unit: hour, requests_per_unit: 5, failure_mode: closed}
+  - key: open
+    rate_limit: {unit: hour, requests_per_unit: 5, failure_mode: open}
+  - key: local
+    rate_limit: {unit: hour, requests_per_unit: 2, algorithm: gcra, failure_mode: local}
+  - key: plain
+    rate_limit: {unit: hour, requests_per_unit: 5}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A rule's store call is bounded by half the decision timeout: long
+	// enough that a saturated machine's calls answer while Redis is up.
+	r := startRLS(t, "", nil, map[string]string{
+		"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": redis.Addr, "RUNTIME_ROOT": root, "RATEKIT_DECISION_TIMEOUT": "2s",
+	})
+	for _, key := range []string{"closed", "open", "local", "plain"} {
+		rpu := uint32(5)
+		if key == "local" {
+			rpu = 2
+		}
+		checkResponse(t, key+", Redis up", r.call("modes", desc(key, "a")), ok, wantStatus{ok, rpu, rlsv3.RateLimitResponse_RateLimit_HOUR, rpu - 1})
+	}
+	if got := r.stat("ratelimit.service.call.should_rate_limit.redis_error"); got != 0 {
+		t.Fatalf("redis_error = %d with Redis up", got)
+	}
+	if err := redis.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { redis.Signal(syscall.SIGCONT) })
+	for i := range 3 {
+		if resp := r.call("modes", desc("closed", "a")); resp.GetOverallCode() != over {
+			t.Errorf("closed, Redis stopped, request %d: %v, want OVER_LIMIT", i, resp.GetOverallCode())
+		}
+		if resp := r.call("modes", desc("open", "a")); resp.GetOverallCode() != ok {
+			t.Errorf("open, Redis stopped, request %d: %v, want OK", i, resp.GetOverallCode())
+		}
+		// The server's memory has counted nothing of key "local": 2, then
+		// denied.
+		if resp := r.call("modes", desc("local", "b")); (resp.GetOverallCode() == ok) != (i < 2) {
+			t.Errorf("local, Redis stopped, request %d: %v, want OK %v", i, resp.GetOverallCode(), i < 2)
+		}
+	}
+	if _, err := r.send(&rlsv3.RateLimitRequest{Domain: "modes", Descriptors: []*commonv3.RateLimitDescriptor{desc("plain", "a")}}); status.Code(err) != codes.Unavailable {
+		t.Errorf("plain, Redis stopped: %v, want Unavailable", err)
+	}
+	if got := r.stat("ratelimit.service.call.should_rate_limit.redis_error"); got < 2 {
+		t.Errorf("redis_error = %d with Redis stopped, want at least 2", got)
 	}
 }
 
