@@ -67,6 +67,14 @@ type LoadOptions struct {
 	// in a second file is an error. A descriptor given twice is an error
 	// either way.
 	MergeDomains bool
+	// IncludeDotFiles makes Load and Watch read the names that begin with
+	// '.' too, files and directories, which they skip otherwise. It is
+	// envoyproxy/ratelimit's default (RUNTIME_IGNOREDOTFILES=false: its
+	// runtime loader, lyft/goruntime, reads every file under the
+	// directory); skipping them is what a Kubernetes ConfigMap volume
+	// needs, whose ..data and ..<timestamp> entries hold every file a
+	// second time (RUNTIME_IGNOREDOTFILES=true there).
+	IncludeDotFiles bool
 }
 
 // maxErrors is how many errors Parse reports before it stops looking.
