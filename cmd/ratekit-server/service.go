@@ -109,7 +109,7 @@ func newService(s settings, store core.ScriptRunner, st *stats, h *healthState, 
 			return
 		}
 		err := svc.rules.Watch(ctx, dir, rules.WatchOptions{
-			LoadOptions: rules.LoadOptions{MergeDomains: s.MergeDomainConfig},
+			LoadOptions: loadOptions(s),
 			Interval:    s.RuntimePollInterval,
 		})
 		once.Do(func() { first <- err }) // Watch refused to start

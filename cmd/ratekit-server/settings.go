@@ -3,12 +3,14 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/ratekit/ratekit/core"
 	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/rules"
 )
 
 // settings is ratekit-server's configuration, read from the environment
@@ -430,6 +432,14 @@ func refuseUnsupported(e *env, s *settings) {
 	e.refuse("REDIS_POOL_ON_EMPTY_BEHAVIOR", []string{"WAIT"}, "connections are multiplexed and never run out; only WAIT means what it says")
 	e.refuse("REDIS_CLUSTER_PIPELINE_PARALLELISM", []string{"1"}, "not implemented")
 	e.refuse("EXPIRATION_JITTER_MAX_SECONDS", []string{"300"}, "ratekit's keys expire exactly when their state no longer matters; jitter is not configurable")
+}
+
+// loadOptions says how the rules' files are put together:
+// MERGE_DOMAIN_CONFIG, and RUNTIME_IGNOREDOTFILES, false by default as in
+// envoyproxy/ratelimit, whose runtime loader (lyft/goruntime) then reads
+// the files and directories whose names begin with '.' too.
+func loadOptions(s settings) rules.LoadOptions {
+	return rules.LoadOptions{MergeDomains: s.MergeDomainConfig, IncludeDotFiles: !s.RuntimeIgnoreDotFiles}
 }
 
 // runtimeDir is where the rules are read from: envoyproxy/ratelimit loads

@@ -29,7 +29,7 @@ import (
 // CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL when the stream ends,
 // until ctx ends.
 func watchXDS(ctx context.Context, s settings, r *rules.Rules, log *slog.Logger) {
-	opts := rules.LoadOptions{MergeDomains: s.MergeDomainConfig}
+	opts := loadOptions(s)
 	for ctx.Err() == nil {
 		if err := streamXDS(ctx, s, r, opts); err != nil && ctx.Err() == nil {
 			log.Error("xDS management server", "url", s.XDSServerURL, "err", err)
