@@ -93,6 +93,10 @@ type Rule struct {
 // also (ratekit's key: several limits decided at once), with its
 // parameters, given with each request it decides (core.Request.Params).
 type Limit struct {
+	// Name is the limit's name: rate_limit.name for the rule's own, an
+	// also's name for its (ratekit's key); "" when not given. A status
+	// reports the name of the limit that binds (Status.Name).
+	Name string
 	// RequestsPerUnit per Unit (UnitUnknown for a period), in windows of
 	// Window, by Algorithm.
 	RequestsPerUnit uint32

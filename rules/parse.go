@@ -223,7 +223,7 @@ var (
 	rateLimitKeys = []string{"unit", "requests_per_unit", "unlimited", "name", "replaces",
 		// ratekit's
 		"algorithm", "period", "burst", "carry", "calendar", "penalty", "also", "failure_mode"}
-	alsoKeys     = []string{"unit", "requests_per_unit", "algorithm", "period", "burst", "carry", "calendar", "penalty"}
+	alsoKeys     = []string{"unit", "requests_per_unit", "name", "algorithm", "period", "burst", "carry", "calendar", "penalty"}
 	replacesKeys = []string{"name"}
 )
 
@@ -422,6 +422,7 @@ func (p *parser) rateLimit(r *Rule, path string, n *yaml.Node) bool {
 			r.Unlimited = p.bool(kv.val, kv.fieldPos)
 		case "name":
 			r.Name, _ = p.str(kv.val, kv.fieldPos)
+			first.name = r.Name
 		case "replaces":
 			r.Replaces, replNodes = p.replaces(kv.val, kv.fieldPos)
 		case "also":
@@ -510,6 +511,12 @@ func (p *parser) rateLimit(r *Rule, path string, n *yaml.Node) bool {
 			p.errorf(c, join(spec.path, "requests_per_unit"), "a rule of several limits (also) has at least 1 request per unit in each")
 			return false
 		}
+		for _, o := range r.Limits {
+			if l.Name != "" && o.Name == l.Name {
+				p.errorf(spec.nameNode, join(spec.path, "name"), "two limits of one rule are named '%s'", l.Name)
+				return false
+			}
+		}
 		r.Limits = append(r.Limits, l)
 	}
 	if len(r.Limits) > maxRuleLimits {
@@ -526,6 +533,8 @@ const maxRuleLimits = 16
 type limitSpec struct {
 	node     *yaml.Node
 	path     string
+	name     string
+	nameNode *yaml.Node
 	unit     string
 	unitNode *yaml.Node
 	rpu      uint32
@@ -542,6 +551,9 @@ func (p *parser) limitField(s *limitSpec, kv keyValue) {
 		if v, ok := p.int(kv.val, kv.fieldPos, 0, math.MaxUint32); ok {
 			s.rpu = uint32(v)
 		}
+	case "name":
+		s.name, _ = p.str(kv.val, kv.fieldPos)
+		s.nameNode = kv.val
 	default:
 		p.extra(&s.ex, kv)
 	}

@@ -546,8 +546,7 @@ func (r *Rules) decide(ctx context.Context, st *state, s *Status, key string, ow
 	s.ResetAfter = d.ResetAfter
 	if len(d.Limits) > 1 {
 		// A rule of several limits reports the one that binds.
-		l := &s.Rule.Limits[binding(d.Limits, d)]
-		s.RequestsPerUnit, s.Unit = l.RequestsPerUnit, l.Unit
+		s.bind(binding(d.Limits, d))
 	}
 	if over || !d.Allowed {
 		s.Code = OverLimit

@@ -315,6 +315,10 @@ func (svc *service) count(st *rules.Status) {
 	}
 	shadow := st.Rule != nil && st.Rule.ShadowMode
 	svc.stats.rule(st.StatsKey).record(hits, before, before+hits, limit, svc.settings.NearLimitRatio, shadow)
+	if st.Rule != nil && len(st.Rule.Limits) > 1 && (st.Code == rules.OverLimit || st.Shadow) {
+		// Which of the rule's limits denied: envoy's names cannot say.
+		svc.stats.counter(limitStat(st.StatsKey, &st.Rule.Limits[st.Limit])).Add(hits)
+	}
 }
 
 // ceilSeconds rounds d up to whole seconds, as envoy's duration_until_reset
