@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/rules"
 )
@@ -77,6 +79,7 @@ type settings struct {
 	RedisSocketType, RedisType       string
 	RedisURL                         string
 	RedisPoolSize                    int
+	RedisPipelineLimit               int // a no-op, as in envoyproxy/ratelimit
 	RedisAuth, RedisSentinelAuth     string
 	RedisTLS                         bool
 	RedisTLSClientCert               string
@@ -104,6 +107,10 @@ type settings struct {
 // (20 ms by default), so that a slow store answers with an error Envoy
 // still receives, and its failure_mode_deny decides, before Envoy gives up.
 const defaultDecisionTimeout = 10 * time.Millisecond
+
+// maxRedisPoolSize is the most connections to one Redis node rueidis
+// keeps for pipelined calls (2^rueidis.MaxPipelineMultiplex).
+const maxRedisPoolSize = 1 << rueidis.MaxPipelineMultiplex
 
 // defaultRedisURL is envoyproxy/ratelimit's REDIS_URL default, a
 // nutcracker socket. Left unset, ratekit-server counts in memory instead.
@@ -188,6 +195,16 @@ func (e *env) refuse(name string, allowed []string, why string) {
 		}
 	}
 	e.fail(name, "%q is not supported by ratekit-server: %s", v, why)
+}
+
+// refuseDuration is refuse for a duration whose default is def.
+func (e *env) refuseDuration(name string, def time.Duration, why string) {
+	if _, ok := e.raw(name); !ok {
+		return
+	}
+	if d := e.duration(name, def); d != def {
+		e.fail(name, "%v is not supported by ratekit-server (only its default, %v): %s", d, def, why)
+	}
 }
 
 // refuseBool is refuse for a boolean whose default is false.
@@ -284,6 +301,7 @@ func loadSettings(lookup func(string) (string, bool)) (settings, error) {
 		RedisTLSCACert:                   e.str("REDIS_TLS_CACERT", ""),
 		RedisTLSSkipHostnameVerification: e.boolean("REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", false),
 		RedisPipelineWindow:              e.duration("REDIS_PIPELINE_WINDOW", 0),
+		RedisPipelineLimit:               e.integer("REDIS_PIPELINE_LIMIT", 0, math.MinInt32, math.MaxInt32),
 		RedisTimeout:                     e.duration("REDIS_TIMEOUT", 10*time.Second),
 
 		DecisionTimeout: e.duration("RATEKIT_DECISION_TIMEOUT", defaultDecisionTimeout),
@@ -410,6 +428,13 @@ func backend(e *env, s *settings) string {
 	if (s.RedisTLSClientCert == "") != (s.RedisTLSClientKey == "") {
 		e.fail("REDIS_TLS_CLIENT_CERT", "needs both REDIS_TLS_CLIENT_CERT and REDIS_TLS_CLIENT_KEY")
 	}
+	if s.RedisPoolSize > maxRedisPoolSize {
+		e.fail("REDIS_POOL_SIZE", "%d connections to a Redis node cannot be honoured: rueidis opens at most %d, each carrying many concurrent calls; want 1 to %d",
+			s.RedisPoolSize, maxRedisPoolSize, maxRedisPoolSize)
+	}
+	if s.RedisTimeout == 0 {
+		e.fail("REDIS_TIMEOUT", "0 (no timeout) is not supported by ratekit-server: rueidis always bounds a dial and a reply; want a positive duration such as 10s")
+	}
 	return "redis"
 }
 
@@ -431,6 +456,10 @@ func refuseUnsupported(e *env, s *settings) {
 	e.refuseBool("REDIS_HEALTH_CHECK_ACTIVE_CONNECTION", "the health check does not follow Redis; a store error fails the call, not the health check")
 	e.refuse("REDIS_POOL_ON_EMPTY_BEHAVIOR", []string{"WAIT"}, "connections are multiplexed and never run out; only WAIT means what it says")
 	e.refuse("REDIS_CLUSTER_PIPELINE_PARALLELISM", []string{"1"}, "not implemented")
+	why := "ratekit-server does not retry Redis at start: it exits (1), naming the error, for its supervisor to restart it"
+	e.refuseDuration("REDIS_STARTUP_INITIAL_INTERVAL", time.Second, why)
+	e.refuseDuration("REDIS_STARTUP_MAX_INTERVAL", 30*time.Second, why)
+	e.refuseDuration("REDIS_STARTUP_MAX_ELAPSED_TIME", 0, why)
 	e.refuse("EXPIRATION_JITTER_MAX_SECONDS", []string{"300"}, "ratekit's keys expire exactly when their state no longer matters; jitter is not configurable")
 }
 
