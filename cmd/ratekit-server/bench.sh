@@ -88,7 +88,8 @@ for redis in single cluster; do
 done
 
 # The medians of each (Redis, mix, server), and ratekit-server's ratio.
-echo "medians of $BENCH_ROUNDS rounds:"
+echo "medians of $BENCH_ROUNDS rounds (ratio: ratekit-server's over envoyproxy/ratelimit's):"
+printf '  %-15s %12s %10s %12s %10s %7s %7s\n' "redis mix" "ratekit/s" "p99 us" "envoy/s" "p99 us" "ratio" "p99"
 awk '
 	function field(name,   i) { for (i = 3; i <= NF; i++) if (index($i, name "=") == 1) return substr($i, length(name) + 2); return "" }
 	function median(list,   a, n, i, j, t) {
@@ -98,7 +99,6 @@ awk '
 	}
 	{ k = $1 " " field("mix"); s = $2; rate[k, s] = rate[k, s] " " field("decisions/s"); p99[k, s] = p99[k, s] " " field("p99_us"); keys[k] = 1 }
 	END {
-		printf "  %-15s %12s %10s %12s %10s %7s %7s\n", "redis mix", "ratekit/s", "p99 us", "envoy/s", "p99 us", "ratio", "p99"
 		for (k in keys) {
 			r = median(rate[k, "ratekit-server"]); e = median(rate[k, "envoyproxy/ratelimit"])
 			rp = median(p99[k, "ratekit-server"]); ep = median(p99[k, "envoyproxy/ratelimit"])
