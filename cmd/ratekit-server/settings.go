@@ -353,6 +353,17 @@ func loadSettings(lookup func(string) (string, bool)) (settings, error) {
 		e.fail("GRPC_CLIENT_TLS_SAN", "needs GRPC_CLIENT_TLS_CACERT")
 	}
 
+	if s.ConfigType == "GRPC_XDS_SOTW" && s.XDSUseTLS {
+		// Read at start, as envoyproxy/ratelimit does: a file missing is
+		// refused, not retried every CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL.
+		if _, err := xdsTLS(s); err != nil {
+			e.errs = append(e.errs, err)
+		}
+	}
+	if !s.XDSUseTLS && (s.XDSClientTLSCert != "" || s.XDSServerTLSCACert != "" || s.XDSServerTLSSAN != "") && s.ConfigType == "GRPC_XDS_SOTW" {
+		e.fail("CONFIG_GRPC_XDS_SERVER_USE_TLS", "false, but CONFIG_GRPC_XDS_*_TLS_* are set: they are used only with CONFIG_GRPC_XDS_SERVER_USE_TLS=true")
+	}
+
 	s.Backend = backend(e, &s)
 	refuseUnsupported(e, &s)
 	return s, errors.Join(e.errs...)
