@@ -463,6 +463,7 @@ func refuseUnsupported(e *env, s *settings) {
 	e.refuse("USE_DOG_STATSD_MOGRIFIERS", nil, "DogStatsD is not implemented")
 	e.refuse("EXTRA_TAGS", nil, "stats tags are not implemented")
 	e.refuse("PROMETHEUS_MAPPER_YAML", nil, "the metric names are fixed (docs/server.md lists them)")
+	e.refuseBool("PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS", "no response time metric is exported (docs/server.md lists the metrics)")
 	e.refuseBool("REDIS_PERSECOND", "one store holds every limit; a second Redis for per-second limits is not implemented")
 	e.refuseBool("REDIS_HEALTH_CHECK_ACTIVE_CONNECTION", "the health check does not follow Redis; a store error fails the call, not the health check")
 	e.refuse("REDIS_POOL_ON_EMPTY_BEHAVIOR", []string{"WAIT"}, "connections are multiplexed and never run out; only WAIT means what it says")
