@@ -218,8 +218,7 @@ func (r *Rules) decideAtomic(ctx context.Context, statuses []Status, sc *scratch
 		s.Remaining = uint32(min(max(ld.Remaining, 0), math.MaxUint32))
 		s.ResetAfter = ld.ResetAfter
 		if len(ps) > 1 {
-			l := &s.Rule.Limits[b]
-			s.RequestsPerUnit, s.Unit = l.RequestsPerUnit, l.Unit
+			s.bind(b)
 		}
 		if over {
 			s.Code, s.Decision.Allowed = OverLimit, false

@@ -74,6 +74,13 @@ type Rule struct {
 	// The rule's Unit, RequestsPerUnit, Window and Algorithm are its
 	// first limit's.
 	Limits []Limit
+	// FailureMode is rate_limit.failure_mode (ratekit's key): what the
+	// rule decides while its store fails or answers later than
+	// Options.Failsafe.Timeout, one of FailureModes: "open" allows,
+	// "closed" denies, "local" decides on Options.LocalStore. "" (not
+	// given) returns the store's error.
+	FailureMode string
+	failureAt   fieldAt
 
 	index  int           // in Config.rules
 	params []core.Params // Limits' Params, given with each request
@@ -86,6 +93,10 @@ type Rule struct {
 // also (ratekit's key: several limits decided at once), with its
 // parameters, given with each request it decides (core.Request.Params).
 type Limit struct {
+	// Name is the limit's name: rate_limit.name for the rule's own, an
+	// also's name for its (ratekit's key); "" when not given. A status
+	// reports the name of the limit that binds (Status.Name).
+	Name string
 	// RequestsPerUnit per Unit (UnitUnknown for a period), in windows of
 	// Window, by Algorithm.
 	RequestsPerUnit uint32

@@ -107,7 +107,7 @@ func (p *parser) duration(n *yaml.Node, path string) time.Duration {
 // (every request is over it).
 func (p *parser) limit(s *limitSpec) (Limit, bool) {
 	e, path := &s.ex, s.path
-	l := Limit{Algorithm: DefaultAlgorithm, RequestsPerUnit: s.rpu, Penalty: e.penalty, calendarAt: e.calendarAt, penaltyAt: e.penaltyAt}
+	l := Limit{Name: s.name, Algorithm: DefaultAlgorithm, RequestsPerUnit: s.rpu, Penalty: e.penalty, calendarAt: e.calendarAt, penaltyAt: e.penaltyAt}
 	if e.algorithm != "" {
 		l.Algorithm = e.algorithm
 	}

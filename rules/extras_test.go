@@ -112,6 +112,7 @@ descriptors:
       also:
         - unit: minute
           requests_per_unit: 5
+          name: api_per_minute
         - period: 30s
           requests_per_unit: 100
           algorithm: tokenbucket
@@ -126,24 +127,24 @@ func TestExtrasSeveralLimits(t *testing.T) {
 		r, clock := newRules(t, alsoConfig, rules.Options{Atomic: atomic})
 		for i := range 3 {
 			s := decide(t, r, "x", 1, desc("api=k")).Statuses[0]
-			if s.Code != rules.OK || s.Unit != rules.Second || s.RequestsPerUnit != 3 || s.Remaining != uint32(2-i) || s.Name != "api" {
+			if s.Code != rules.OK || s.Unit != rules.Second || s.RequestsPerUnit != 3 || s.Remaining != uint32(2-i) || s.Name != "api" || s.Limit != 0 {
 				t.Fatalf("atomic %v, request %d: %+v", atomic, i, s)
 			}
 		}
 		s := decide(t, r, "x", 1, desc("api=k")).Statuses[0]
-		if s.Code != rules.OverLimit || s.Unit != rules.Second {
+		if s.Code != rules.OverLimit || s.Unit != rules.Second || s.Name != "api" || s.Limit != 0 {
 			t.Fatalf("atomic %v, 4th in a second: %+v", atomic, s)
 		}
 		clock.Advance(time.Second)
 		// 3 of the minute's 5 used: the minute binds now.
 		s = decide(t, r, "x", 1, desc("api=k")).Statuses[0]
-		if s.Code != rules.OK || s.Unit != rules.Minute || s.RequestsPerUnit != 5 || s.Remaining != 1 {
+		if s.Code != rules.OK || s.Unit != rules.Minute || s.RequestsPerUnit != 5 || s.Remaining != 1 || s.Name != "api_per_minute" || s.Limit != 1 {
 			t.Fatalf("atomic %v, next second: %+v", atomic, s)
 		}
 		decide(t, r, "x", 1, desc("api=k"))
 		clock.Advance(time.Second)
 		s = decide(t, r, "x", 1, desc("api=k")).Statuses[0]
-		if s.Code != rules.OverLimit || s.Unit != rules.Minute || s.Remaining != 0 {
+		if s.Code != rules.OverLimit || s.Unit != rules.Minute || s.Remaining != 0 || s.Name != "api_per_minute" || s.Limit != 1 {
 			t.Fatalf("atomic %v, minute spent: %+v", atomic, s)
 		}
 		// The denied requests counted nowhere: the second's limit has 3 left.
@@ -161,7 +162,8 @@ func TestExtrasSeveralLimitsErrors(t *testing.T) {
 	for _, tt := range []struct{ yaml, want string }{
 		{"domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      also: {unit: day}\n", "f.yaml:7: descriptors[0].rate_limit.also: also is a list of limits"},
 		{"domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      also:\n        - unit: day\n          requests_per_unit: 0\n", "f.yaml:8: descriptors[0].rate_limit.also[0].requests_per_unit: a rule of several limits (also) has at least 1 request per unit in each"},
-		{"domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      also:\n        - unit: day\n          requests_per_unit: 5\n          name: x\n", "f.yaml:10: descriptors[0].rate_limit.also[0].name: config error, unknown key 'name'"},
+		{"domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      also:\n        - unit: day\n          requests_per_unit: 5\n          replaces: [{name: y}]\n", "f.yaml:10: descriptors[0].rate_limit.also[0].replaces: config error, unknown key 'replaces'"},
+		{"domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      name: x\n      unit: second\n      requests_per_unit: 1\n      also:\n        - unit: day\n          requests_per_unit: 5\n          name: x\n", "f.yaml:11: descriptors[0].rate_limit.also[0].name: two limits of one rule are named 'x'"},
 		{"domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      also:\n        - unit: eon\n          requests_per_unit: 5\n", "f.yaml:8: descriptors[0].rate_limit.also[0].unit: invalid rate limit unit 'eon'"},
 		{"domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unlimited: true\n      also:\n        - unit: day\n          requests_per_unit: 5\n", "an unlimited rule takes none of ratekit's keys (also)"},
 	} {

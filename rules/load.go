@@ -13,11 +13,12 @@ import (
 // file, or a directory whose every file is read, in its subdirectories
 // too, in lexical order of their paths. Names that begin with '.' are
 // skipped, files and directories alike (a Kubernetes ConfigMap's ..data
-// and ..2024_01_01... entries, editors' swap files); symbolic links are
+// and ..2024_01_01... entries, editors' swap files), unless
+// opts.IncludeDotFiles is set; symbolic links are
 // followed (a ConfigMap's files are links into ..data). Errors name files
 // by their path relative to path's directory, or path itself for a file.
 func Load(path string, opts LoadOptions) (*Config, error) {
-	files, err := readFiles(path)
+	files, err := readFiles(path, opts.IncludeDotFiles)
 	if err != nil {
 		return nil, err
 	}
@@ -25,8 +26,8 @@ func Load(path string, opts LoadOptions) (*Config, error) {
 }
 
 // readFiles reads the files of a configuration at path: a file, or a
-// directory's files.
-func readFiles(path string) ([]File, error) {
+// directory's files (those named '.' too when dot is set).
+func readFiles(path string, dot bool) ([]File, error) {
 	info, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -39,7 +40,7 @@ func readFiles(path string) ([]File, error) {
 		return []File{{Name: path, Data: data}}, nil
 	}
 	var files []File
-	if err := walk(path, "", &files, 0); err != nil {
+	if err := walk(path, "", dot, &files, 0); err != nil {
 		return nil, err
 	}
 	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Name, b.Name) })
@@ -50,7 +51,7 @@ func readFiles(path string) ([]File, error) {
 // them, which may loop).
 const maxDepth = 16
 
-func walk(root, rel string, files *[]File, depth int) error {
+func walk(root, rel string, dot bool, files *[]File, depth int) error {
 	if depth > maxDepth {
 		return fmt.Errorf("%w: %s: directories nested more than %d deep (a loop of links?)", ErrConfig, filepath.Join(root, rel), maxDepth)
 	}
@@ -59,7 +60,7 @@ func walk(root, rel string, files *[]File, depth int) error {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".") {
+		if !dot && strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
 		name := filepath.Join(rel, e.Name())
@@ -75,7 +76,7 @@ func walk(root, rel string, files *[]File, depth int) error {
 		}
 		switch {
 		case info.IsDir():
-			if err := walk(root, name, files, depth+1); err != nil {
+			if err := walk(root, name, dot, files, depth+1); err != nil {
 				return err
 			}
 		case info.Mode().IsRegular():

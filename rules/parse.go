@@ -67,6 +67,14 @@ type LoadOptions struct {
 	// in a second file is an error. A descriptor given twice is an error
 	// either way.
 	MergeDomains bool
+	// IncludeDotFiles makes Load and Watch read the names that begin with
+	// '.' too, files and directories, which they skip otherwise. It is
+	// envoyproxy/ratelimit's default (RUNTIME_IGNOREDOTFILES=false: its
+	// runtime loader, lyft/goruntime, reads every file under the
+	// directory); skipping them is what a Kubernetes ConfigMap volume
+	// needs, whose ..data and ..<timestamp> entries hold every file a
+	// second time (RUNTIME_IGNOREDOTFILES=true there).
+	IncludeDotFiles bool
 }
 
 // maxErrors is how many errors Parse reports before it stops looking.
@@ -214,8 +222,8 @@ var (
 		"detailed_metric", "value_to_metric", "share_threshold", "metadata"}
 	rateLimitKeys = []string{"unit", "requests_per_unit", "unlimited", "name", "replaces",
 		// ratekit's
-		"algorithm", "period", "burst", "carry", "calendar", "penalty", "also"}
-	alsoKeys     = []string{"unit", "requests_per_unit", "algorithm", "period", "burst", "carry", "calendar", "penalty"}
+		"algorithm", "period", "burst", "carry", "calendar", "penalty", "also", "failure_mode"}
+	alsoKeys     = []string{"unit", "requests_per_unit", "name", "algorithm", "period", "burst", "carry", "calendar", "penalty"}
 	replacesKeys = []string{"name"}
 )
 
@@ -414,11 +422,19 @@ func (p *parser) rateLimit(r *Rule, path string, n *yaml.Node) bool {
 			r.Unlimited = p.bool(kv.val, kv.fieldPos)
 		case "name":
 			r.Name, _ = p.str(kv.val, kv.fieldPos)
+			first.name = r.Name
 		case "replaces":
 			r.Replaces, replNodes = p.replaces(kv.val, kv.fieldPos)
 		case "also":
 			also = kv.val
 			first.ex.mark(kv.key)
+		case "failure_mode":
+			first.ex.mark(kv.key)
+			r.FailureMode, _ = p.str(kv.val, kv.fieldPos)
+			r.failureAt = fieldAt{kv.val.Line, kv.fieldPos}
+			if !contains(FailureModes(), r.FailureMode) {
+				p.errorf(kv.val, kv.fieldPos, "failure_mode is one of %s, got '%s'", strings.Join(FailureModes(), ", "), r.FailureMode)
+			}
 		default:
 			p.limitField(&first, kv)
 		}
@@ -495,6 +511,12 @@ func (p *parser) rateLimit(r *Rule, path string, n *yaml.Node) bool {
 			p.errorf(c, join(spec.path, "requests_per_unit"), "a rule of several limits (also) has at least 1 request per unit in each")
 			return false
 		}
+		for _, o := range r.Limits {
+			if l.Name != "" && o.Name == l.Name {
+				p.errorf(spec.nameNode, join(spec.path, "name"), "two limits of one rule are named '%s'", l.Name)
+				return false
+			}
+		}
 		r.Limits = append(r.Limits, l)
 	}
 	if len(r.Limits) > maxRuleLimits {
@@ -511,6 +533,8 @@ const maxRuleLimits = 16
 type limitSpec struct {
 	node     *yaml.Node
 	path     string
+	name     string
+	nameNode *yaml.Node
 	unit     string
 	unitNode *yaml.Node
 	rpu      uint32
@@ -527,6 +551,9 @@ func (p *parser) limitField(s *limitSpec, kv keyValue) {
 		if v, ok := p.int(kv.val, kv.fieldPos, 0, math.MaxUint32); ok {
 			s.rpu = uint32(v)
 		}
+	case "name":
+		s.name, _ = p.str(kv.val, kv.fieldPos)
+		s.nameNode = kv.val
 	default:
 		p.extra(&s.ex, kv)
 	}

@@ -93,7 +93,7 @@ func (r *Rules) Watch(ctx context.Context, path string, opts WatchOptions) error
 	var lastErr error
 	read := false // last holds what was read last
 	for {
-		files, err := readStable(path)
+		files, err := readStable(path, opts.IncludeDotFiles)
 		switch {
 		case err != nil:
 			// Unreadable (a swap in progress, a path not there yet): report
@@ -126,13 +126,13 @@ func (r *Rules) Watch(ctx context.Context, path string, opts WatchOptions) error
 
 // readStable reads path until two reads in a row agree, up to a few
 // times.
-func readStable(path string) ([]File, error) {
-	files, err := readFiles(path)
+func readStable(path string, dot bool) ([]File, error) {
+	files, err := readFiles(path, dot)
 	for range 5 {
 		if err != nil {
 			return nil, err
 		}
-		again, err2 := readFiles(path)
+		again, err2 := readFiles(path, dot)
 		if err2 == nil && sameFiles(files, again) {
 			return files, nil
 		}

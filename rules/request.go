@@ -79,11 +79,16 @@ type Status struct {
 	Rule *Rule
 	// Checked says that a limit was checked: envoy's current_limit is
 	// RequestsPerUnit per Unit, named Name. False when no rule applies,
-	// and for an unlimited or replaced rule.
+	// and for an unlimited or replaced rule. For a rule of several
+	// limits (also) they are the limit that binds, Rule.Limits[Limit]:
+	// the one that denied (the longest wait, when several did), or the
+	// one with the least left; Name is that limit's name, or the rule's
+	// when it has none.
 	Checked         bool
 	RequestsPerUnit uint32
 	Unit            Unit
 	Name            string
+	Limit           int
 	// Remaining is envoy's limit_remaining: what the limit has left
 	// after this request, whether allowed or not (a denied request
 	// counts nothing); MaxUint32 for an unlimited rule, 0 when no limit
@@ -111,4 +116,13 @@ type Status struct {
 	Replaced       bool // the rule is replaced by another matched rule
 	Override       bool // the request's own Limit was checked
 	Shadow         bool // a shadow_mode rule was over its limit: Code is OK
+}
+
+// bind reports limit j of the status's rule as the one that binds.
+func (s *Status) bind(j int) {
+	l := &s.Rule.Limits[j]
+	s.Limit, s.RequestsPerUnit, s.Unit = j, l.RequestsPerUnit, l.Unit
+	if l.Name != "" {
+		s.Name = l.Name
+	}
 }

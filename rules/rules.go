@@ -14,6 +14,7 @@ import (
 	"github.com/ratekit/ratekit/algorithms"
 	"github.com/ratekit/ratekit/algorithms/fixedwindow"
 	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/failsafe"
 )
 
 // ErrNoConfig is returned by a decision of Rules that has no
@@ -69,6 +70,20 @@ type Options struct {
 	// at one counter (given twice, or two values of one share_threshold
 	// rule) are counted there once, by the request's cost (docs/rules.md).
 	Atomic bool
+	// Failsafe configures the failsafe.Limiter that decides a rule with a
+	// failure_mode (Rule.FailureMode) while its store fails: its Timeout
+	// bounds each store call of such a rule (0: only the caller's
+	// context does, and a call it ends is the caller's error, not the
+	// mode's), RetryInterval, MaxInFlight, OnError, Logger and Clock are
+	// its own; Limiter, Mode and Local are set by Rules for each rule.
+	// Rules of one algorithm and one mode share one failsafe.Limiter,
+	// kept across reloads. It wraps what Wrap returns.
+	Failsafe failsafe.Config
+	// LocalStore is the store a rule of failure_mode local decides on
+	// while the store fails: typically a memory.Store of the caller's
+	// (who closes it). A configuration with such a rule is refused
+	// without it.
+	LocalStore core.ScriptRunner
 	// OnLoad, when set, is called after every load by Update and Watch:
 	// with the configuration put in force and a nil error, or with a nil
 	// Config and the error that kept the one in force.
@@ -96,9 +111,13 @@ type Rules struct {
 	calendarRaw *ratekit.Limiter
 	algIndex    map[string]uint8 // index in algorithms.All by name
 	algNames    []string
+	remote      bool             // the store is not in this process: batch what can be
+	manyDefault *ratekit.Limiter // the default algorithm's, when unwrapped
 
-	mu  sync.Mutex
-	raw map[string]*ratekit.Limiter // unwrapped, for policies; under mu
+	mu     sync.Mutex
+	raw    map[string]*ratekit.Limiter // unwrapped, for policies; under mu
+	local  map[string]*ratekit.Limiter // on Options.LocalStore; under mu
+	guards map[guardKey]core.Limiter   // failure modes' failsafes; under mu
 
 	state     atomic.Pointer[state] // the configuration in force
 	keys      interner
@@ -113,6 +132,10 @@ type Rules struct {
 type state struct {
 	cfg      *Config
 	limiters []core.Limiter // by Rule.index
+	// many is each rule's limiter when nothing wraps it (by Rule.index;
+	// else nil): the descriptors of one such limiter can go in one
+	// AllowMany, which wrappers do not offer.
+	many []*ratekit.Limiter
 }
 
 // New returns Rules deciding on store with cfg in force (nil: none until
@@ -121,10 +144,13 @@ func New(store core.ScriptRunner, cfg *Config, opts Options) (*Rules, error) {
 	if opts.Prefix == "" {
 		opts.Prefix = DefaultPrefix
 	}
-	r := &Rules{opts: opts, clock: opts.Clock, store: store, limiters: map[string]core.Limiter{}, raw: map[string]*ratekit.Limiter{}}
+	r := &Rules{opts: opts, clock: opts.Clock, store: store, limiters: map[string]core.Limiter{},
+		raw: map[string]*ratekit.Limiter{}, local: map[string]*ratekit.Limiter{}, guards: map[guardKey]core.Limiter{}}
 	if r.clock == nil {
 		r.clock = core.ClockFunc(time.Now)
 	}
+	_, inProcess := store.(core.LocalStore)
+	r.remote = !inProcess
 	r.algIndex = map[string]uint8{}
 	for i, a := range algorithms.All {
 		r.algIndex[a.Name] = uint8(i)
@@ -146,6 +172,7 @@ func New(store core.ScriptRunner, cfg *Config, opts Options) (*Rules, error) {
 	if r.calendar, err = r.wrap(cal); err != nil {
 		return nil, err
 	}
+	r.manyDefault = r.unwrapped(DefaultAlgorithm)
 	r.scratch.New = func() any { return new(scratch) }
 	if cfg != nil {
 		if err := r.Set(cfg); err != nil {
@@ -181,6 +208,20 @@ func (r *Rules) limiterAt(alg string, j int, calendar bool) (*ratekit.Limiter, e
 	return l, nil
 }
 
+// unwrapped returns the limiter New built for base (an algorithm, or
+// "calendar") when Options.Wrap does not wrap it, else nil.
+func (r *Rules) unwrapped(base string) *ratekit.Limiter {
+	switch {
+	case r.opts.Wrap != nil:
+		return nil
+	case base == "calendar":
+		return r.calendarRaw
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.raw[base]
+}
+
 func (r *Rules) wrap(l *ratekit.Limiter) (core.Limiter, error) {
 	if r.opts.Wrap == nil {
 		return l, nil
@@ -198,14 +239,15 @@ func (r *Rules) wrap(l *ratekit.Limiter) (core.Limiter, error) {
 // Set puts cfg in force: every decision that starts after Set returns
 // decides with it. The keys' state stays: what a rule's counts become
 // when its limits change is what its algorithm says (docs/rules.md).
-// A rule the Options cannot decide (a penalty under Atomic, a calendar
-// decided with other limits without Clock) is a *ConfigError naming its
+// A rule the Options cannot decide (a penalty or a failure_mode under
+// Atomic, a calendar decided with other limits without Clock, a
+// failure_mode local without LocalStore) is a *ConfigError naming its
 // file, line and field; the configuration in force then stays.
 func (r *Rules) Set(cfg *Config) error {
 	if cfg == nil {
 		return fmt.Errorf("%w: Set(nil)", ErrConfig)
 	}
-	st := &state{cfg: cfg, limiters: make([]core.Limiter, len(cfg.rules))}
+	st := &state{cfg: cfg, limiters: make([]core.Limiter, len(cfg.rules)), many: make([]*ratekit.Limiter, len(cfg.rules))}
 	for i, rule := range cfg.rules {
 		if len(rule.Limits) == 0 {
 			continue
@@ -225,32 +267,64 @@ func (r *Rules) Set(cfg *Config) error {
 			return &ConfigError{File: rule.File, Line: penaltyAt.line, Field: penaltyAt.field, Msg: "a rule with a penalty cannot be decided with Options.Atomic (the penalty would block the whole domain)"}
 		case calendar && r.opts.Clock == nil && (r.opts.Atomic || len(rule.Limits) > 1):
 			return &ConfigError{File: rule.File, Line: calendarAt.line, Field: calendarAt.field, Msg: "a calendar limit decided with others (Options.Atomic, also) needs Options.Clock: limits decided at once are decided at one time, and a calendar follows this process's clock"}
-		case r.opts.Atomic:
+		case r.opts.Atomic && rule.FailureMode == "":
 			// decideAtomic decides with policies of its own.
-		case len(rule.Limits) == 1 && !penalty && calendar:
-			st.limiters[i] = r.calendar
 		case len(rule.Limits) == 1 && !penalty:
-			st.limiters[i] = r.limiters[rule.Algorithm]
+			base, lim := rule.Algorithm, r.limiters[rule.Algorithm]
+			if calendar {
+				base, lim = "calendar", r.calendar
+			}
+			st.limiters[i] = lim
+			if rule.FailureMode == "" {
+				st.many[i] = r.unwrapped(base)
+				break
+			}
+			l := rule.Limits[0]
+			local := func() (core.Limiter, error) { return r.localLimiter(l.Algorithm, 0, l.calendar) }
+			var err error
+			if st.limiters[i], err = r.guard(rule, lim, base, local); err != nil {
+				return err
+			}
 		default:
-			limits := make([]ratekit.Limit, len(rule.Limits))
-			for j, l := range rule.Limits {
-				lim, err := r.limiterAt(l.Algorithm, j, l.calendar)
+			p, err := r.policy(rule, r.limiterAt)
+			if err != nil {
+				return err
+			}
+			if st.limiters[i], err = r.wrap(p); err != nil || rule.FailureMode == "" {
 				if err != nil {
 					return err
 				}
-				limits[j] = ratekit.Limit{Name: fmt.Sprintf("l%d", j), Limiter: lim, Penalty: l.Penalty}
+				if r.opts.Wrap == nil {
+					st.many[i] = p
+				}
+				break
 			}
-			p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: limits, PenaltyPrefix: r.opts.Prefix + "penalty:"})
-			if err != nil {
-				return fmt.Errorf("%s:%d: %w", rule.File, rule.Line, err)
-			}
-			if st.limiters[i], err = r.wrap(p); err != nil {
+			local := func() (core.Limiter, error) { return r.policy(rule, r.localLimiter) }
+			if st.limiters[i], err = r.guard(rule, st.limiters[i], "", local); err != nil {
 				return err
 			}
 		}
 	}
 	r.state.Store(st)
 	return nil
+}
+
+// policy builds the policy of a rule of several limits or a penalty, its
+// limits built by at.
+func (r *Rules) policy(rule *Rule, at func(alg string, j int, calendar bool) (*ratekit.Limiter, error)) (*ratekit.Limiter, error) {
+	limits := make([]ratekit.Limit, len(rule.Limits))
+	for j, l := range rule.Limits {
+		lim, err := at(l.Algorithm, j, l.calendar)
+		if err != nil {
+			return nil, err
+		}
+		limits[j] = ratekit.Limit{Name: fmt.Sprintf("l%d", j), Limiter: lim, Penalty: l.Penalty}
+	}
+	p, err := ratekit.NewPolicy(ratekit.PolicyConfig{Limits: limits, PenaltyPrefix: r.opts.Prefix + "penalty:"})
+	if err != nil {
+		return nil, fmt.Errorf("%s:%d: %w", rule.File, rule.Line, err)
+	}
+	return p, nil
 }
 
 // Config returns the configuration in force, nil when none is.
@@ -426,16 +500,10 @@ func (r *Rules) decideTo(ctx context.Context, res *Result, domain string, descri
 			return err
 		}
 	} else {
-		for i := range res.Statuses {
-			if s := &res.Statuses[i]; s.Checked {
-				var own []core.Params
-				if sc.params[i] != nil {
-					own = sc.params[i : i+1]
-				}
-				if err := r.decide(ctx, st, s, sc.keys[i], own); err != nil {
-					return err
-				}
-			}
+		err := r.decideEach(ctx, st, res.Statuses, sc)
+		clear(sc.pending) // what the pool keeps holds no status nor limiter
+		if err != nil {
+			return err
 		}
 	}
 	// envoyproxy/ratelimit's verdict: over the limit when a descriptor
@@ -467,40 +535,98 @@ func (r *Rules) quota(s *Status) bool {
 	return r.opts.QuotaMode || (s.Rule != nil && s.Rule.QuotaMode && !s.Replaced)
 }
 
-// decide checks one descriptor's limit: its rule's (s.Rule), or the
-// request's own (own, nil for 0 requests per unit).
-func (r *Rules) decide(ctx context.Context, st *state, s *Status, key string, own []core.Params) error {
-	lim, params, cost := r.limiters[DefaultAlgorithm], own, s.Hits
-	if !s.Override {
-		lim, params = st.limiters[s.Rule.index], s.Rule.params
+// decideEach decides every checked descriptor on its own, as
+// envoyproxy/ratelimit does. On a store that is not in this process, the
+// descriptors whose limiter is one go in one AllowMany: a request's
+// descriptors cost one round trip, not one each (envoyproxy/ratelimit
+// pipelines them too).
+func (r *Rules) decideEach(ctx context.Context, st *state, statuses []Status, sc *scratch) error {
+	sc.pending = sc.pending[:0]
+	for i := range statuses {
+		s := &statuses[i]
+		if !s.Checked {
+			continue
+		}
+		p := pending{status: s, lim: r.limiters[DefaultAlgorithm], many: r.manyDefault, req: core.Request{Key: sc.keys[i], N: s.Hits}}
+		if s.Override {
+			if sc.params[i] != nil {
+				p.req.Params = sc.params[i : i+1]
+			}
+		} else {
+			p.lim, p.many, p.req.Params = st.limiters[s.Rule.index], st.many[s.Rule.index], s.Rule.params
+		}
+		if p.req.Params == nil {
+			r.zero(s)
+			continue
+		}
+		least := p.req.Params[0].Limit()
+		for _, lp := range p.req.Params[1:] {
+			least = min(least, lp.Limit())
+		}
+		switch {
+		case p.req.N == 0:
+			p.req.N, p.req.Op = 1, core.OpPeek
+		case p.req.N > least:
+			p.req.N, p.req.Op, p.over = 1, core.OpPeek, true
+		}
+		sc.pending = append(sc.pending, p)
 	}
-	if params == nil {
-		r.zero(s)
-		return nil
+	for j := 0; j < len(sc.pending); {
+		p := &sc.pending[j]
+		// The descriptors that follow go with it while they can: every
+		// key then sees its requests in the request's order (an override
+		// counts at a rule's key).
+		n := 1
+		for r.remote && p.many != nil && p.req.Op == core.OpAllow && j+n < len(sc.pending) {
+			if q := &sc.pending[j+n]; q.many != p.many || q.req.Op != core.OpAllow {
+				break
+			}
+			n++
+		}
+		if n == 1 {
+			d, err := p.lim.Decide(ctx, p.req)
+			if err != nil {
+				return err
+			}
+			r.decided(p, d)
+			j++
+			continue
+		}
+		sc.reqs = sc.reqs[:0]
+		for k := j; k < j+n; k++ {
+			sc.reqs = append(sc.reqs, sc.pending[k].req)
+		}
+		for k, res := range p.many.AllowMany(ctx, sc.reqs) {
+			if res.Err != nil {
+				return res.Err
+			}
+			r.decided(&sc.pending[j+k], res.Decision)
+		}
+		j += n
 	}
-	req := core.Request{Key: key, N: cost, Params: params}
-	over := false
-	least := params[0].Limit()
-	for _, p := range params[1:] {
-		least = min(least, p.Limit())
-	}
-	switch {
-	case cost == 0:
-		req.N, req.Op = 1, core.OpPeek
-	case cost > least:
-		req.N, req.Op, over = 1, core.OpPeek, true
-	}
-	d, err := lim.Decide(ctx, req)
-	if err != nil {
-		return err
-	}
+	return nil
+}
+
+// pending is a descriptor's decision to be made: its status, its limiter
+// and request, and whether its cost is above the limit (over: the request
+// peeks).
+type pending struct {
+	status *Status
+	lim    core.Limiter
+	many   *ratekit.Limiter // lim, unwrapped; nil when wrapped
+	req    core.Request
+	over   bool
+}
+
+// decided writes the store's decision d into p's status.
+func (r *Rules) decided(p *pending, d core.Decision) {
+	s, over := p.status, p.over
 	s.Decision = d
 	s.Remaining = uint32(min(max(d.Remaining, 0), math.MaxUint32))
 	s.ResetAfter = d.ResetAfter
 	if len(d.Limits) > 1 {
 		// A rule of several limits reports the one that binds.
-		l := &s.Rule.Limits[binding(d.Limits, d)]
-		s.RequestsPerUnit, s.Unit = l.RequestsPerUnit, l.Unit
+		s.bind(binding(d.Limits, d))
 	}
 	if over || !d.Allowed {
 		s.Code = OverLimit
@@ -512,7 +638,6 @@ func (r *Rules) decide(ctx context.Context, st *state, s *Status, key string, ow
 		}
 	}
 	r.shadow(s)
-	return nil
 }
 
 // binding returns the index of the limit of lds whose decision is d's:
@@ -557,6 +682,9 @@ type scratch struct {
 	idx    []int
 	keys   []string
 	params []core.Params
+	// decideEach's
+	pending []pending
+	reqs    []core.Request
 }
 
 func (sc *scratch) reset(n int) {

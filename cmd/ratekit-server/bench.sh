@@ -1,14 +1,18 @@
 #!/bin/sh
 # make bench-rls: ratekit-server beside envoyproxy/ratelimit, built from
-# its Go module, on one redis-server, with the same rules (bench.yaml) and
-# the same load generator (rlsload): decisions/s and latency for each
-# request mix, then exactness (3 processes of each, one key, limit 1000,
-# 3000 calls). It prints its results; figures are not committed.
+# its Go module, with the same rules (bench.yaml) and the same load
+# generator (rlsload), first on one redis-server, then on a 3-master Redis
+# Cluster: decisions/s and p99 latency for each request mix, the two
+# servers in turn, BENCH_ROUNDS times, then the medians and their ratio;
+# then exactness (3 processes of each on one redis-server, one key, limit
+# 1000, 3000 calls). It prints its results and the load average; figures
+# are not committed but from a quiet run (bench/RESULTS.md).
 #
-# BENCH_DURATION (10s), BENCH_CONCURRENCY (64), ENVOY_RLS_VERSION.
+# BENCH_DURATION (10s), BENCH_CONCURRENCY (64), BENCH_ROUNDS (3),
+# ENVOY_RLS_VERSION.
 set -eu
 cd "$(dirname "$0")"
-: "${BENCH_DURATION:=10s}" "${BENCH_CONCURRENCY:=64}"
+: "${BENCH_DURATION:=10s}" "${BENCH_CONCURRENCY:=64}" "${BENCH_ROUNDS:=3}"
 : "${ENVOY_RLS_VERSION:=v1.4.1-0.20260122083618-3fb702589d36}"
 
 work=$(mktemp -d)
@@ -22,38 +26,94 @@ GOBIN="$work" go install "github.com/envoyproxy/ratelimit/src/service_cmd@$ENVOY
 
 mkdir -p "$work/runtime/ratelimit/config"
 cp bench.yaml "$work/runtime/ratelimit/config/bench.yaml"
-set -- $("$work/rlsload" -freeports 19)
 
-redis_port=$1; shift
-redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no >"$work/redis.log" 2>&1 &
+ports=$("$work/rlsload" -freeports 40)
+# nextport sets port to the next free port.
+nextport() { set -- $ports; port=$1; shift; ports=$*; }
+
+# Redis: one server, and a cluster of three masters (their bus ports
+# given, so that none is above 65535).
+nextport; single=127.0.0.1:$port
+redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >"$work/redis.log" 2>&1 &
 pids="$pids $!"
-
-common="USE_STATSD=false LOG_LEVEL=error REDIS_SOCKET_TYPE=tcp REDIS_URL=127.0.0.1:$redis_port
-RUNTIME_ROOT=$work/runtime RUNTIME_SUBDIRECTORY=ratelimit RUNTIME_WATCH_ROOT=false
-HOST=127.0.0.1 GRPC_HOST=127.0.0.1 DEBUG_HOST=127.0.0.1"
-
-# start NAME BINARY: one server process on the next three ports; prints its gRPC address.
-start() {
-	grpc=$1 http=$2 debug=$3
-	env $common GRPC_PORT="$grpc" PORT="$http" DEBUG_PORT="$debug" RATEKIT_DECISION_TIMEOUT=1s "$4" >>"$work/$5.log" 2>&1 &
+cluster=""
+for i in 1 2 3; do
+	nextport; p=$port; nextport
+	mkdir "$work/node$i"
+	redis-server --port "$p" --cluster-port "$port" --cluster-enabled yes --bind 127.0.0.1 --save '' --appendonly no \
+		--dir "$work/node$i" >"$work/node$i.log" 2>&1 &
 	pids="$pids $!"
-}
-
-start "$1" "$2" "$3" "$work/ratekit-server" ratekit; rk=127.0.0.1:$1; shift 3
-start "$1" "$2" "$3" "$work/service_cmd" envoy; ev=127.0.0.1:$1; shift 3
-"$work/rlsload" -wait -addrs "$rk,$ev"
-
-echo "envoyproxy/ratelimit $ENVOY_RLS_VERSION and ratekit-server, one redis-server, $(nproc) CPUs, $BENCH_CONCURRENCY callers, $BENCH_DURATION each"
-for mix in one three over; do
-	printf 'ratekit-server       '; "$work/rlsload" -addrs "$rk" -mix "$mix" -c "$BENCH_CONCURRENCY" -d "$BENCH_DURATION"
-	printf 'envoyproxy/ratelimit '; "$work/rlsload" -addrs "$ev" -mix "$mix" -c "$BENCH_CONCURRENCY" -d "$BENCH_DURATION"
+	cluster="$cluster${cluster:+,}127.0.0.1:$p"
+done
+sleep 1
+redis-cli --cluster create $(echo "$cluster" | tr ',' ' ') --cluster-replicas 0 --cluster-yes >"$work/cluster.log" 2>&1
+p=${cluster%%,*}
+for _ in $(seq 100); do
+	redis-cli -h 127.0.0.1 -p "${p#*:}" cluster info | grep -q 'cluster_state:ok' && break
+	sleep 0.1
 done
 
-# Exactness: two more processes of each, every call of one key spread over the three.
-start "$1" "$2" "$3" "$work/ratekit-server" ratekit; rk="$rk,127.0.0.1:$1"; shift 3
-start "$1" "$2" "$3" "$work/ratekit-server" ratekit; rk="$rk,127.0.0.1:$1"; shift 3
-start "$1" "$2" "$3" "$work/service_cmd" envoy; ev="$ev,127.0.0.1:$1"; shift 3
-start "$1" "$2" "$3" "$work/service_cmd" envoy; ev="$ev,127.0.0.1:$1"; shift 3
+# start BINARY TYPE URL: one server process on the next three ports,
+# whose gRPC address is then $addr.
+start() {
+	nextport; grpc=$port; nextport; http=$port; nextport
+	env USE_STATSD=false LOG_LEVEL=error REDIS_SOCKET_TYPE=tcp REDIS_TYPE="$2" REDIS_URL="$3" \
+		RUNTIME_ROOT="$work/runtime" RUNTIME_SUBDIRECTORY=ratelimit RUNTIME_WATCH_ROOT=false \
+		HOST=127.0.0.1 GRPC_HOST=127.0.0.1 DEBUG_HOST=127.0.0.1 GRPC_PORT="$grpc" PORT="$http" DEBUG_PORT="$port" \
+		RATEKIT_DECISION_TIMEOUT=1s "$1" >>"$work/$(basename "$1").log" 2>&1 &
+	pids="$pids $!"
+	addr=127.0.0.1:$grpc
+}
+
+echo "envoyproxy/ratelimit $ENVOY_RLS_VERSION beside ratekit-server, $(nproc) CPUs, $BENCH_CONCURRENCY callers, $BENCH_DURATION a run, $BENCH_ROUNDS rounds"
+results=$work/results
+for redis in single cluster; do
+	url=$single
+	[ "$redis" = cluster ] && url=$cluster
+	start "$work/ratekit-server" "$redis" "$url"; rk=$addr
+	start "$work/service_cmd" "$redis" "$url"; ev=$addr
+	"$work/rlsload" -wait -addrs "$rk,$ev"
+	for round in $(seq "$BENCH_ROUNDS"); do
+		echo "round $round, Redis $redis, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+		for mix in one three over; do
+			for side in ratekit-server envoyproxy/ratelimit; do
+				a=$rk
+				[ "$side" = envoyproxy/ratelimit ] && a=$ev
+				line=$("$work/rlsload" -addrs "$a" -mix "$mix" -c "$BENCH_CONCURRENCY" -d "$BENCH_DURATION")
+				printf '  %-21s %s\n' "$side" "$line"
+				echo "$redis $side $line" >>"$results"
+			done
+		done
+	done
+done
+
+# The medians of each (Redis, mix, server), and ratekit-server's ratio.
+echo "medians of $BENCH_ROUNDS rounds (ratio: ratekit-server's over envoyproxy/ratelimit's):"
+printf '  %-15s %12s %10s %12s %10s %7s %7s\n' "redis mix" "ratekit/s" "p99 us" "envoy/s" "p99 us" "ratio" "p99"
+awk '
+	function field(name,   i) { for (i = 3; i <= NF; i++) if (index($i, name "=") == 1) return substr($i, length(name) + 2); return "" }
+	function median(list,   a, n, i, j, t) {
+		n = split(list, a, " ")
+		for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+		return a[int((n + 1) / 2)]
+	}
+	{ k = $1 " " field("mix"); s = $2; rate[k, s] = rate[k, s] " " field("decisions/s"); p99[k, s] = p99[k, s] " " field("p99_us"); keys[k] = 1 }
+	END {
+		for (k in keys) {
+			r = median(rate[k, "ratekit-server"]); e = median(rate[k, "envoyproxy/ratelimit"])
+			rp = median(p99[k, "ratekit-server"]); ep = median(p99[k, "envoyproxy/ratelimit"])
+			printf "  %-15s %12.0f %10d %12.0f %10d %6.2fx %6.2fx\n", k, r, rp, e, ep, r / e, rp / ep
+		}
+	}' "$results" | sort
+
+# Exactness: three processes of each on one redis-server, every call of
+# one key spread over the three.
+rk="" ev=""
+for _ in 1 2 3; do
+	start "$work/ratekit-server" single "$single"; rk="$rk${rk:+,}$addr"
+	start "$work/service_cmd" single "$single"; ev="$ev${ev:+,}$addr"
+done
 "$work/rlsload" -wait -addrs "$rk,$ev"
 printf 'ratekit-server, 3 processes, limit 1000:       '; "$work/rlsload" -addrs "$rk" -n 3000 -c "$BENCH_CONCURRENCY"
 printf 'envoyproxy/ratelimit, 3 processes, limit 1000: '; "$work/rlsload" -addrs "$ev" -n 3000 -c "$BENCH_CONCURRENCY"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -5,6 +5,8 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/ratekit/ratekit/fakeclock"
+	"github.com/ratekit/ratekit/rules"
 	"github.com/ratekit/ratekit/testkit/redistest"
 )
 
@@ -348,6 +351,122 @@ func TestStoreFailures(t *testing.T) {
 	}
 	if got := r.stat("ratelimit.service.call.should_rate_limit.redis_error"); got < 2 {
 		t.Errorf("redis_error = %d, want at least 2", got)
+	}
+}
+
+// A rule of several limits names the one that denied: in current_limit
+// (its name, its rate) and in a counter of its own, on statsd's names and
+// Prometheus's.
+func TestDenyingLimitNamed(t *testing.T) {
+	clock := fakeclock.New(epoch)
+	r := startRLS(t, "memory", clock, nil)
+	hour := rlsv3.RateLimitResponse_RateLimit_HOUR
+	checkResponse(t, "1st", r.call("extras", desc("layered", "x")), ok, wantStatus{ok, 2, minute, 1})
+	checkResponse(t, "2nd", r.call("extras", desc("layered", "x")), ok, wantStatus{ok, 2, minute, 0})
+	resp := r.call("extras", desc("layered", "x"))
+	checkResponse(t, "3rd in a minute", resp, over, wantStatus{over, 2, minute, 0})
+	if name := resp.GetStatuses()[0].GetCurrentLimit().GetName(); name != "layered" {
+		t.Errorf("3rd in a minute: current_limit.name %q, want layered", name)
+	}
+	clock.Advance(time.Minute)
+	checkResponse(t, "next minute", r.call("extras", desc("layered", "x")), ok, wantStatus{ok, 3, hour, 0})
+	resp = r.call("extras", desc("layered", "x"))
+	checkResponse(t, "4th in an hour", resp, over, wantStatus{over, 3, hour, 0})
+	if name := resp.GetStatuses()[0].GetCurrentLimit().GetName(); name != "layered_hourly" {
+		t.Errorf("4th in an hour: current_limit.name %q, want layered_hourly", name)
+	}
+	for name, want := range map[string]uint64{
+		"ratekit.rate_limit.extras.layered.layered.over_limit":        1,
+		"ratekit.rate_limit.extras.layered.layered_hourly.over_limit": 1,
+		"ratelimit.service.rate_limit.extras.layered.over_limit":      2,
+	} {
+		if got := r.stat(name); got != want {
+			t.Errorf("%s = %d, want %d", name, got, want)
+		}
+	}
+	name, labelNames, labels := promName("ratekit.rate_limit.extras.layered.layered_hourly.over_limit")
+	if name != "ratekit_rate_limit_over_limit" || strings.Join(labelNames, ",") != "domain,key,limit" || strings.Join(labels, ",") != "extras,layered,layered_hourly" {
+		t.Errorf("Prometheus: %s %v %v", name, labelNames, labels)
+	}
+}
+
+// A limit of no name is named by its rate.
+func TestLimitStatName(t *testing.T) {
+	for _, tt := range []struct {
+		l    rules.Limit
+		want string
+	}{
+		{rules.Limit{RequestsPerUnit: 1000, Unit: rules.Day, Window: 24 * time.Hour}, "ratekit.rate_limit.d.k_v.1000_per_day.over_limit"},
+		{rules.Limit{RequestsPerUnit: 5, Window: 1500 * time.Millisecond}, "ratekit.rate_limit.d.k_v.5_per_1_5s.over_limit"},
+		{rules.Limit{Name: "a:b.c", RequestsPerUnit: 5, Unit: rules.Second}, "ratekit.rate_limit.d.k_v.a_b_c.over_limit"},
+	} {
+		if got := limitStat("d.k_v", &tt.l); got != tt.want {
+			t.Errorf("limitStat(%+v) = %s, want %s", tt.l, got, tt.want)
+		}
+	}
+}
+
+// A rule's failure_mode decides while Redis is stopped: closed denies,
+// open allows, local decides in the server's memory by the rule's limit;
+// a rule without one gets Unavailable. Every failure counts as a
+// redis_error.
+func TestFailureModes(t *testing.T) {
+	redis := redistest.Start(t)
+	root := t.TempDir()
+	dir := filepath.Join(root, "ratelimit", "config")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "modes.yaml"), []byte(`domain: modes
+descriptors:
+  - key: closed
+    rate_limit: {unit: hour, requests_per_unit: 5, failure_mode: closed}
+  - key: open
+    rate_limit: {unit: hour, requests_per_unit: 5, failure_mode: open}
+  - key: local
+    rate_limit: {unit: hour, requests_per_unit: 2, algorithm: gcra, failure_mode: local}
+  - key: plain
+    rate_limit: {unit: hour, requests_per_unit: 5}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A rule's store call is bounded by half the decision timeout: long
+	// enough that a saturated machine's calls answer while Redis is up.
+	r := startRLS(t, "", nil, map[string]string{
+		"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": redis.Addr, "RUNTIME_ROOT": root, "RATEKIT_DECISION_TIMEOUT": "2s",
+	})
+	for _, key := range []string{"closed", "open", "local", "plain"} {
+		rpu := uint32(5)
+		if key == "local" {
+			rpu = 2
+		}
+		checkResponse(t, key+", Redis up", r.call("modes", desc(key, "a")), ok, wantStatus{ok, rpu, rlsv3.RateLimitResponse_RateLimit_HOUR, rpu - 1})
+	}
+	if got := r.stat("ratelimit.service.call.should_rate_limit.redis_error"); got != 0 {
+		t.Fatalf("redis_error = %d with Redis up", got)
+	}
+	if err := redis.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { redis.Signal(syscall.SIGCONT) })
+	for i := range 3 {
+		if resp := r.call("modes", desc("closed", "a")); resp.GetOverallCode() != over {
+			t.Errorf("closed, Redis stopped, request %d: %v, want OVER_LIMIT", i, resp.GetOverallCode())
+		}
+		if resp := r.call("modes", desc("open", "a")); resp.GetOverallCode() != ok {
+			t.Errorf("open, Redis stopped, request %d: %v, want OK", i, resp.GetOverallCode())
+		}
+		// The server's memory has counted nothing of key "local": 2, then
+		// denied.
+		if resp := r.call("modes", desc("local", "b")); (resp.GetOverallCode() == ok) != (i < 2) {
+			t.Errorf("local, Redis stopped, request %d: %v, want OK %v", i, resp.GetOverallCode(), i < 2)
+		}
+	}
+	if _, err := r.send(&rlsv3.RateLimitRequest{Domain: "modes", Descriptors: []*commonv3.RateLimitDescriptor{desc("plain", "a")}}); status.Code(err) != codes.Unavailable {
+		t.Errorf("plain, Redis stopped: %v, want Unavailable", err)
+	}
+	if got := r.stat("ratelimit.service.call.should_rate_limit.redis_error"); got < 2 {
+		t.Errorf("redis_error = %d with Redis stopped, want at least 2", got)
 	}
 }
 

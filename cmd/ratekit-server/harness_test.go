@@ -183,9 +183,12 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 // writeAtomically replaces a file as a ConfigMap update or a deploy tool
-// does: written beside it under a dot name (which the rules skip), then
-// renamed. A file written in place can be read half-written, and counted as
-// a failed load, as in envoyproxy/ratelimit.
+// does: written beside it under a dot name, then renamed. A file written in
+// place can be read half-written, and counted as a failed load, as in
+// envoyproxy/ratelimit. The dot file is loaded too by default
+// (RUNTIME_IGNOREDOTFILES=false), but a read that catches it, beside the
+// file it replaces, fails (the domain twice) and is read again at the
+// next poll before it counts as an error (rules.Rules.Watch).
 func writeAtomically(t *testing.T, path string, data []byte) {
 	t.Helper()
 	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")

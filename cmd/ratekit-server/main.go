@@ -40,7 +40,7 @@ func run(check bool, lookup func(string) (string, bool), stderr io.Writer) int {
 	}
 	log := newLogger(s, stderr)
 	if check {
-		cfg, err := rules.Load(runtimeDir(s), rules.LoadOptions{MergeDomains: s.MergeDomainConfig})
+		cfg, err := rules.Load(runtimeDir(s), loadOptions(s))
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1

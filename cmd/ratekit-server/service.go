@@ -19,7 +19,9 @@ import (
 
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/denycache"
+	"github.com/ratekit/ratekit/failsafe"
 	"github.com/ratekit/ratekit/rules"
+	"github.com/ratekit/ratekit/store/memory"
 )
 
 // Bounds of a request, beyond which it is refused with InvalidArgument
@@ -46,6 +48,16 @@ type service struct {
 // stops the start, unless FORCE_START_WITHOUT_INITIAL_CONFIG.
 func newService(s settings, store core.ScriptRunner, st *stats, h *healthState, log *slog.Logger) (*service, error) {
 	svc := &service{settings: s, stats: st, log: log, stopWatch: func() {}}
+	// The store of the rules whose failure_mode is local: this process's
+	// memory, on the settings' clock.
+	var localOpts []memory.Option
+	if s.clock != nil {
+		localOpts = append(localOpts, memory.WithClock(s.clock))
+	}
+	local, err := memory.New(localOpts...)
+	if err != nil {
+		return nil, err
+	}
 	dir := runtimeDir(s)
 	if s.ConfigType == "GRPC_XDS_SOTW" {
 		dir = "xDS " + s.XDSServerURL
@@ -55,13 +67,21 @@ func newService(s settings, store core.ScriptRunner, st *stats, h *healthState, 
 	}
 	first := make(chan error, 1)
 	var once sync.Once
-	var err error
 	svc.rules, err = rules.New(store, nil, rules.Options{
-		Prefix:    s.CacheKeyPrefix,
-		Atomic:    s.StopCacheKeyIncrementWhenOverlimit,
-		QuotaMode: s.GlobalQuotaMode,
-		Clock:     s.clock,
-		Wrap:      localCache(s),
+		// A rule with a failure_mode gets half of the decision's time per
+		// store call, so that its mode answers before the request's
+		// deadline; the others return the store's error (Unavailable).
+		Failsafe: failsafe.Config{
+			Timeout: s.DecisionTimeout / 2,
+			OnError: func(string, error) { st.inc(statRedisError) },
+			Logger:  log,
+		},
+		LocalStore: local,
+		Prefix:     s.CacheKeyPrefix,
+		Atomic:     s.StopCacheKeyIncrementWhenOverlimit,
+		QuotaMode:  s.GlobalQuotaMode,
+		Clock:      s.clock,
+		Wrap:       localCache(s),
 		OnLoad: func(cfg *rules.Config, err error) {
 			if err != nil {
 				st.inc(statConfigLoadError)
@@ -77,6 +97,7 @@ func newService(s settings, store core.ScriptRunner, st *stats, h *healthState, 
 		},
 	})
 	if err != nil {
+		local.Close()
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -88,12 +109,12 @@ func newService(s settings, store core.ScriptRunner, st *stats, h *healthState, 
 			return
 		}
 		err := svc.rules.Watch(ctx, dir, rules.WatchOptions{
-			LoadOptions: rules.LoadOptions{MergeDomains: s.MergeDomainConfig},
+			LoadOptions: loadOptions(s),
 			Interval:    s.RuntimePollInterval,
 		})
 		once.Do(func() { first <- err }) // Watch refused to start
 	}()
-	svc.stopWatch = func() { cancel(); <-done }
+	svc.stopWatch = func() { cancel(); <-done; local.Close() }
 	if s.ForceStartWithoutInitialConfig && s.ConfigType == "GRPC_XDS_SOTW" {
 		// envoyproxy/ratelimit starts at once too: the management server
 		// (Envoy Gateway) may come up after the service.
@@ -294,6 +315,10 @@ func (svc *service) count(st *rules.Status) {
 	}
 	shadow := st.Rule != nil && st.Rule.ShadowMode
 	svc.stats.rule(st.StatsKey).record(hits, before, before+hits, limit, svc.settings.NearLimitRatio, shadow)
+	if st.Rule != nil && len(st.Rule.Limits) > 1 && (st.Code == rules.OverLimit || st.Shadow) {
+		// Which of the rule's limits denied: envoy's names cannot say.
+		svc.stats.counter(limitStat(st.StatsKey, &st.Rule.Limits[st.Limit])).Add(hits)
+	}
 }
 
 // ceilSeconds rounds d up to whole seconds, as envoy's duration_until_reset

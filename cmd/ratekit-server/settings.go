@@ -3,12 +3,16 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/ratekit/ratekit/core"
 	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ratekit/ratekit/core"
+	"github.com/ratekit/ratekit/rules"
 )
 
 // settings is ratekit-server's configuration, read from the environment
@@ -75,6 +79,7 @@ type settings struct {
 	RedisSocketType, RedisType       string
 	RedisURL                         string
 	RedisPoolSize                    int
+	RedisPipelineLimit               int // a no-op, as in envoyproxy/ratelimit
 	RedisAuth, RedisSentinelAuth     string
 	RedisTLS                         bool
 	RedisTLSClientCert               string
@@ -102,6 +107,10 @@ type settings struct {
 // (20 ms by default), so that a slow store answers with an error Envoy
 // still receives, and its failure_mode_deny decides, before Envoy gives up.
 const defaultDecisionTimeout = 10 * time.Millisecond
+
+// maxRedisPoolSize is the most connections to one Redis node rueidis
+// keeps for pipelined calls (2^rueidis.MaxPipelineMultiplex).
+const maxRedisPoolSize = 1 << rueidis.MaxPipelineMultiplex
 
 // defaultRedisURL is envoyproxy/ratelimit's REDIS_URL default, a
 // nutcracker socket. Left unset, ratekit-server counts in memory instead.
@@ -186,6 +195,16 @@ func (e *env) refuse(name string, allowed []string, why string) {
 		}
 	}
 	e.fail(name, "%q is not supported by ratekit-server: %s", v, why)
+}
+
+// refuseDuration is refuse for a duration whose default is def.
+func (e *env) refuseDuration(name string, def time.Duration, why string) {
+	if _, ok := e.raw(name); !ok {
+		return
+	}
+	if d := e.duration(name, def); d != def {
+		e.fail(name, "%v is not supported by ratekit-server (only its default, %v): %s", d, def, why)
+	}
 }
 
 // refuseBool is refuse for a boolean whose default is false.
@@ -282,6 +301,7 @@ func loadSettings(lookup func(string) (string, bool)) (settings, error) {
 		RedisTLSCACert:                   e.str("REDIS_TLS_CACERT", ""),
 		RedisTLSSkipHostnameVerification: e.boolean("REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", false),
 		RedisPipelineWindow:              e.duration("REDIS_PIPELINE_WINDOW", 0),
+		RedisPipelineLimit:               e.integer("REDIS_PIPELINE_LIMIT", 0, math.MinInt32, math.MaxInt32),
 		RedisTimeout:                     e.duration("REDIS_TIMEOUT", 10*time.Second),
 
 		DecisionTimeout: e.duration("RATEKIT_DECISION_TIMEOUT", defaultDecisionTimeout),
@@ -331,6 +351,17 @@ func loadSettings(lookup func(string) (string, bool)) (settings, error) {
 	}
 	if s.GRPCClientTLSSAN != "" && s.GRPCClientTLSCACert == "" {
 		e.fail("GRPC_CLIENT_TLS_SAN", "needs GRPC_CLIENT_TLS_CACERT")
+	}
+
+	if s.ConfigType == "GRPC_XDS_SOTW" && s.XDSUseTLS {
+		// Read at start, as envoyproxy/ratelimit does: a file missing is
+		// refused, not retried every CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL.
+		if _, err := xdsTLS(s); err != nil {
+			e.errs = append(e.errs, err)
+		}
+	}
+	if !s.XDSUseTLS && (s.XDSClientTLSCert != "" || s.XDSServerTLSCACert != "" || s.XDSServerTLSSAN != "") && s.ConfigType == "GRPC_XDS_SOTW" {
+		e.fail("CONFIG_GRPC_XDS_SERVER_USE_TLS", "false, but CONFIG_GRPC_XDS_*_TLS_* are set: they are used only with CONFIG_GRPC_XDS_SERVER_USE_TLS=true")
 	}
 
 	s.Backend = backend(e, &s)
@@ -408,6 +439,13 @@ func backend(e *env, s *settings) string {
 	if (s.RedisTLSClientCert == "") != (s.RedisTLSClientKey == "") {
 		e.fail("REDIS_TLS_CLIENT_CERT", "needs both REDIS_TLS_CLIENT_CERT and REDIS_TLS_CLIENT_KEY")
 	}
+	if s.RedisPoolSize > maxRedisPoolSize {
+		e.fail("REDIS_POOL_SIZE", "%d connections to a Redis node cannot be honoured: rueidis opens at most %d, each carrying many concurrent calls; want 1 to %d",
+			s.RedisPoolSize, maxRedisPoolSize, maxRedisPoolSize)
+	}
+	if s.RedisTimeout == 0 {
+		e.fail("REDIS_TIMEOUT", "0 (no timeout) is not supported by ratekit-server: rueidis always bounds a dial and a reply; want a positive duration such as 10s")
+	}
 	return "redis"
 }
 
@@ -425,11 +463,24 @@ func refuseUnsupported(e *env, s *settings) {
 	e.refuse("USE_DOG_STATSD_MOGRIFIERS", nil, "DogStatsD is not implemented")
 	e.refuse("EXTRA_TAGS", nil, "stats tags are not implemented")
 	e.refuse("PROMETHEUS_MAPPER_YAML", nil, "the metric names are fixed (docs/server.md lists them)")
+	e.refuseBool("PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS", "no response time metric is exported (docs/server.md lists the metrics)")
 	e.refuseBool("REDIS_PERSECOND", "one store holds every limit; a second Redis for per-second limits is not implemented")
 	e.refuseBool("REDIS_HEALTH_CHECK_ACTIVE_CONNECTION", "the health check does not follow Redis; a store error fails the call, not the health check")
 	e.refuse("REDIS_POOL_ON_EMPTY_BEHAVIOR", []string{"WAIT"}, "connections are multiplexed and never run out; only WAIT means what it says")
 	e.refuse("REDIS_CLUSTER_PIPELINE_PARALLELISM", []string{"1"}, "not implemented")
+	why := "ratekit-server does not retry Redis at start: it exits (1), naming the error, for its supervisor to restart it"
+	e.refuseDuration("REDIS_STARTUP_INITIAL_INTERVAL", time.Second, why)
+	e.refuseDuration("REDIS_STARTUP_MAX_INTERVAL", 30*time.Second, why)
+	e.refuseDuration("REDIS_STARTUP_MAX_ELAPSED_TIME", 0, why)
 	e.refuse("EXPIRATION_JITTER_MAX_SECONDS", []string{"300"}, "ratekit's keys expire exactly when their state no longer matters; jitter is not configurable")
+}
+
+// loadOptions says how the rules' files are put together:
+// MERGE_DOMAIN_CONFIG, and RUNTIME_IGNOREDOTFILES, false by default as in
+// envoyproxy/ratelimit, whose runtime loader (lyft/goruntime) then reads
+// the files and directories whose names begin with '.' too.
+func loadOptions(s settings) rules.LoadOptions {
+	return rules.LoadOptions{MergeDomains: s.MergeDomainConfig, IncludeDotFiles: !s.RuntimeIgnoreDotFiles}
 }
 
 // runtimeDir is where the rules are read from: envoyproxy/ratelimit loads

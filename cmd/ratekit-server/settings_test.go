@@ -80,6 +80,7 @@ func TestSettingsRefused(t *testing.T) {
 		{map[string]string{"REDIS_PERSECOND": "true"}, "REDIS_PERSECOND"},
 		{map[string]string{"TRACING_EXPORTER_PROTOCOL": "zipkin"}, "TRACING_EXPORTER_PROTOCOL"},
 		{map[string]string{"PROMETHEUS_MAPPER_YAML": "/m.yaml"}, "PROMETHEUS_MAPPER_YAML"},
+		{map[string]string{"PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS": "true"}, "PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS"},
 		{map[string]string{"EXTRA_TAGS": "a:b"}, "EXTRA_TAGS"},
 		{map[string]string{"REDIS_POOL_ON_EMPTY_BEHAVIOR": "CREATE"}, "REDIS_POOL_ON_EMPTY_BEHAVIOR"},
 		{map[string]string{"LOCAL_CACHE_SIZE_IN_BYTES": "-1"}, "LOCAL_CACHE_SIZE_IN_BYTES"},

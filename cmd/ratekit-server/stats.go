@@ -12,6 +12,8 @@ import (
 
 	gostats "github.com/lyft/gostats"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ratekit/ratekit/rules"
 )
 
 // Stat names, as envoyproxy/ratelimit emits them (src/stats/manager_impl.go),
@@ -24,6 +26,13 @@ const (
 	statGlobalShadowMode  = statPrefix + "global_shadow_mode"
 	statRedisError        = statPrefix + "call.should_rate_limit.redis_error"
 	statServiceError      = statPrefix + "call.should_rate_limit.service_error"
+
+	// statLimitPrefix begins ratekit's own counters, which envoyproxy/ratelimit
+	// has no name for: statLimitPrefix + <stats key> + "." + <limit> +
+	// ".over_limit" counts the hits denied by one limit of a rule of
+	// several (also), the limit named by its name or its rate
+	// ("1000_per_day", "5_per_30s").
+	statLimitPrefix = "ratekit.rate_limit."
 )
 
 // stats holds every counter by its statsd name. Counters are created on
@@ -151,6 +160,12 @@ var (
 	invalidPromName = regexp.MustCompile(`[^a-zA-Z0-9_]`)
 
 	ruleStatLabels = []string{"domain", "key1", "key2"}
+
+	// ratekit's own: the domain, the rest of the stats key, the limit.
+	limitStatPattern = regexp.MustCompile(`^ratekit\.rate_limit\.([^.]*)\.(.*)\.([^.]*)\.over_limit$`)
+	limitStatLabels  = []string{"domain", "key", "limit"}
+
+	errorStatLabels = []string{"err_type"}
 )
 
 // promCollector exposes the stats to Prometheus under the names the
@@ -170,14 +185,7 @@ func (c promCollector) Collect(ch chan<- prometheus.Metric) {
 		return d
 	}
 	for _, v := range c.stats.snapshot() {
-		name, labels := promName(v.name)
-		var labelNames []string
-		if labels != nil {
-			labelNames = ruleStatLabels
-		}
-		if v.name == statRedisError || v.name == statServiceError {
-			labelNames = []string{"err_type"}
-		}
+		name, labelNames, labels := promName(v.name)
 		m, err := prometheus.NewConstMetric(desc(name, labelNames), prometheus.CounterValue, float64(v.value), labels...)
 		if err != nil {
 			continue // cannot happen: names and labels are built above
@@ -186,18 +194,36 @@ func (c promCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// promName maps a statsd name to its Prometheus name and labels.
-func promName(name string) (string, []string) {
+// promName maps a statsd name to its Prometheus name, its labels' names
+// and their values.
+func promName(name string) (string, []string, []string) {
+	if m := limitStatPattern.FindStringSubmatch(name); m != nil {
+		return "ratekit_rate_limit_over_limit", limitStatLabels, m[1:]
+	}
 	if m := ruleStatPattern.FindStringSubmatch(name); m != nil {
-		return "ratelimit_service_rate_limit_" + m[4], []string{m[1], m[2], m[3]}
+		return "ratelimit_service_rate_limit_" + m[4], ruleStatLabels, m[1:4]
 	}
 	switch name {
 	case statRedisError:
-		return "ratelimit_service_should_rate_limit_error", []string{"redis_error"}
+		return "ratelimit_service_should_rate_limit_error", errorStatLabels, []string{"redis_error"}
 	case statServiceError:
-		return "ratelimit_service_should_rate_limit_error", []string{"service_error"}
+		return "ratelimit_service_should_rate_limit_error", errorStatLabels, []string{"service_error"}
 	}
-	return invalidPromName.ReplaceAllString(name, "_"), nil
+	return invalidPromName.ReplaceAllString(name, "_"), nil, nil
+}
+
+// limitStat returns the name of the counter of the hits limit l of a
+// rule denies, at the rule's stats key.
+func limitStat(statsKey string, l *rules.Limit) string {
+	label := l.Name
+	if label == "" {
+		per := strings.ToLower(l.Unit.String())
+		if l.Unit == rules.UnitUnknown {
+			per = l.Window.String()
+		}
+		label = fmt.Sprintf("%d_per_%s", l.RequestsPerUnit, per)
+	}
+	return statLimitPrefix + sanitizeStatName(statsKey) + "." + strings.ReplaceAll(sanitizeStatName(label), ".", "_") + ".over_limit"
 }
 
 // flushLoop sends the counters' increments to sink every interval, as

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"math/bits"
 	"net"
 	"os"
 	"strings"
@@ -53,14 +54,27 @@ func openStore(s settings) (core.ScriptRunner, func(), error) {
 	return st, client.Close, nil
 }
 
-// redisOptions translates envoyproxy/ratelimit's REDIS_* settings.
+// redisOptions translates envoyproxy/ratelimit's REDIS_* settings:
+//
+//   - REDIS_POOL_SIZE, the connections to each Redis node, is
+//     PipelineMultiplex: rueidis keeps 2^PipelineMultiplex connections to
+//     a node, each carrying every concurrent call (auto pipelining), so it
+//     keeps the largest power of two not above the size (10: 8); and
+//     BlockingPoolSize, the pool of dedicated connections, which
+//     ratekit's calls never take;
+//   - REDIS_PIPELINE_WINDOW is MaxFlushDelay, how long a connection
+//     waits to write more calls at once (radix's WriteFlushInterval);
+//   - REDIS_TIMEOUT bounds a dial (Dialer.Timeout, the sentinels' too)
+//     and the wait for a reply (ConnWriteTimeout);
+//   - REDIS_PIPELINE_LIMIT does nothing, as in envoyproxy/ratelimit.
 func redisOptions(s settings) (rueidis.ClientOption, error) {
 	opt := rueidis.ClientOption{
-		DisableCache:     true, // ratekit never uses client-side caching
-		ConnWriteTimeout: s.RedisTimeout,
-		MaxFlushDelay:    s.RedisPipelineWindow,
-		BlockingPoolSize: s.RedisPoolSize,
-		DisableRetry:     true, // a decision never runs twice
+		DisableCache:      true, // ratekit never uses client-side caching
+		ConnWriteTimeout:  s.RedisTimeout,
+		MaxFlushDelay:     s.RedisPipelineWindow,
+		PipelineMultiplex: pipelineMultiplex(s.RedisPoolSize),
+		BlockingPoolSize:  s.RedisPoolSize,
+		DisableRetry:      true, // a decision never runs twice
 	}
 	opt.Dialer.Timeout = s.RedisTimeout
 	if user, pass, ok := strings.Cut(s.RedisAuth, ":"); ok {
@@ -103,6 +117,16 @@ func redisOptions(s settings) (rueidis.ClientOption, error) {
 		opt.InitAddress = addrs[1:]
 	}
 	return opt, nil
+}
+
+// pipelineMultiplex is the PipelineMultiplex of at most n connections
+// to a node: the largest power of two not above n, -1 for one connection
+// (0 asks rueidis for its default, up to 4).
+func pipelineMultiplex(n int) int {
+	if m := bits.Len(uint(n)) - 1; m > 0 {
+		return m
+	}
+	return -1
 }
 
 // redisTLS builds the TLS configuration of REDIS_TLS and its certificates,

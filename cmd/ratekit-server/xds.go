@@ -29,10 +29,15 @@ import (
 // CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL when the stream ends,
 // until ctx ends.
 func watchXDS(ctx context.Context, s settings, r *rules.Rules, log *slog.Logger) {
-	opts := rules.LoadOptions{MergeDomains: s.MergeDomainConfig}
+	opts := loadOptions(s)
 	for ctx.Err() == nil {
 		if err := streamXDS(ctx, s, r, opts); err != nil && ctx.Err() == nil {
-			log.Error("xDS management server", "url", s.XDSServerURL, "err", err)
+			if s.XDSUseTLS && (strings.Contains(err.Error(), "tls:") || strings.Contains(err.Error(), "x509:")) {
+				log.Error("xDS management server: TLS failed", "url", s.XDSServerURL, "err", err,
+					"check", "CONFIG_GRPC_XDS_SERVER_TLS_CACERT (the CA of the server's certificate), CONFIG_GRPC_XDS_SERVER_TLS_SAN (a name it holds) and CONFIG_GRPC_XDS_CLIENT_TLS_CERT/KEY (the certificate the server may require)")
+			} else {
+				log.Error("xDS management server", "url", s.XDSServerURL, "err", err)
+			}
 		}
 		select {
 		case <-ctx.Done():

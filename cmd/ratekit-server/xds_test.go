@@ -25,10 +25,10 @@ type xdsServer struct {
 	Addr  string
 }
 
-func startXDS(t *testing.T) *xdsServer {
+func startXDS(t *testing.T, opts ...grpc.ServerOption) *xdsServer {
 	ctx, cancel := context.WithCancel(context.Background())
 	snaps := cache.NewSnapshotCache(true, cache.IDHash{}, nil)
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(opts...)
 	discoverygrpc.RegisterAggregatedDiscoveryServiceServer(gs, xdsserver.NewServer(ctx, snaps, nil))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -129,8 +129,8 @@ func load(clients []rlsv3.RateLimitServiceClient, mix string, conc int, dur time
 		}
 		return all[min(len(all)-1, int(float64(len(all))*p))]
 	}
-	fmt.Printf("mix=%s c=%d calls=%d decisions/s=%.0f p50=%v p99=%v over=%d errors=%d\n",
-		mix, conc, len(all), float64(len(all))/elapsed.Seconds(), pct(0.50), pct(0.99), over.Load(), errs.Load())
+	fmt.Printf("mix=%s c=%d calls=%d decisions/s=%.0f p50_us=%d p99_us=%d over=%d errors=%d\n",
+		mix, conc, len(all), float64(len(all))/elapsed.Seconds(), pct(0.50).Microseconds(), pct(0.99).Microseconds(), over.Load(), errs.Load())
 }
 
 // exact sends n calls on one key (rule "exact" of bench.yaml), spread over
