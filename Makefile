@@ -12,7 +12,7 @@ export RAPID_CHECKS RAPID_STEPS
 # nested module, so test and vet visit each one.
 MODULES := $(sort $(patsubst ./%,%,$(patsubst %/go.mod,%,$(shell find . -name go.mod -not -path './.git/*'))))
 
-.PHONY: test test-saturated test-default test-servers fmt-check vet oldest-go soak bench bench-instructions bench-rls gobench fuzz release
+.PHONY: test test-saturated test-default test-servers fmt-check vet oldest-go soak bench bench-instructions bench-rls image gobench fuzz release
 
 # The modules a program imports: all but the demo, the benchmark harness
 # and the test-only modules under testkit/.
@@ -159,6 +159,18 @@ bench-instructions:
 # across three processes of each (cmd/ratekit-server/bench.sh). Prints.
 bench-rls:
 	cmd/ratekit-server/bench.sh
+
+# make image: ratekit-server's container image (cmd/ratekit-server/Containerfile),
+# tagged IMAGE, built by CONTAINER (docker, or podman with its flags). The
+# test that runs it against a real redis-server:
+#   RATEKIT_IMAGE=ratekit-server:dev RATEKIT_CONTAINER=docker go test -run TestImage ./cmd/ratekit-server
+IMAGE ?= ratekit-server:dev
+CONTAINER ?= docker
+image:
+	rm -rf cmd/ratekit-server/image && mkdir cmd/ratekit-server/image
+	cd cmd/ratekit-server && CGO_ENABLED=0 $(GO) build -trimpath -tags timetzdata -o image/ratekit-server .
+	cp /etc/ssl/certs/ca-certificates.crt cmd/ratekit-server/image/
+	$(CONTAINER) build -t $(IMAGE) -f cmd/ratekit-server/Containerfile cmd/ratekit-server/image
 
 # The per-store go test benchmarks (each starts its own redis-server;
 # each Redis store is a module of its own), and go-redis' AutoPipeliner
