@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"math/bits"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -45,8 +47,10 @@ func connections(opt rueidis.ClientOption) int {
 // Each REDIS_* setting is the rueidis.ClientOption field it claims, with
 // envoyproxy/ratelimit's defaults.
 func TestRedisOptionsFromSettings(t *testing.T) {
+	// rueidis's own default, by GOMAXPROCS: 1, 2 or 4 connections.
+	most := 1 << min(2, bits.Len(uint(runtime.GOMAXPROCS(0)))-1)
 	def := redisOpts(t, nil)
-	if got, want := connections(def), 8; got != want || def.PipelineMultiplex == 0 {
+	if got, want := connections(def), min(8, most); got != want || def.PipelineMultiplex == 0 {
 		t.Errorf("REDIS_POOL_SIZE default (10): %d connections (PipelineMultiplex %d), want %d", got, def.PipelineMultiplex, want)
 	}
 	if def.BlockingPoolSize != 10 {
@@ -65,8 +69,8 @@ func TestRedisOptionsFromSettings(t *testing.T) {
 
 	for size, conns := range map[string]int{"1": 1, "2": 2, "3": 2, "4": 4, "16": 16, "255": 128, "256": 256} {
 		opt := redisOpts(t, map[string]string{"REDIS_POOL_SIZE": size})
-		if got := connections(opt); got != conns || opt.PipelineMultiplex == 0 {
-			t.Errorf("REDIS_POOL_SIZE=%s: %d connections (PipelineMultiplex %d), want %d", size, got, opt.PipelineMultiplex, conns)
+		if conns = min(conns, most); connections(opt) != conns || opt.PipelineMultiplex == 0 {
+			t.Errorf("REDIS_POOL_SIZE=%s: %d connections (PipelineMultiplex %d), want %d", size, connections(opt), opt.PipelineMultiplex, conns)
 		}
 		if opt.PipelineMultiplex > rueidis.MaxPipelineMultiplex {
 			t.Errorf("REDIS_POOL_SIZE=%s: PipelineMultiplex %d, rueidis refuses above %d", size, opt.PipelineMultiplex, rueidis.MaxPipelineMultiplex)
@@ -78,14 +82,14 @@ func TestRedisOptionsFromSettings(t *testing.T) {
 	if opt := redisOpts(t, map[string]string{"REDIS_TIMEOUT": "2s"}); opt.Dialer.Timeout != 2*time.Second || opt.ConnWriteTimeout != 2*time.Second {
 		t.Errorf("REDIS_TIMEOUT=2s: Dialer.Timeout %v, ConnWriteTimeout %v", opt.Dialer.Timeout, opt.ConnWriteTimeout)
 	}
-	sentinel := redisOpts(t, map[string]string{"REDIS_TYPE": "sentinel", "REDIS_URL": "m,127.0.0.1:26379", "REDIS_TIMEOUT": "3s", "REDIS_POOL_SIZE": "4"})
-	if sentinel.Sentinel.Dialer.Timeout != 3*time.Second || sentinel.Dialer.Timeout != 3*time.Second || connections(sentinel) != 4 {
-		t.Errorf("sentinel: Sentinel.Dialer.Timeout %v, Dialer.Timeout %v, %d connections; want 3s, 3s, 4",
+	sentinel := redisOpts(t, map[string]string{"REDIS_TYPE": "sentinel", "REDIS_URL": "m,127.0.0.1:26379", "REDIS_TIMEOUT": "3s", "REDIS_POOL_SIZE": "1"})
+	if sentinel.Sentinel.Dialer.Timeout != 3*time.Second || sentinel.Dialer.Timeout != 3*time.Second || connections(sentinel) != 1 {
+		t.Errorf("sentinel: Sentinel.Dialer.Timeout %v, Dialer.Timeout %v, %d connections; want 3s, 3s, 1",
 			sentinel.Sentinel.Dialer.Timeout, sentinel.Dialer.Timeout, connections(sentinel))
 	}
-	cluster := redisOpts(t, map[string]string{"REDIS_TYPE": "cluster", "REDIS_URL": "127.0.0.1:7000,127.0.0.1:7001", "REDIS_POOL_SIZE": "2", "REDIS_PIPELINE_WINDOW": "500us"})
-	if cluster.ForceSingleClient || len(cluster.InitAddress) != 2 || connections(cluster) != 2 || cluster.MaxFlushDelay != 500*time.Microsecond {
-		t.Errorf("cluster: ForceSingleClient %t, InitAddress %v, %d connections, MaxFlushDelay %v; want false, 2 addresses, 2, 500µs",
+	cluster := redisOpts(t, map[string]string{"REDIS_TYPE": "cluster", "REDIS_URL": "127.0.0.1:7000,127.0.0.1:7001", "REDIS_POOL_SIZE": "1", "REDIS_PIPELINE_WINDOW": "500us"})
+	if cluster.ForceSingleClient || len(cluster.InitAddress) != 2 || connections(cluster) != 1 || cluster.MaxFlushDelay != 500*time.Microsecond {
+		t.Errorf("cluster: ForceSingleClient %t, InitAddress %v, %d connections, MaxFlushDelay %v; want false, 2 addresses, 1, 500µs",
 			cluster.ForceSingleClient, cluster.InitAddress, connections(cluster), cluster.MaxFlushDelay)
 	}
 	// REDIS_PIPELINE_LIMIT is accepted and changes nothing, as in

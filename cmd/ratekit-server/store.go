@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"net"
 	"os"
+	"runtime"
 	"strings"
 
 	"github.com/redis/rueidis"
@@ -56,11 +57,13 @@ func openStore(s settings) (core.ScriptRunner, func(), error) {
 
 // redisOptions translates envoyproxy/ratelimit's REDIS_* settings:
 //
-//   - REDIS_POOL_SIZE, the connections to each Redis node, is
+//   - REDIS_POOL_SIZE, the most connections to each Redis node, bounds
 //     PipelineMultiplex: rueidis keeps 2^PipelineMultiplex connections to
-//     a node, each carrying every concurrent call (auto pipelining), so it
-//     keeps the largest power of two not above the size (10: 8); and
-//     BlockingPoolSize, the pool of dedicated connections, which
+//     a node, each carrying every concurrent call (auto pipelining), as
+//     many as its default (up to 4, by GOMAXPROCS: more connections carry
+//     fewer calls per write, and cost a write system call each) and no
+//     more than the largest power of two not above the size (1: one);
+//     and BlockingPoolSize, the pool of dedicated connections, which
 //     ratekit's calls never take;
 //   - REDIS_PIPELINE_WINDOW is MaxFlushDelay, how long a connection
 //     waits to write more calls at once (radix's WriteFlushInterval);
@@ -120,10 +123,11 @@ func redisOptions(s settings) (rueidis.ClientOption, error) {
 }
 
 // pipelineMultiplex is the PipelineMultiplex of at most n connections
-// to a node: the largest power of two not above n, -1 for one connection
-// (0 asks rueidis for its default, up to 4).
+// to a node: rueidis's default (2^min(2, log2 GOMAXPROCS) connections),
+// fewer when n is below it; -1 for one connection (0 would ask rueidis
+// for its default).
 func pipelineMultiplex(n int) int {
-	if m := bits.Len(uint(n)) - 1; m > 0 {
+	if m := min(bits.Len(uint(n))-1, 2, bits.Len(uint(runtime.GOMAXPROCS(0)))-1); m > 0 {
 		return m
 	}
 	return -1
