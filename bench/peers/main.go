@@ -212,6 +212,9 @@ func run(ctx context.Context, o options) error {
 	md := res.markdown(o, png != nil)
 	fmt.Print(md)
 	resultsPath, chartPath := filepath.Join(o.out, "RESULTS.md"), filepath.Join(o.out, "throughput.png")
+	if old, err := os.ReadFile(resultsPath); err == nil {
+		md += keptSection(string(old))
+	}
 	if err := os.WriteFile(resultsPath, []byte(md), 0o644); err != nil {
 		return err
 	}
@@ -296,4 +299,18 @@ func describe(s *redisServer, t *target) environment {
 		}
 	}
 	return e
+}
+
+// serverSection marks the section of RESULTS.md that make bench-rls
+// writes (cmd/ratekit-server/bench.sh), from the line that begins with
+// it to the end: make bench keeps it as it was.
+const serverSection = "<!-- make bench-rls -->"
+
+// keptSection returns the make bench-rls section of old, a RESULTS.md,
+// preceded by a blank line; "" when it has none.
+func keptSection(old string) string {
+	if i := strings.Index(old, "\n"+serverSection); i >= 0 {
+		return "\n" + old[i+1:]
+	}
+	return ""
 }

@@ -298,3 +298,16 @@ func TestClaimIsExclusive(t *testing.T) {
 	}
 	checkUsersKeyAlone(t, c)
 }
+
+// make bench keeps the section make bench-rls wrote, and only it.
+func TestKeptSection(t *testing.T) {
+	for _, tt := range []struct{ old, want string }{
+		{"# results\n\n| a |\n", ""},
+		{"# results\n\n| a |\n\n" + serverSection + "\n## ratekit-server\n\n| b |\n", "\n" + serverSection + "\n## ratekit-server\n\n| b |\n"},
+		{serverSection + " at the start is no section\n", ""},
+	} {
+		if got := keptSection(tt.old); got != tt.want {
+			t.Errorf("keptSection(%q) = %q, want %q", tt.old, got, tt.want)
+		}
+	}
+}

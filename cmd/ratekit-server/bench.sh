@@ -5,11 +5,12 @@
 # Cluster: decisions/s and p99 latency for each request mix, the two
 # servers in turn, BENCH_ROUNDS times, then the medians and their ratio;
 # then exactness (3 processes of each on one redis-server, one key, limit
-# 1000, 3000 calls). It prints its results and the load average; figures
-# are not committed but from a quiet run (bench/RESULTS.md).
+# 1000, 3000 calls). It prints its results and the load average; with
+# BENCH_WRITE=1 it also writes them as the last section of
+# bench/RESULTS.md (which make bench keeps): do that from a quiet run only.
 #
 # BENCH_DURATION (10s), BENCH_CONCURRENCY (64), BENCH_ROUNDS (3),
-# ENVOY_RLS_VERSION.
+# ENVOY_RLS_VERSION, BENCH_WRITE.
 set -eu
 cd "$(dirname "$0")"
 : "${BENCH_DURATION:=10s}" "${BENCH_CONCURRENCY:=64}" "${BENCH_ROUNDS:=3}"
@@ -65,6 +66,8 @@ start() {
 	addr=127.0.0.1:$grpc
 }
 
+started=$(date -u '+%Y-%m-%d %H:%M UTC')
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "envoyproxy/ratelimit $ENVOY_RLS_VERSION beside ratekit-server, $(nproc) CPUs, $BENCH_CONCURRENCY callers, $BENCH_DURATION a run, $BENCH_ROUNDS rounds"
 results=$work/results
 for redis in single cluster; do
@@ -89,7 +92,6 @@ done
 
 # The medians of each (Redis, mix, server), and ratekit-server's ratio.
 echo "medians of $BENCH_ROUNDS rounds (ratio: ratekit-server's over envoyproxy/ratelimit's):"
-printf '  %-15s %12s %10s %12s %10s %7s %7s\n' "redis mix" "ratekit/s" "p99 us" "envoy/s" "p99 us" "ratio" "p99"
 awk '
 	function field(name,   i) { for (i = 3; i <= NF; i++) if (index($i, name "=") == 1) return substr($i, length(name) + 2); return "" }
 	function median(list,   a, n, i, j, t) {
@@ -102,9 +104,15 @@ awk '
 		for (k in keys) {
 			r = median(rate[k, "ratekit-server"]); e = median(rate[k, "envoyproxy/ratelimit"])
 			rp = median(p99[k, "ratekit-server"]); ep = median(p99[k, "envoyproxy/ratelimit"])
-			printf "  %-15s %12.0f %10d %12.0f %10d %6.2fx %6.2fx\n", k, r, rp, e, ep, r / e, rp / ep
+			split(k, rm, " ")
+			printf "| %s | %s | %.0f | %.1f | %.0f | %.1f | %.2fx | %.2fx |\n", rm[1], rm[2], r, rp / 1000, e, ep / 1000, r / e, rp / ep
 		}
-	}' "$results" | sort
+	}' "$results" | sort >"$work/medians"
+{
+	echo "| Redis | mix | ratekit-server decisions/s | p99 ms | envoyproxy/ratelimit decisions/s | p99 ms | ratio | p99 ratio |"
+	echo "|---|---|---|---|---|---|---|---|"
+	cat "$work/medians"
+} | tee "$work/table"
 
 # Exactness: three processes of each on one redis-server, every call of
 # one key spread over the three.
@@ -114,6 +122,27 @@ for _ in 1 2 3; do
 	start "$work/service_cmd" single "$single"; ev="$ev${ev:+,}$addr"
 done
 "$work/rlsload" -wait -addrs "$rk,$ev"
-printf 'ratekit-server, 3 processes, limit 1000:       '; "$work/rlsload" -addrs "$rk" -n 3000 -c "$BENCH_CONCURRENCY"
-printf 'envoyproxy/ratelimit, 3 processes, limit 1000: '; "$work/rlsload" -addrs "$ev" -n 3000 -c "$BENCH_CONCURRENCY"
-echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+exact_rk=$("$work/rlsload" -addrs "$rk" -n 3000 -c "$BENCH_CONCURRENCY")
+exact_ev=$("$work/rlsload" -addrs "$ev" -n 3000 -c "$BENCH_CONCURRENCY")
+echo "ratekit-server, 3 processes, limit 1000:       $exact_rk"
+echo "envoyproxy/ratelimit, 3 processes, limit 1000: $exact_ev"
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "load average at the end: $load_end"
+
+[ "${BENCH_WRITE:-}" = 1 ] || exit 0
+out=../../bench/RESULTS.md
+marker='<!-- make bench-rls -->'
+kept=$(awk -v m="$marker" 'index($0, m) == 1 { exit } { print }' "$out")
+{
+	printf '%s\n\n' "$kept"
+	echo "$marker"
+	echo "## ratekit-server beside envoyproxy/ratelimit"
+	echo
+	echo "Made by \`BENCH_WRITE=1 make bench-rls\` (\`cmd/ratekit-server/bench.sh\`), $started: envoyproxy/ratelimit $ENVOY_RLS_VERSION (built from its Go module) and ratekit-server with the same rules (\`cmd/ratekit-server/bench.yaml\`), first on one redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), then on a 3-master Redis Cluster of the same; the two servers driven in turn by the same gRPC load generator (\`rlsload\`, $BENCH_CONCURRENCY callers on 4 connections), $BENCH_DURATION a run, $BENCH_ROUNDS rounds, medians. Servers, Redis and load generator share $(nproc) CPUs. Load average $load_start at the start, $load_end at the end. Mixes: one descriptor; three descriptors of three rules; one descriptor, one call in ten on a key of 10 a second (over its limit)."
+	echo
+	cat "$work/table"
+	echo
+	echo "Exactness: three processes of each on one redis-server, one key of limit 1000 an hour, 3000 concurrent calls spread over them: ratekit-server \`${exact_rk#exact: }\`; envoyproxy/ratelimit \`${exact_ev#exact: }\`."
+} >"$out.new"
+mv "$out.new" "$out"
+echo "wrote $out"
