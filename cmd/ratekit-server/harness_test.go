@@ -211,3 +211,27 @@ func (r *rls) expectStat(step, name string, want uint64) {
 		r.t.Errorf("%s: %s = %d, want %d", step, name, got, want)
 	}
 }
+
+// dialHealthy connects to the RLS at addr, a process of its own whose
+// runtime root is root, and waits up to wait for its health check to say
+// SERVING.
+func dialHealthy(t *testing.T, addr, root string, wait time.Duration) *rls {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	r := &rls{t: t, client: rlsv3.NewRateLimitServiceClient(conn), health: healthpb.NewHealthClient(conn), root: root}
+	deadline := time.Now().Add(wait)
+	for {
+		resp, err := r.health.Check(context.Background(), &healthpb.HealthCheckRequest{})
+		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not healthy in %v: %v", addr, wait, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

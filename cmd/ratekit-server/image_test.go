@@ -1,18 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
-
-	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/ratekit/ratekit/testkit/redistest"
 )
@@ -60,23 +54,7 @@ func TestImage(t *testing.T) {
 		}
 		container("rm", "-f", name)
 	})
-	conn, err := grpc.NewClient("127.0.0.1:"+grpcPort, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	r := &rls{t: t, client: rlsv3.NewRateLimitServiceClient(conn), health: healthpb.NewHealthClient(conn), root: root}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := r.health.Check(context.Background(), &healthpb.HealthCheckRequest{})
-		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the image's server not healthy in 60s: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	r := dialHealthy(t, "127.0.0.1:"+grpcPort, root, 60*time.Second)
 	replayBasic(t, r, false)
 	replayReplaces(t, r)
 	// SIGTERM drains and exits 0.

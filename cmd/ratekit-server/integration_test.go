@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -12,9 +11,6 @@ import (
 
 	commonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/ratekit/ratekit/fakeclock"
 	"github.com/ratekit/ratekit/testkit/redistest"
@@ -361,23 +357,7 @@ func TestEnvoyOracle(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	conn, err := grpc.NewClient("127.0.0.1:"+grpcPort, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	r := &rls{t: t, client: rlsv3.NewRateLimitServiceClient(conn), health: healthpb.NewHealthClient(conn), root: root}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := r.health.Check(context.Background(), &healthpb.HealthCheckRequest{})
-		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("envoyproxy/ratelimit not healthy in 30s: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	r := dialHealthy(t, "127.0.0.1:"+grpcPort, root, 30*time.Second)
 	replayBasic(t, r, false)
 	replayReplaces(t, r)
 }
