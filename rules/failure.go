@@ -52,9 +52,6 @@ type guardKey struct {
 // limits or a penalty (base ""), whose policy each Set builds, gets a guard
 // of its own; local is then its policy on Options.LocalStore.
 func (r *Rules) guard(rule *Rule, lim core.Limiter, base string, local func() (core.Limiter, error)) (core.Limiter, error) {
-	if r.opts.Atomic {
-		return nil, &ConfigError{File: rule.File, Line: rule.failureAt.line, Field: rule.failureAt.field, Msg: "failure_mode cannot be decided with Options.Atomic: a request's descriptors are decided in one store call, whose failure one mode must answer; give Options.Wrap a failsafe.Limiter instead"}
-	}
 	mode := failureMode(rule.FailureMode)
 	if mode == failsafe.FailLocal && r.opts.LocalStore == nil {
 		return nil, &ConfigError{File: rule.File, Line: rule.failureAt.line, Field: rule.failureAt.field, Msg: "failure_mode local needs Options.LocalStore, the store it decides on while the store fails"}

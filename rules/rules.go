@@ -267,7 +267,9 @@ func (r *Rules) Set(cfg *Config) error {
 			return &ConfigError{File: rule.File, Line: penaltyAt.line, Field: penaltyAt.field, Msg: "a rule with a penalty cannot be decided with Options.Atomic (the penalty would block the whole domain)"}
 		case calendar && r.opts.Clock == nil && (r.opts.Atomic || len(rule.Limits) > 1):
 			return &ConfigError{File: rule.File, Line: calendarAt.line, Field: calendarAt.field, Msg: "a calendar limit decided with others (Options.Atomic, also) needs Options.Clock: limits decided at once are decided at one time, and a calendar follows this process's clock"}
-		case r.opts.Atomic && rule.FailureMode == "":
+		case r.opts.Atomic && rule.FailureMode != "":
+			return &ConfigError{File: rule.File, Line: rule.failureAt.line, Field: rule.failureAt.field, Msg: "failure_mode cannot be decided with Options.Atomic: a request's descriptors are decided in one store call, whose failure one mode must answer; give Options.Wrap a failsafe.Limiter instead"}
+		case r.opts.Atomic:
 			// decideAtomic decides with policies of its own.
 		case len(rule.Limits) == 1 && !penalty:
 			base, lim := rule.Algorithm, r.limiters[rule.Algorithm]
@@ -290,10 +292,10 @@ func (r *Rules) Set(cfg *Config) error {
 			if err != nil {
 				return err
 			}
-			if st.limiters[i], err = r.wrap(p); err != nil || rule.FailureMode == "" {
-				if err != nil {
-					return err
-				}
+			if st.limiters[i], err = r.wrap(p); err != nil {
+				return err
+			}
+			if rule.FailureMode == "" {
 				if r.opts.Wrap == nil {
 					st.many[i] = p
 				}
