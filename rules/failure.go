@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/ratekit/ratekit"
-	"github.com/ratekit/ratekit/algorithms"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/failsafe"
 )
@@ -85,25 +84,9 @@ func (r *Rules) guard(rule *Rule, lim core.Limiter, base string, local func() (c
 // Options.LocalStore, built once: the local twin of limiterAt's. Called
 // with r.mu held.
 func (r *Rules) localLimiter(alg string, j int, calendar bool) (*ratekit.Limiter, error) {
-	name := alg
-	if j > 0 {
-		name = fmt.Sprintf("%s:%d", alg, j)
-	}
-	if calendar && j == 0 && r.opts.Clock == nil {
-		name = "calendar"
-	}
-	if l, ok := r.local[name]; ok {
-		return l, nil
-	}
-	a, _ := algorithms.Lookup(alg)
-	clock, prefix := r.opts.Clock, r.opts.Prefix+name+":"
-	if name == "calendar" {
-		clock, prefix = r.clock, r.opts.Prefix+"fixedwindow:"
-	}
-	l, err := a.New(r.opts.LocalStore, a.Defaults(), clock, prefix)
+	l, err := r.limiterOn(r.opts.LocalStore, r.local, alg, j, calendar)
 	if err != nil {
 		return nil, fmt.Errorf("Options.LocalStore: %w", err)
 	}
-	r.local[name] = l
 	return l, nil
 }

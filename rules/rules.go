@@ -168,7 +168,7 @@ func New(store core.ScriptRunner, cfg *Config, opts Options) (*Rules, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.calendarRaw = cal
+	r.calendarRaw, r.raw["calendar"] = cal, cal
 	if r.calendar, err = r.wrap(cal); err != nil {
 		return nil, err
 	}
@@ -187,24 +187,37 @@ func New(store core.ScriptRunner, cfg *Config, opts Options) (*Rules, error) {
 // one of a prefix of its own for each other place (a policy's limits have
 // prefixes of their own), built once.
 func (r *Rules) limiterAt(alg string, j int, calendar bool) (*ratekit.Limiter, error) {
-	if j == 0 && calendar && r.opts.Clock == nil {
-		return r.calendarRaw, nil
-	}
-	name := alg
-	if j > 0 {
-		name = fmt.Sprintf("%s:%d", alg, j)
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if l, ok := r.raw[name]; ok {
+	return r.limiterOn(r.store, r.raw, alg, j, calendar)
+}
+
+// limiterOn returns the limiter on store of limit j of algorithm alg,
+// from cache (the store's limiters by name) or built into it: the
+// algorithm's own for a rule's first limit, one of a prefix of its own
+// for each other place, and for a calendar first limit without
+// Options.Clock a fixed window on this process's clock. Called with r.mu
+// held.
+func (r *Rules) limiterOn(store core.ScriptRunner, cache map[string]*ratekit.Limiter, alg string, j int, calendar bool) (*ratekit.Limiter, error) {
+	name, clock, prefix := alg, r.opts.Clock, ""
+	switch {
+	case j == 0 && calendar && r.opts.Clock == nil:
+		name, clock, prefix = "calendar", r.clock, r.opts.Prefix+"fixedwindow:"
+	case j > 0:
+		name = fmt.Sprintf("%s:%d", alg, j)
+	}
+	if l, ok := cache[name]; ok {
 		return l, nil
 	}
+	if prefix == "" {
+		prefix = r.opts.Prefix + name + ":"
+	}
 	a, _ := algorithms.Lookup(alg)
-	l, err := a.New(r.store, a.Defaults(), r.opts.Clock, r.opts.Prefix+name+":")
+	l, err := a.New(store, a.Defaults(), clock, prefix)
 	if err != nil {
 		return nil, err
 	}
-	r.raw[name] = l
+	cache[name] = l
 	return l, nil
 }
 
