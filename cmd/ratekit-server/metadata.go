@@ -27,6 +27,11 @@ import (
 // envoyproxy/ratelimit merges into the first rule's own metadata, so that
 // what one request adds is seen by the next (a data race); here every
 // response gets its own copy.
+//
+// envoyproxy/ratelimit also loses the metadata of a rule whose stats name
+// the request gives (detailed_metric, value_to_metric): it rebuilds the
+// rule without it. Here a rule's metadata does not depend on its stats
+// name (docs/server.md, "Where it differs").
 func responseMetadata(req *rlsv3.RateLimitRequest, res *rules.Result) *structpb.Struct {
 	fields := map[string]*structpb.Value{"domain": structpb.NewStringValue(req.GetDomain())}
 	ds := make([]*structpb.Value, 0, len(req.GetDescriptors()))
