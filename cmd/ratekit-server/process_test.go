@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -159,4 +161,137 @@ func TestProcessCheck(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(stderr.String(), "bad.yaml:5") {
 		t.Errorf("-check on a bad unit: exit %d, %q; want 1 and bad.yaml:5", code, stderr)
 	}
+}
+
+// The binary on a real Redis Cluster with envoyproxy/ratelimit's pool
+// settings: REDIS_POOL_SIZE=1, REDIS_TIMEOUT and REDIS_PIPELINE_WINDOW
+// (150us, as its own cluster tests run) set, it decides exactly (two per
+// day per value, the third denied, for values in slots of every master),
+// and it keeps one connection to each node, where rueidis's default
+// spreads slots over up to four (two on two cores). Values it cannot
+// honour stop it at start (exit 2), each named with why.
+func TestProcessClusterRedisSettings(t *testing.T) {
+	cluster := redistest.SharedCluster(t)
+	root := runtimeRoot(t, "domain: cluster\ndescriptors:\n  - key: k\n    rate_limit: {unit: day, requests_per_unit: 2}\n")
+	grpcPort := freePort(t)
+	base := map[string]string{
+		"USE_STATSD": "false", "REDIS_SOCKET_TYPE": "tcp", "REDIS_TYPE": "cluster",
+		"REDIS_URL":        strings.Join(cluster.Addrs(), ","),
+		"CACHE_KEY_PREFIX": "process:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":", // the shared cluster is never empty
+		"RUNTIME_ROOT":     root, "RUNTIME_SUBDIRECTORY": "ratelimit",
+		"HOST": "127.0.0.1", "PORT": freePort(t), "GRPC_HOST": "127.0.0.1", "GRPC_PORT": grpcPort,
+		"DEBUG_HOST": "127.0.0.1", "DEBUG_PORT": freePort(t),
+		"RATEKIT_DECISION_TIMEOUT": "10s",
+	}
+	with := func(kv ...string) map[string]string {
+		env := map[string]string{}
+		for k, v := range base {
+			env[k] = v
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			env[kv[i]] = kv[i+1]
+		}
+		return env
+	}
+
+	for _, tt := range []struct{ name, value, why string }{
+		{"REDIS_POOL_SIZE", "512", "cannot be honoured"},
+		{"REDIS_TIMEOUT", "0s", "no timeout"},
+		{"REDIS_PIPELINE_WINDOW", "150", "duration"},
+	} {
+		cmd, stderr := process(t, with(tt.name, tt.value))
+		err := cmd.Wait()
+		if code := cmd.ProcessState.ExitCode(); code != 2 {
+			t.Errorf("%s=%s on a cluster: exit %v (code %d), want 2; its log:\n%s", tt.name, tt.value, err, code, stderr)
+			continue
+		}
+		if line := tt.name + ":"; !strings.Contains(stderr.String(), line) || !strings.Contains(stderr.String(), tt.why) {
+			t.Errorf("%s=%s on a cluster: stderr %q, want it to name %s and say %q", tt.name, tt.value, stderr, tt.name, tt.why)
+		}
+	}
+
+	cmd, stderr := process(t, with("REDIS_POOL_SIZE", "1", "REDIS_TIMEOUT", "2s", "REDIS_PIPELINE_WINDOW", "150us"))
+	r := dialHealthy(t, "127.0.0.1:"+grpcPort, root, 30*time.Second)
+	const values = 16
+	var wg sync.WaitGroup
+	for v := range values {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i, want := range []struct {
+				code      rlsv3.RateLimitResponse_Code
+				remaining uint32
+			}{{ok, 1}, {ok, 0}, {over, 0}} {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				resp, err := r.client.ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: "cluster", HitsAddend: 1,
+					Descriptors: []*commonv3.RateLimitDescriptor{desc("k", strconv.Itoa(v))}})
+				cancel()
+				if err != nil {
+					t.Errorf("k=%d, call %d: %v", v, i+1, err)
+					return
+				}
+				st := resp.GetStatuses()[0]
+				if resp.GetOverallCode() != want.code || st.GetLimitRemaining() != want.remaining {
+					t.Errorf("k=%d, call %d: %v, remaining %d; want %v, remaining %d", v, i+1, resp.GetOverallCode(), st.GetLimitRemaining(), want.code, want.remaining)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.Fatalf("its log:\n%s", stderr)
+	}
+	conns := tcpConnections(t, cmd.Process.Pid)
+	t.Logf("connections by port: %v", conns)
+	total := 0
+	for _, node := range cluster.Nodes() {
+		_, port, _ := net.SplitHostPort(node.Addr)
+		n := conns[port]
+		total += n
+		if n > 1 {
+			t.Errorf("REDIS_POOL_SIZE=1: %d connections to the node at %s, want at most 1", n, node.Addr)
+		}
+	}
+	if total < len(cluster.Masters) {
+		t.Errorf("%d connections to the cluster's %d nodes, want one to each master at least: %v", total, len(cluster.Nodes()), conns)
+	}
+}
+
+// tcpConnections counts the established TCP connections of process pid
+// by remote port (decimal), from /proc: its sockets' inodes, looked up in
+// its network namespace's tables. It skips t where there is no /proc.
+func tcpConnections(t *testing.T, pid int) map[string]int {
+	t.Helper()
+	fds, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "fd"))
+	if err != nil {
+		t.Skipf("no /proc to count connections: %v", err)
+	}
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		link, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "fd", fd.Name()))
+		if inode, ok := strings.CutPrefix(link, "socket:["); err == nil && ok {
+			inodes[strings.TrimSuffix(inode, "]")] = true
+		}
+	}
+	conns := map[string]int{}
+	for _, table := range []string{"tcp", "tcp6"} {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "net", table))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+			f := strings.Fields(line)
+			if len(f) < 10 || f[3] != "01" || !inodes[f[9]] { // 01: ESTABLISHED
+				continue
+			}
+			_, hexPort, _ := strings.Cut(f[2], ":")
+			port, err := strconv.ParseUint(hexPort, 16, 16)
+			if err != nil {
+				t.Fatalf("/proc/%d/net/%s: %q: %v", pid, table, line, err)
+			}
+			conns[strconv.FormatUint(port, 10)]++
+		}
+	}
+	return conns
 }
