@@ -295,3 +295,51 @@ func tcpConnections(t *testing.T, pid int) map[string]int {
 	}
 	return conns
 }
+
+// REDIS_TIMEOUT with REDIS_TYPE=cluster bounds the start: against a node
+// that accepts and never answers, the binary exits 1 naming REDIS_URL
+// once the timeout (200ms) has passed, not after the default 10s. The
+// only bound on time is that wide one.
+func TestProcessClusterRedisTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	defer func() {
+		ln.Close()
+		<-done
+	}()
+	go func() {
+		defer close(done)
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c) // held open, never answered
+		}
+	}()
+	const timeout = 200 * time.Millisecond
+	start := time.Now()
+	cmd, stderr := process(t, map[string]string{
+		"USE_STATSD": "false", "REDIS_SOCKET_TYPE": "tcp", "REDIS_TYPE": "cluster", "REDIS_URL": ln.Addr().String(),
+		"REDIS_TIMEOUT": timeout.String(), "RUNTIME_ROOT": t.TempDir(), "FORCE_START_WITHOUT_INITIAL_CONFIG": "true",
+		"HOST": "127.0.0.1", "PORT": freePort(t), "GRPC_HOST": "127.0.0.1", "GRPC_PORT": freePort(t),
+		"DEBUG_HOST": "127.0.0.1", "DEBUG_PORT": freePort(t),
+	})
+	err = cmd.Wait()
+	took := time.Since(start)
+	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(stderr.String(), "REDIS_URL") {
+		t.Errorf("a cluster node that never answers: exit %v (code %d), %q; want 1, naming REDIS_URL", err, code, stderr)
+	}
+	if took < timeout || took > 8*time.Second {
+		t.Errorf("it exited after %v, want after REDIS_TIMEOUT (%v) and well before the default 10s", took, timeout)
+	}
+}
