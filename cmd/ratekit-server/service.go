@@ -41,6 +41,10 @@ type service struct {
 	stats     *stats
 	log       *slog.Logger
 	stopWatch func()
+
+	// results holds the rules.Result of finished calls, for the next
+	// ones: a decision's statuses are not allocated at every call.
+	results sync.Pool
 }
 
 // newService loads the rules from the runtime directory and keeps them
@@ -48,6 +52,7 @@ type service struct {
 // stops the start, unless FORCE_START_WITHOUT_INITIAL_CONFIG.
 func newService(s settings, store core.ScriptRunner, st *stats, h *healthState, log *slog.Logger) (*service, error) {
 	svc := &service{settings: s, stats: st, log: log, stopWatch: func() {}}
+	svc.results.New = func() any { return new(rules.Result) }
 	// The store of the rules whose failure_mode is local: this process's
 	// memory, on the settings' clock.
 	var localOpts []memory.Option
@@ -169,11 +174,19 @@ func (svc *service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReq
 	}
 	ctx, cancel := context.WithTimeout(ctx, svc.settings.DecisionTimeout)
 	defer cancel()
-	var res rules.Result
-	if err := svc.rules.DecideTo(ctx, &res, req.GetDomain(), descriptors, hits); err != nil {
+	res := svc.results.Get().(*rules.Result)
+	defer svc.putResult(res)
+	if err := svc.rules.DecideTo(ctx, res, req.GetDomain(), descriptors, hits); err != nil {
 		return nil, svc.decideError(err)
 	}
-	return svc.response(req, &res), nil
+	return svc.response(req, res), nil
+}
+
+// putResult keeps res for another call, holding no rule of the
+// configuration it was decided by (which a reload may replace).
+func (svc *service) putResult(res *rules.Result) {
+	clear(res.Statuses)
+	svc.results.Put(res)
 }
 
 func (svc *service) decideError(err error) error {
@@ -211,6 +224,13 @@ func requestDescriptors(req *rlsv3.RateLimitRequest) ([]rules.Descriptor, error)
 		return nil, fmt.Errorf("%d descriptors, more than %d", len(ds), maxDescriptors)
 	}
 	out := make([]rules.Descriptor, len(ds))
+	// Every descriptor's entries in one array, as many as the bounds let
+	// a request have.
+	n := 0
+	for _, d := range ds {
+		n += min(len(d.GetEntries()), maxEntries)
+	}
+	entries := make([]rules.Entry, 0, n)
 	for i, d := range ds {
 		es := d.GetEntries()
 		if len(es) == 0 {
@@ -219,7 +239,7 @@ func requestDescriptors(req *rlsv3.RateLimitRequest) ([]rules.Descriptor, error)
 		if len(es) > maxEntries {
 			return nil, fmt.Errorf("descriptor %d has %d entries, more than %d", i, len(es), maxEntries)
 		}
-		entries := make([]rules.Entry, len(es))
+		start := len(entries)
 		for j, e := range es {
 			if e.GetKey() == "" {
 				return nil, fmt.Errorf("descriptor %d entry %d has an empty key", i, j)
@@ -227,9 +247,9 @@ func requestDescriptors(req *rlsv3.RateLimitRequest) ([]rules.Descriptor, error)
 			if len(e.GetKey()) > maxEntryLen || len(e.GetValue()) > maxEntryLen {
 				return nil, fmt.Errorf("descriptor %d entry %d is longer than %d bytes", i, j, maxEntryLen)
 			}
-			entries[j] = rules.Entry{Key: e.GetKey(), Value: e.GetValue()}
+			entries = append(entries, rules.Entry{Key: e.GetKey(), Value: e.GetValue()})
 		}
-		out[i].Entries = entries
+		out[i].Entries = entries[start:len(entries):len(entries)]
 		if l := d.GetLimit(); l != nil {
 			u := rules.Unit(l.GetUnit())
 			if u < rules.Second || u > rules.Year {
@@ -251,10 +271,16 @@ func requestDescriptors(req *rlsv3.RateLimitRequest) ([]rules.Descriptor, error)
 
 // response builds the RLS response from a decision, counting its stats.
 func (svc *service) response(req *rlsv3.RateLimitRequest, res *rules.Result) *rlsv3.RateLimitResponse {
+	n := len(res.Statuses)
 	resp := &rlsv3.RateLimitResponse{
 		OverallCode: rlsv3.RateLimitResponse_OK,
-		Statuses:    make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(res.Statuses)),
+		Statuses:    make([]*rlsv3.RateLimitResponse_DescriptorStatus, n),
 	}
+	// The messages of every status in three arrays, not three
+	// allocations per status.
+	statuses := make([]rlsv3.RateLimitResponse_DescriptorStatus, n)
+	limits := make([]rlsv3.RateLimitResponse_RateLimit, n)
+	resets := make([]durationpb.Duration, n)
 	if !res.Allowed {
 		resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 	}
@@ -262,14 +288,15 @@ func (svc *service) response(req *rlsv3.RateLimitRequest, res *rules.Result) *rl
 	closestOver := false
 	for i := range res.Statuses {
 		st := &res.Statuses[i]
-		out := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_Code(st.Code), LimitRemaining: st.Remaining}
+		out := &statuses[i]
+		out.Code, out.LimitRemaining = rlsv3.RateLimitResponse_Code(st.Code), st.Remaining
 		if st.Checked {
-			out.CurrentLimit = &rlsv3.RateLimitResponse_RateLimit{
-				Name:            st.Name,
-				RequestsPerUnit: st.RequestsPerUnit,
-				Unit:            rlsv3.RateLimitResponse_RateLimit_Unit(st.Unit),
-			}
-			out.DurationUntilReset = durationpb.New(ceilSeconds(st.ResetAfter))
+			out.CurrentLimit = &limits[i]
+			out.CurrentLimit.Name = st.Name
+			out.CurrentLimit.RequestsPerUnit = st.RequestsPerUnit
+			out.CurrentLimit.Unit = rlsv3.RateLimitResponse_RateLimit_Unit(st.Unit)
+			out.DurationUntilReset = &resets[i]
+			out.DurationUntilReset.Seconds = int64(ceilSeconds(st.ResetAfter) / time.Second)
 			svc.count(st)
 		}
 		if st.DomainNotFound {
