@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/internal/keyspace"
@@ -48,8 +50,9 @@ func (e *Engine) AllowMany(ctx context.Context, reqs []core.Request) []core.Resu
 		}
 		return out
 	}
-	items := make([]item, len(reqs))
-	valid := make([]int, 0, len(reqs))
+	b := getBatch(len(reqs))
+	defer b.put()
+	items, valid := b.items, b.idx
 	for i, r := range reqs {
 		if r.Op != core.OpAllow {
 			out[i].Err = fmt.Errorf("%w: AllowMany decides OpAllow requests, got %v: call Decide", core.ErrInvalidConfig, r.Op)
@@ -86,7 +89,7 @@ func (e *Engine) AllowMany(ctx context.Context, reqs []core.Request) []core.Resu
 		}
 		return out
 	}
-	e.decideItems(ctx, now, items, valid, maxBatch, out)
+	e.decideItems(ctx, b, now, items, valid, maxBatch, out)
 	if e.onShadow != nil {
 		for _, i := range valid {
 			e.shadowDeny(ctx, reqs[i].Key, out[i].Decision, out[i].Err)
@@ -103,6 +106,51 @@ type item struct {
 	n    int64
 	ps   []core.Params
 	keys []string
+}
+
+// batch holds the buffers of one batch's decisions (AllowMany's, a
+// coalesced group's), reused from batch to batch: deciding a batch of a
+// few requests allocates its results and what the store keeps, little
+// more. Its slices are cut to length by the code that fills them.
+type batch struct {
+	items  []item
+	idx    []int
+	groups [][]int
+	gid    []int // groupByTag: each request's group
+	count  []int // groupByTag: each group's requests
+	flat   []int // groupByTag: the groups' requests, group after group
+	calls  []core.ScriptCall
+	args   []int64
+	keys   []string
+	buf    []byte
+}
+
+var batches = sync.Pool{New: func() any { return new(batch) }}
+
+// maxPooled is the most requests a pooled batch is sized for: a larger
+// one leaves its buffers to the garbage collector.
+const maxPooled = 4 * maxBatch
+
+// getBatch returns a batch whose items are n zero items and whose idx is
+// empty, with room for n.
+func getBatch(n int) *batch {
+	b := batches.Get().(*batch)
+	b.items = slices.Grow(b.items[:0], n)[:n]
+	b.idx = slices.Grow(b.idx[:0], n)
+	return b
+}
+
+// put returns b to the pool, holding none of its callers' keys, limits
+// or scripts.
+func (b *batch) put() {
+	if cap(b.items) > maxPooled || cap(b.calls) > maxPooled || cap(b.buf) > 64<<10 {
+		return
+	}
+	clear(b.items)
+	clear(b.keys)
+	clear(b.calls)
+	clear(b.groups)
+	batches.Put(b)
 }
 
 // SameParams reports whether two requests give the same limits (a batch
@@ -131,7 +179,7 @@ func (e *Engine) singleNode() bool {
 // order, into out (indexed like items): grouped as the store allows,
 // each group in batch calls of up to maxBatch decisions, or of up to
 // keyCap on one key (chunk).
-func (e *Engine) decideItems(ctx context.Context, now int64, items []item, idx []int, keyCap int, out []core.Result) {
+func (e *Engine) decideItems(ctx context.Context, b *batch, now int64, items []item, idx []int, keyCap int, out []core.Result) {
 	if len(idx) == 0 {
 		return
 	}
@@ -157,15 +205,16 @@ func (e *Engine) decideItems(ctx context.Context, now int64, items []item, idx [
 	anySlot := e.singleNode()
 	var groups [][]int
 	if anySlot {
-		groups = splitByParams(items, idx)
+		groups = splitByParams(b.groups[:0], items, idx)
+		b.groups = groups
 	} else {
-		groups = groupByTag(items, idx)
+		groups = b.groupByTag(items, idx)
 	}
-	retry := e.runGroups(ctx, now, items, groups, anySlot, keyCap, out)
+	retry := e.runGroups(ctx, b, now, items, groups, anySlot, keyCap, out)
 	if len(retry) > 0 {
 		// The store took itself for one node and met a cluster (it said
 		// CROSSSLOT, running nothing): the same requests, key by key.
-		e.runGroups(ctx, now, items, groupByTag(items, retry), false, keyCap, out)
+		e.runGroups(ctx, b, now, items, b.groupByTag(items, retry), false, keyCap, out)
 	}
 	// The requests on keys that others on the same key gave other limits
 	// than: one call each, in order.
@@ -188,14 +237,7 @@ func (e *Engine) decideItems(ctx context.Context, now int64, items []item, idx [
 // the order of idx. When every request gives the same limits, as is
 // usual, apart is nil.
 func byParams(items []item, idx []int) (batch, apart []int) {
-	mixed := false
-	for _, i := range idx[1:] {
-		if !SameParams(items[i].ps, items[idx[0]].ps) {
-			mixed = true
-			break
-		}
-	}
-	if !mixed {
+	if same(items, idx) {
 		return idx, nil
 	}
 	first := make(map[string]int, len(idx)) // key -> its first item
@@ -220,11 +262,17 @@ func byParams(items []item, idx []int) (batch, apart []int) {
 	return batch, apart
 }
 
-// splitByParams splits the items at indexes idx into groups that give
-// the same limits, each in the order of idx, the groups in order of
-// their first item.
-func splitByParams(items []item, idx []int) [][]int {
-	var groups [][]int
+// splitByParams appends to groups the items at indexes idx split into
+// groups that give the same limits, each in the order of idx, the groups
+// in order of their first item. When every item gives the same limits,
+// as is usual, the one group is idx.
+func splitByParams(groups [][]int, items []item, idx []int) [][]int {
+	if len(idx) == 0 {
+		return groups
+	}
+	if same(items, idx) {
+		return append(groups, idx)
+	}
 next:
 	for _, i := range idx {
 		for g := range groups {
@@ -238,13 +286,26 @@ next:
 	return groups
 }
 
+// same reports whether the items at indexes idx give the same limits.
+func same(items []item, idx []int) bool {
+	if len(idx) == 0 {
+		return true
+	}
+	for _, i := range idx[1:] {
+		if !SameParams(items[i].ps, items[idx[0]].ps) {
+			return false
+		}
+	}
+	return true
+}
+
 // runGroups sends each group as batch calls (one decision: the single
 // script), marked AnySlot when anySlot, in the rounds of chunk, and
 // decodes each reply into out. It returns, in order,
 // the items of AnySlot calls the store refused for spanning slots, and
 // every item of the rounds after the first such refusal (sent with the
 // retry, they keep their place behind the refused ones).
-func (e *Engine) runGroups(ctx context.Context, now int64, items []item, groups [][]int, anySlot bool, keyCap int, out []core.Result) (retry []int) {
+func (e *Engine) runGroups(ctx context.Context, b *batch, now int64, items []item, groups [][]int, anySlot bool, keyCap int, out []core.Result) (retry []int) {
 	if _, ok := e.runner.(core.BatchRunner); !ok && !anySlot {
 		// The calls run one by one, in order, and none is refused for
 		// its slots to be sent again: a key's requests may span them,
@@ -253,7 +314,11 @@ func (e *Engine) runGroups(ctx context.Context, now int64, items []item, groups 
 		for _, g := range groups {
 			calls = split(calls, g)
 		}
-		return e.runRound(ctx, now, items, calls, anySlot, out)
+		return e.runRound(ctx, b, now, items, calls, anySlot, out)
+	}
+	if !slices.ContainsFunc(groups, func(g []int) bool { return len(g) > maxBatch }) {
+		// chunk's one round, a call per group: most batches.
+		return e.runRound(ctx, b, now, items, groups, anySlot, out)
 	}
 	for _, calls := range chunk(items, groups, keyCap) {
 		// As chunk builds rounds, a refused call holds only keys' last
@@ -265,7 +330,7 @@ func (e *Engine) runGroups(ctx context.Context, now int64, items []item, groups 
 			}
 			continue
 		}
-		retry = e.runRound(ctx, now, items, calls, anySlot, out)
+		retry = e.runRound(ctx, b, now, items, calls, anySlot, out)
 	}
 	return retry
 }
@@ -374,24 +439,24 @@ func split(calls [][]int, g []int) [][]int {
 // by call on a store that is no core.BatchRunner) and decodes each reply
 // into out. It returns, in order, the items of AnySlot calls the store
 // refused for spanning slots.
-func (e *Engine) runRound(ctx context.Context, now int64, items []item, chunks [][]int, anySlot bool, out []core.Result) (retry []int) {
-	calls := make([]core.ScriptCall, 0, len(chunks))
+func (e *Engine) runRound(ctx context.Context, b *batch, now int64, items []item, chunks [][]int, anySlot bool, out []core.Result) (retry []int) {
+	calls := slices.Grow(b.calls[:0], len(chunks))
 	n := 0
 	for _, c := range chunks {
 		n += len(c)
 	}
 	// One backing array for every call's arguments, one for its keys and
-	// one for the keys' bytes: a batch allocates per batch, not per
-	// request.
+	// one for the keys' bytes, the batch's: each sized first, so that
+	// no append moves what a call or a key points to.
 	K, need := e.sh.keys(), 0
 	for _, c := range chunks {
 		for _, i := range c {
 			need += e.keyBytes(items[i].key, items[i].keys)
 		}
 	}
-	args := make([]int64, 0, n+len(chunks)*(2+len(e.args)))
-	keys := make([]string, 0, n*K)
-	buf := make([]byte, 0, need)
+	args := slices.Grow(b.args[:0], n+len(chunks)*(2+len(e.args)))
+	keys := slices.Grow(b.keys[:0], n*K)
+	buf := slices.Grow(b.buf[:0], need)
 	for _, c := range chunks {
 		start, kstart := len(args), len(keys)
 		for _, i := range c {
@@ -406,6 +471,7 @@ func (e *Engine) runRound(ctx context.Context, now int64, items []item, chunks [
 			AnySlot: anySlot && len(c) > 1,
 		})
 	}
+	b.calls, b.args, b.keys, b.buf = calls, args, keys, buf // for the next round's, and put's clear
 	var results []core.ScriptResult
 	if br, ok := e.runner.(core.BatchRunner); ok {
 		results = br.RunScripts(ctx, calls)
@@ -464,21 +530,59 @@ func appendCosts(args []int64, items []item, c []int) []int64 {
 
 // groupByTag splits the items at indexes idx into groups of the same
 // hash tag, each in the order of idx, the groups in order of their first
-// item. Keys with one tag share a cluster slot, and a go-redis Ring shard
-// too: the Ring places a script by its first key's tag, so keys of two
-// tags in one slot may live on two shards, and never go in one script.
-func groupByTag(items []item, idx []int) [][]int {
-	byTag := make(map[string]int, len(idx)) // tag -> group index
-	groups := make([][]int, 0, len(idx))
-	for _, i := range idx {
-		t := items[i].key // every storage key of a request has its user key as tag
-		g, ok := byTag[t]
-		if !ok {
-			g = len(groups)
-			byTag[t] = g
-			groups = append(groups, nil)
-		}
-		groups[g] = append(groups[g], i)
+// item, in b's buffers. Keys with one tag share a cluster slot, and a
+// go-redis Ring shard too: the Ring places a script by its first key's
+// tag, so keys of two tags in one slot may live on two shards, and never
+// go in one script.
+func (b *batch) groupByTag(items []item, idx []int) [][]int {
+	// Every storage key of a request has its user key as tag. Number the
+	// tags in order of first item, by a scan of the first items when
+	// there are few, by a map otherwise, and count each tag's items.
+	gid := slices.Grow(b.gid[:0], len(idx))[:len(idx)]
+	first := b.flat[:0] // each group's first item; flat is rebuilt below
+	var byTag map[string]int
+	if len(idx) > 16 {
+		byTag = make(map[string]int, len(idx))
 	}
+	for x, i := range idx {
+		t, g := items[i].key, -1
+		if byTag != nil {
+			if id, ok := byTag[t]; ok {
+				g = id
+			}
+		} else {
+			for id, f := range first {
+				if items[f].key == t {
+					g = id
+					break
+				}
+			}
+		}
+		if g < 0 {
+			g = len(first)
+			first = append(first, i)
+			if byTag != nil {
+				byTag[t] = g
+			}
+		}
+		gid[x] = g
+	}
+	// Lay the groups out in one array, group after group.
+	groups := slices.Grow(b.groups[:0], len(first))[:len(first)]
+	count := slices.Grow(b.count[:0], len(first))[:len(first)]
+	clear(count)
+	for _, g := range gid {
+		count[g]++
+	}
+	flat := slices.Grow(b.flat[:0], len(idx))[:len(idx)]
+	at := 0
+	for g, n := range count {
+		groups[g] = flat[at : at : at+n]
+		at += n
+	}
+	for x, i := range idx {
+		groups[gid[x]] = append(groups[gid[x]], i)
+	}
+	b.gid, b.count, b.flat, b.groups = gid, count, flat, groups
 	return groups
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ func newOneNode() *oneNode {
 	o.results = func(calls []core.ScriptCall) []core.ScriptResult {
 		out := make([]core.ScriptResult, len(calls))
 		for i, c := range calls {
-			o.calls = append(o.calls, c)
+			o.calls = append(o.calls, kept(c))
 			if o.cluster && c.AnySlot && !slot.Same(c.Keys) {
 				o.single = false
 				out[i].Err = fmt.Errorf("%w: %w", core.ErrStore, slot.ErrCrossSlot)
@@ -49,6 +50,17 @@ func newOneNode() *oneNode {
 }
 
 func (o *oneNode) SingleNode() bool { return o.single }
+
+// kept is a copy of c that the store may keep: its keys and arguments
+// are the caller's only until RunScripts returns (core.ScriptRunner).
+func kept(c core.ScriptCall) core.ScriptCall {
+	keys := make([]string, len(c.Keys))
+	for i, k := range c.Keys {
+		keys[i] = strings.Clone(k)
+	}
+	c.Keys, c.Args = keys, slices.Clone(c.Args)
+	return c
+}
 
 // requests returns n requests on distinct keys, which land in nearly as
 // many slots.

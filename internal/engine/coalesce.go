@@ -231,15 +231,16 @@ func (c *Coalescer) send(g *group, live []*waiter) []core.Result {
 		}
 		return out
 	}
-	items := make([]item, len(live))
-	idx := make([]int, len(live))
+	b := getBatch(len(live))
+	defer b.put()
+	items, idx := b.items, b.idx
 	for i, x := range live {
 		items[i] = item{key: x.key, n: x.n, ps: x.ps, keys: x.keys}
-		idx[i] = i
+		idx = append(idx, i)
 	}
 	ctx, cancel := g.line.Context(live)
 	defer cancel()
-	c.e.decideItems(ctx, now, items, idx, maxCoalescedKey, out)
+	c.e.decideItems(ctx, b, now, items, idx, maxCoalescedKey, out)
 	return out
 }
 
