@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -341,5 +342,45 @@ func TestProcessClusterRedisTimeout(t *testing.T) {
 	}
 	if took < timeout || took > 8*time.Second {
 		t.Errorf("it exited after %v, want after REDIS_TIMEOUT (%v) and well before the default 10s", took, timeout)
+	}
+}
+
+// On Redis the binary collects garbage at GOGC=400 unless the
+// environment sets GOGC; on the memory store at Go's default.
+func TestProcessGCPercent(t *testing.T) {
+	t.Setenv("GOGC", "") // restored after the test
+	os.Unsetenv("GOGC")
+	addr := redistest.Start(t).Addr
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"redis", map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": addr}, "gogc=400"},
+		{"redis GOGC=150", map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": addr, "GOGC": "150"}, "gogc=150"},
+		{"memory", map[string]string{"BACKEND_TYPE": "memory"}, "gogc=100"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			copyDir(t, "testdata/integration", root)
+			grpcPort := freePort(t)
+			env := map[string]string{
+				"USE_STATSD": "false", "LOG_LEVEL": "info", "RUNTIME_ROOT": root, "RUNTIME_SUBDIRECTORY": "ratelimit",
+				"HOST": "127.0.0.1", "PORT": freePort(t), "GRPC_HOST": "127.0.0.1", "GRPC_PORT": grpcPort,
+				"DEBUG_HOST": "127.0.0.1", "DEBUG_PORT": freePort(t),
+			}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			cmd, stderr := process(t, env)
+			dialHealthy(t, "127.0.0.1:"+grpcPort, root, 30*time.Second)
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			cmd.Wait()
+			if !regexp.MustCompile(`serving.* ` + tt.want + `\b`).MatchString(stderr.String()) {
+				t.Errorf("its log does not say %s:\n%s", tt.want, stderr)
+			}
+		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"runtime/metrics"
 	"strconv"
 	"sync"
 	"time"
@@ -143,7 +144,7 @@ func start(s settings, log *slog.Logger) (_ *server, err error) {
 		}()
 	}
 	log.Info("ratekit-server serving", "grpc", srv.GRPCAddr, "http", srv.HTTPAddr, "debug", srv.DebugAddr,
-		"prometheus", srv.PrometheusAddr, "store", s.Backend)
+		"prometheus", srv.PrometheusAddr, "store", s.Backend, "gogc", gcPercent())
 	return srv, nil
 }
 
@@ -335,4 +336,11 @@ func hasSAN(cert *x509.Certificate, san string) bool {
 		}
 	}
 	return false
+}
+
+// gcPercent is the garbage collector's GOGC in force.
+func gcPercent() uint64 {
+	m := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(m)
+	return m[0].Value.Uint64()
 }
