@@ -56,8 +56,8 @@ func TestRedisOptionsFromSettings(t *testing.T) {
 	if def.BlockingPoolSize != 10 {
 		t.Errorf("REDIS_POOL_SIZE default: BlockingPoolSize %d, want 10", def.BlockingPoolSize)
 	}
-	if def.MaxFlushDelay != 0 {
-		t.Errorf("REDIS_PIPELINE_WINDOW default: MaxFlushDelay %v, want 0", def.MaxFlushDelay)
+	if def.MaxFlushDelay != 150*time.Microsecond {
+		t.Errorf("REDIS_PIPELINE_WINDOW default: MaxFlushDelay %v, want 150µs", def.MaxFlushDelay)
 	}
 	if def.Dialer.Timeout != 10*time.Second || def.ConnWriteTimeout != 10*time.Second {
 		t.Errorf("REDIS_TIMEOUT default: Dialer.Timeout %v, ConnWriteTimeout %v, want 10s", def.Dialer.Timeout, def.ConnWriteTimeout)
@@ -76,8 +76,11 @@ func TestRedisOptionsFromSettings(t *testing.T) {
 			t.Errorf("REDIS_POOL_SIZE=%s: PipelineMultiplex %d, rueidis refuses above %d", size, opt.PipelineMultiplex, rueidis.MaxPipelineMultiplex)
 		}
 	}
-	if opt := redisOpts(t, map[string]string{"REDIS_PIPELINE_WINDOW": "150us"}); opt.MaxFlushDelay != 150*time.Microsecond {
-		t.Errorf("REDIS_PIPELINE_WINDOW=150us: MaxFlushDelay %v", opt.MaxFlushDelay)
+	if opt := redisOpts(t, map[string]string{"REDIS_PIPELINE_WINDOW": "400us"}); opt.MaxFlushDelay != 400*time.Microsecond {
+		t.Errorf("REDIS_PIPELINE_WINDOW=400us: MaxFlushDelay %v", opt.MaxFlushDelay)
+	}
+	if opt := redisOpts(t, map[string]string{"REDIS_PIPELINE_WINDOW": "0"}); opt.MaxFlushDelay != 0 {
+		t.Errorf("REDIS_PIPELINE_WINDOW=0: MaxFlushDelay %v, want 0 (none)", opt.MaxFlushDelay)
 	}
 	if opt := redisOpts(t, map[string]string{"REDIS_TIMEOUT": "2s"}); opt.Dialer.Timeout != 2*time.Second || opt.ConnWriteTimeout != 2*time.Second {
 		t.Errorf("REDIS_TIMEOUT=2s: Dialer.Timeout %v, ConnWriteTimeout %v", opt.Dialer.Timeout, opt.ConnWriteTimeout)
