@@ -77,3 +77,36 @@ func ExampleDecision_DeniedBy() {
 	// [second] [new-day]
 	// true
 }
+
+// A split script's head defines what its body uses, once: a Redis store
+// that runs scripts as functions loads the head with the library and
+// sends only the body at each call. Its Lua is the two together.
+func ExampleNewSplitScript() {
+	head := `local function bump(key) local n = redis.call('INCR', key); redis.call('PEXPIRE', key, 60000); return n end`
+	body := `return {bump(KEYS[1])}`
+	count := core.NewSplitScript("count_split", head, body,
+		func(tx core.Tx, keys []string, _ []int64, reply []int64) ([]int64, error) {
+			var n int64
+			if v, ok := tx.Get(keys[0]); ok {
+				n = v[0]
+			}
+			n++
+			tx.Put(keys[0], 1, time.Minute)[0] = n
+			return append(reply, n), nil
+		}, false)
+	fmt.Println(count.Lua() == head+"\n"+body, count.Body() == body)
+
+	store, err := memory.New()
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+	for i := 0; i < 2; i++ {
+		reply, err := store.RunScript(context.Background(), count, []string{"calls"}, nil, nil)
+		fmt.Println(reply, err)
+	}
+	// Output:
+	// true true
+	// [1] <nil>
+	// [2] <nil>
+}
