@@ -8,7 +8,7 @@
 --          epoch): the parameters
 -- returns  allowed, remaining, retry_after_us, reset_after_us, and the
 --          new state's value and TTL in µs (nil when nothing is written;
---          false deletes the key)
+--          false deletes the key; a TTL of false keeps the key's)
 --
 -- A window starts at the first request after the previous one ended and
 -- lasts window_us, as in the guide, but it ends by the stored start and
@@ -19,6 +19,11 @@
 -- the window is full under this one. A window ends at start + Window, or
 -- at the end it was written with, whichever comes first: so a longer
 -- Window never stretches state beyond the TTL it was written with.
+--
+-- A count is written with a TTL to its window's end: a write that keeps
+-- that end keeps the key's TTL (SET ... KEEPTTL) rather than setting it
+-- again, the same expiry for a fraction of the server's work. twin.go
+-- sets the TTL it computes, which ends at the same instant.
 local function fixedwindow(key, now, client_clock, n, mode, limit, window_us, start_us, aligned)
   local window = window_us
   local peek, refund = mode == MODE_PEEK, mode == MODE_REFUND
@@ -33,6 +38,7 @@ local function fixedwindow(key, now, client_clock, n, mode, limit, window_us, st
     open = now - now % window
   end
   local count, start, stop = 0, open, open + window
+  local keep = false
   local s1, s2, s3 = read_state(key, 3)
   if s1 == false then return CORRUPT, 0, 0, 0 end
   if s1 then
@@ -41,6 +47,8 @@ local function fixedwindow(key, now, client_clock, n, mode, limit, window_us, st
     if stop > s3 then stop = s3 end
     if now >= stop then
       count, start, stop = 0, open, open + window
+    else
+      keep = s1 > 0 and stop == s3
     end
   end
 
@@ -62,12 +70,15 @@ local function fixedwindow(key, now, client_clock, n, mode, limit, window_us, st
   local retry, reset = 0, 0
   if allowed == 0 then retry = stop - now end
   if count > 0 then reset = stop - now end
+  local ttl = false -- keeps the key's
   if allowed == 1 and not peek then
-    return allowed, limit - count, retry, reset, state(count, start, stop), reset
+    if not keep then ttl = reset end
+    return allowed, limit - count, retry, reset, state(count, start, stop), ttl
   elseif refunded and count == 0 then
     return allowed, limit - count, retry, reset, false
   elseif refunded then
-    return allowed, limit - count, retry, reset, state(count, start, stop), stop - now
+    if not keep then ttl = stop - now end
+    return allowed, limit - count, retry, reset, state(count, start, stop), ttl
   end
   return allowed, limit - count, retry, reset
 end

@@ -29,8 +29,9 @@ import (
 // A step is called as name(key, now, client_clock, n, mode, params...),
 // its parameters in the order of Spec.Params, and returns allowed,
 // remaining, retry_us, reset_us, then what it writes: value, ttl_us and
-// write. A string value is the key's new value, set with a TTL of ttl_us;
-// a false value deletes the key; write, a function, writes what the step
+// write. A string value is the key's new value, set with a TTL of ttl_us
+// (or keeping the key's TTL when ttl_us is false); a false value deletes
+// the key; write, a function, writes what the step
 // staged in it (a sorted set's members); nil writes nothing (the prelude's
 // commit). The parameters as arguments and the value as a string keep the
 // step free of tables and closures on its common path: on the server those

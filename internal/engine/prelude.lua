@@ -172,11 +172,18 @@ end
 
 -- commit(key, value, ttl_us, client_clock, write) runs what a step returned
 -- as its write: a string value is the key's new value, set with
--- ttl_ms(ttl_us); a false value deletes the key; a function write writes
--- what the step staged in it (a sorted set's members).
+-- ttl_ms(ttl_us), or keeping the key's TTL when ttl_us is false (a step
+-- whose key's expiry has not moved: SET ... KEEPTTL costs the server a
+-- fraction of PX, docs/design.md "What a script costs"); a false value
+-- deletes the key; a function write writes what the step staged in it (a
+-- sorted set's members).
 local function commit(key, value, ttl, client_clock, write)
   if value then
-    redis.call('SET', key, value, 'PX', ttl_ms(ttl, client_clock))
+    if ttl then
+      redis.call('SET', key, value, 'PX', ttl_ms(ttl, client_clock))
+    else
+      redis.call('SET', key, value, 'KEEPTTL')
+    end
   elseif value == false then
     redis.call('DEL', key)
   end
