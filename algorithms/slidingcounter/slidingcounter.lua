@@ -6,7 +6,8 @@
 --          fresh_at_us is when both counts have left the estimate.
 -- limit, window_us: the parameters
 -- returns  allowed, remaining, retry_after_us, reset_after_us, and the
---          new state's value and TTL in µs (nil when nothing is written)
+--          new state's value and TTL in µs (nil when nothing is written;
+--          a TTL of false keeps the key's)
 --
 -- The guide's estimate prev * (1 - elapsed) + curr, in exact integers:
 -- with e = now - window start, a request of cost n passes when
@@ -21,6 +22,11 @@
 -- denies what the old Window allowed and a lowering never allows what it
 -- denied. A write stores the second. From its fresh_at_us on the state
 -- counts as absent, so it never outlives the TTL it was written with.
+--
+-- Every write's TTL ends at its fresh_at_us: a write that keeps the
+-- stored fresh_at_us (a request in the same window) keeps the key's TTL
+-- (SET ... KEEPTTL), the same expiry for a fraction of the server's work.
+-- twin.go sets the TTL it computes, which ends at the same instant.
 local function slidingcounter(key, now, client_clock, n, mode, limit, window_us)
   local peek, refund = mode == MODE_PEEK, mode == MODE_REFUND
 
@@ -146,5 +152,7 @@ local function slidingcounter(key, now, client_clock, n, mode, limit, window_us)
   elseif fresh then
     retry, reset = math.min(retry, fresh - now), math.min(reset, fresh - now)
   end
-  return allowed, remaining, retry, reset, write, reset
+  local ttl = reset
+  if write and fresh == now + reset then ttl = false end
+  return allowed, remaining, retry, reset, write, ttl
 end

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/ratekit/ratekit/algorithms/fixedwindow"
+	"github.com/ratekit/ratekit/algorithms/slidingcounter"
 	"github.com/ratekit/ratekit/algorithms/tokenbucket"
 	"github.com/ratekit/ratekit/core"
 	"github.com/ratekit/ratekit/fakeclock"
@@ -360,40 +361,49 @@ func Run(t *testing.T, h Harness) {
 		}
 	})
 
-	t.Run("FixedWindowKeepsItsTTL", func(t *testing.T) {
-		// A write that keeps its window's end keeps the key's TTL (SET ...
-		// KEEPTTL). PEXPIRE sets the TTL apart here, so that a TTL kept
-		// tells from one written again. A window opened again gets the TTL
-		// to its end: an hour and the minute of client-clock slack.
+	t.Run("WindowsKeepTheirTTL", func(t *testing.T) {
+		// A write that keeps the end its key's TTL was set for (a request
+		// in the same window) keeps the TTL (SET ... KEEPTTL). PEXPIRE sets
+		// the TTL apart here, so that a TTL kept tells from one written
+		// again. A window opened again gets a TTL to its own end: at most
+		// two windows and the minute of client-clock slack.
 		clock := fakeclock.New(time.Now())
-		lim, err := fixedwindow.New(h.Runner, fixedwindow.Config{Limit: 10, Window: time.Hour, Prefix: "adaptertest:fwttl:", Clock: clock})
+		fw, err := fixedwindow.New(h.Runner, fixedwindow.Config{Limit: 10, Window: time.Hour, Prefix: "adaptertest:fwttl:", Clock: clock})
 		if err != nil {
 			t.Fatal(err)
 		}
-		const key = "adaptertest:fwttl:{k}"
-		allow := func(n int64) {
-			t.Helper()
-			if d, err := lim.AllowN(ctx, "k", n); err != nil || !d.Allowed {
-				t.Fatalf("AllowN(%d): %+v, %v", n, d, err)
-			}
+		sc, err := slidingcounter.New(h.Runner, slidingcounter.Config{Limit: 10, Window: time.Hour, Prefix: "adaptertest:scttl:", Clock: clock})
+		if err != nil {
+			t.Fatal(err)
 		}
-		pttl := func(lo, hi int64) {
-			t.Helper()
-			v := do(t, "PTTL", key)
-			if p, err := strconv.ParseInt(v, 10, 64); err != nil || p < lo || p > hi {
-				t.Fatalf("PTTL = %s ms, want %d to %d", v, lo, hi)
+		for _, c := range []struct {
+			lim core.Limiter
+			key string
+		}{{fw, "adaptertest:fwttl:{k}"}, {sc, "adaptertest:scttl:{k}"}} {
+			allow := func(n int64) {
+				t.Helper()
+				if d, err := c.lim.AllowN(ctx, "k", n); err != nil || !d.Allowed {
+					t.Fatalf("%s: AllowN(%d): %+v, %v", c.key, n, d, err)
+				}
 			}
+			pttl := func(lo, hi int64) {
+				t.Helper()
+				v := do(t, "PTTL", c.key)
+				if p, err := strconv.ParseInt(v, 10, 64); err != nil || p < lo || p > hi {
+					t.Fatalf("%s: PTTL = %s ms, want %d to %d", c.key, v, lo, hi)
+				}
+			}
+			const most, apart = 7_260_000, 9_000_000
+			do(t, "DEL", c.key)
+			allow(1)
+			pttl(60_000, most)
+			do(t, "PEXPIRE", c.key, strconv.Itoa(apart))
+			allow(2)
+			pttl(apart-60_000, apart)
+			clock.Advance(time.Hour)
+			allow(1)
+			pttl(60_000, most)
 		}
-		const window, apart = 3_660_000, 7_200_000
-		do(t, "DEL", key)
-		allow(1)
-		pttl(window-60_000, window)
-		do(t, "PEXPIRE", key, strconv.Itoa(apart))
-		allow(2)
-		pttl(apart-60_000, apart)
-		clock.Advance(time.Hour)
-		allow(1)
-		pttl(window-60_000, window)
 	})
 
 	t.Run("TokenBucketServerTime", func(t *testing.T) {
