@@ -19,7 +19,7 @@ const (
 
 // step is concurrency.lua in Go: same arguments, same reply, same steps.
 // p holds the parameters, then (but for a peek) the lease's id.
-func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engine.State) {
+func step(tx core.Tx, key string, c engine.Call, p engine.Args) (engine.Reply, engine.State) {
 	now, n := c.Now, c.N
 	limit, ttl := p[limit], p[ttl]
 

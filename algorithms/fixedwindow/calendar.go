@@ -123,11 +123,12 @@ type calendar struct {
 	loc    *time.Location
 }
 
-// Set sets p's window and start for a call at now.
-func (c *calendar) Set(now int64, p []int64) {
+// Set returns p with the window and start of a call at now.
+func (c *calendar) Set(now int64, p engine.Args) engine.Args {
 	start, end := periodOf(time.UnixMicro(now).In(c.loc), c.period)
 	p[window] = end.UnixMicro() - start.UnixMicro()
 	p[calendarStart] = start.UnixMicro()
+	return p
 }
 
 // String describes the schedule: "Calendar: month in Europe/Paris".

@@ -12,7 +12,7 @@ const stateLen = 3
 
 // step is fixedwindow.lua in Go. The stored value is {count, start_us,
 // end_us}.
-func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engine.State) {
+func step(tx core.Tx, key string, c engine.Call, p engine.Args) (engine.Reply, engine.State) {
 	now, n, peek, refund := c.Now, c.N, c.Mode == engine.ModePeek, c.Mode == engine.ModeRefund
 	limit, window := p[limit], p[window]
 

@@ -18,7 +18,7 @@ const oldStateLen = 4
 // step is gcra.lua in Go. The stored value is {tat_us, frac, rate,
 // written_us}: the theoretical arrival time tat_us + frac/rate µs, and the
 // time of the write.
-func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engine.State) {
+func step(tx core.Tx, key string, c engine.Call, p engine.Args) (engine.Reply, engine.State) {
 	now, n, mode := c.Now, c.N, c.Mode
 	rate, period, burst := p[rate], p[period], p[burst]
 

@@ -17,7 +17,7 @@ const oldStateLen = 4
 
 // step is leakybucket.lua in Go. The stored value is
 // {level scaled by per_us, last_leak_us, per_us, fresh_at_us}.
-func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engine.State) {
+func step(tx core.Tx, key string, c engine.Call, p engine.Args) (engine.Reply, engine.State) {
 	now, n, peek, refund := c.Now, c.N, c.Mode == engine.ModePeek, c.Mode == engine.ModeRefund
 	capacity, rate, per := p[capacity], p[leakRate], p[per]
 

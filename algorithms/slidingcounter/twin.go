@@ -12,7 +12,7 @@ const stateLen = 5
 
 // step is slidingcounter.lua in Go. The stored value is
 // {window_number, previous, current, window_us, fresh_at_us}.
-func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engine.State) {
+func step(tx core.Tx, key string, c engine.Call, p engine.Args) (engine.Reply, engine.State) {
 	now, n, peek, refund := c.Now, c.N, c.Mode == engine.ModePeek, c.Mode == engine.ModeRefund
 	limit, window := p[limit], p[window]
 

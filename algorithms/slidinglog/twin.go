@@ -12,7 +12,7 @@ import (
 // The stored value is the sorted list of the times (µs) of allowed units of
 // cost, oldest first, followed by the time the log expires (the "~" member
 // of the Lua sorted set).
-func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engine.State) {
+func step(tx core.Tx, key string, c engine.Call, p engine.Args) (engine.Reply, engine.State) {
 	now, n, peek, refund := c.Now, c.N, c.Mode == engine.ModePeek, c.Mode == engine.ModeRefund
 	limit, window := p[limit], p[window]
 

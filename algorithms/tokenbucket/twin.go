@@ -16,7 +16,7 @@ const oldStateLen = 3
 
 // step is tokenbucket.lua in Go: same arguments, same reply, same steps.
 // The stored value is {tokens, last_refill_us, fresh_at_us}.
-func step(tx core.Tx, key string, c engine.Call, p []int64) (engine.Reply, engine.State) {
+func step(tx core.Tx, key string, c engine.Call, p engine.Args) (engine.Reply, engine.State) {
 	now, n, peek, refund := c.Now, c.N, c.Mode == engine.ModePeek, c.Mode == engine.ModeRefund
 	capacity, rate, interval := p[capacity], p[refillRate], p[refillInterval]
 

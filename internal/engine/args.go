@@ -23,13 +23,17 @@ import (
 // step takes each as an argument after its parameters, named as in names,
 // as the decimal string the store was sent, not a Lua number, so that any
 // int64 stays exact; the Go twin finds them in p after the parameters, as
-// int64s. name names the script.
+// int64s (parameters and arguments: at most four, Args). name names the
+// script.
 //
 // The twin's step may also stage the deletion of its key, as a Lua step
 // that removes the last member of a set does: a State whose List is empty
 // but not nil deletes the key.
 func ArgsScript(s *Spec, name string, names []string) *core.Script {
 	checkSignature(s, false, names...)
+	if len(s.Params)+len(names) > maxParams {
+		panic(fmt.Sprintf("engine: %s takes %d parameters and arguments, more than %d", name, len(s.Params)+len(names), maxParams))
+	}
 	all := make([]string, 0, len(s.Params)+len(names))
 	args := make([]string, 0, len(s.Params)+len(names))
 	for i, prm := range s.Params {
@@ -51,7 +55,7 @@ return {allowed, remaining, retry, reset}
 	twin := func(tx core.Tx, keys []string, args []int64, reply []int64) ([]int64, error) {
 		c := call(tx, args[0])
 		c.N, c.Mode = args[1], Mode(args[2])
-		r, st := s.Step(tx, keys[0], c, args[3:])
+		r, st := s.Step(tx, keys[0], c, argsOf(args[3:]))
 		commit(tx, keys[0], &st)
 		return append(reply, r[:]...), nil
 	}

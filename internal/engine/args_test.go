@@ -19,7 +19,7 @@ var argSpec = engine.NewSpec(engine.Spec{
 	Name:   "args",
 	Params: []engine.Param{{Name: "x", Field: "X", Kind: engine.Count}},
 	Lua:    "local function args(key, now, client_clock, n, mode, x, a, b) return 1, x, tonumber(a), tonumber(b) end",
-	Step: func(_ core.Tx, _ string, c engine.Call, p []int64) (engine.Reply, engine.State) {
+	Step: func(_ core.Tx, _ string, c engine.Call, p engine.Args) (engine.Reply, engine.State) {
 		st := engine.State{Write: true, TTL: time.Second, List: []int64{}}
 		if c.Mode == 0 {
 			st.List = []int64{p[1]}

@@ -286,7 +286,7 @@ func (sh shape) twin(tx core.Tx, keys []string, args []int64, reply []int64) ([]
 func (sh *shape) decide(tx core.Tx, keys []string, c Call, args []int64, reply []int64) []int64 {
 	if !sh.policy {
 		// One limit: small enough to inline, as the in-process path needs.
-		r, st := sh.specs[0].Step(tx, keys[0], c, args)
+		r, st := sh.specs[0].Step(tx, keys[0], c, argsOf(args))
 		commit(tx, keys[0], &st)
 		return append(reply, r[0], r[1], r[2], r[3])
 	}
@@ -332,7 +332,7 @@ func (sh *shape) decidePolicy(tx core.Tx, keys []string, c Call, args []int64, r
 	at := 0
 	for i, s := range sh.specs {
 		shadow, pen := args[at], args[at+1]
-		p := args[at+2 : at+2+len(s.Params)]
+		p := argsOf(args[at+2 : at+2+len(s.Params)])
 		at += 2 + len(s.Params)
 		r, st := s.Step(tx, keys[i], c, p)
 		states[i] = st
@@ -348,7 +348,7 @@ func (sh *shape) decidePolicy(tx core.Tx, keys []string, c Call, args []int64, r
 		at = 0
 		for i, s := range sh.specs {
 			if d := reply[base+4*i:]; d[0] == 1 {
-				r, _ := s.Step(tx, keys[i], peek, args[at+2:at+2+len(s.Params)])
+				r, _ := s.Step(tx, keys[i], peek, argsOf(args[at+2:at+2+len(s.Params)]))
 				d[1], d[3] = r[1], r[3]
 			}
 			at += 2 + len(s.Params)

@@ -66,8 +66,11 @@ type Engine struct {
 	// scheduled, a limit's Schedule changes some of them for each call.
 	args      []int64
 	scheduled bool
-	maxCost   int64
-	onShadow  func(ctx context.Context, key string, d core.Decision)
+	// own is args as the step takes them (Args), in an engine of one
+	// limit.
+	own      Args
+	maxCost  int64
+	onShadow func(ctx context.Context, key string, d core.Decision)
 	// local is the store when it decides in process.
 	local core.LocalStore
 }
@@ -127,6 +130,7 @@ func New(cfg Config) (*Engine, error) {
 		e.rw, e.ro = e.sh.compose()
 	} else {
 		e.rw, e.ro = e.limits[0].Spec.rw, e.limits[0].Spec.ro
+		e.own = argsOf(e.args)
 	}
 	e.local, _ = cfg.Store.(core.LocalStore)
 	return e, nil
@@ -226,17 +230,19 @@ func (e *Engine) appendArgs(dst []int64, now int64, ps []core.Params) []int64 {
 			}
 			dst = append(dst, shadow, l.Penalty)
 		}
-		at := len(dst)
-		sched := l.Schedule
-		if i < len(ps) && ps[i] != nil {
+		k := len(l.Params)
+		switch {
+		case i < len(ps) && ps[i] != nil:
 			p := ps[i].(Params)
-			dst = append(dst, p.vals[:p.n]...)
-			sched = p.sched
-		} else {
+			if p.sched != nil {
+				p.vals = p.sched.Set(now, p.vals)
+			}
+			dst = append(dst, p.vals[:k]...)
+		case l.Schedule != nil:
+			a := l.Schedule.Set(now, argsOf(l.Params))
+			dst = append(dst, a[:k]...)
+		default:
 			dst = append(dst, l.Params...)
-		}
-		if sched != nil {
-			sched.Set(now, dst[at:])
 		}
 	}
 	return dst

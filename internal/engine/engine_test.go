@@ -140,7 +140,7 @@ var testSpec = engine.NewSpec(engine.Spec{
 	Name:   "test",
 	Params: []engine.Param{{Name: "x", Field: "X", Kind: engine.Count}},
 	Lua:    "local function test(key, now, client_clock, n, mode, x) return 1, 0, 0, 0 end",
-	Step: func(core.Tx, string, engine.Call, []int64) (engine.Reply, engine.State) {
+	Step: func(core.Tx, string, engine.Call, engine.Args) (engine.Reply, engine.State) {
 		return engine.Reply{1, 0, 0, 0}, engine.State{}
 	},
 })

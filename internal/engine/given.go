@@ -9,9 +9,6 @@ import (
 	"github.com/ratekit/ratekit/internal/params"
 )
 
-// maxParams is the most parameters a step takes.
-const maxParams = 6
-
 // Params is one limit's parameters given with a request
 // (core.Request.Params), as an algorithm package's NewParams builds them
 // from its Config: checked as its New checks the Config, so that a
@@ -20,8 +17,7 @@ const maxParams = 6
 // equal configurations give equal Params.
 type Params struct {
 	spec   *Spec
-	n      int
-	vals   [maxParams]int64 // vals[:n]: as Limit.Params
+	vals   Args // as Limit.Params, then 0s
 	max    int64
 	window time.Duration
 	sched  Schedule
@@ -44,12 +40,8 @@ func (s *Spec) NewParams(prefix string, clock core.Clock, l Limit, err error) (c
 		return nil, err
 	case l.Spec != s:
 		panic(fmt.Sprintf("engine: %s.NewParams given a limit of %v", s.Name, l.Spec))
-	case len(l.Params) > maxParams:
-		panic(fmt.Sprintf("engine: %s takes %d parameters, more than %d", s.Name, len(l.Params), maxParams))
 	}
-	p := Params{spec: s, n: len(l.Params), max: l.Max, window: l.Window, sched: l.Schedule}
-	copy(p.vals[:], l.Params)
-	return p, nil
+	return Params{spec: s, vals: argsOf(l.Params), max: l.Max, window: l.Window, sched: l.Schedule}, nil
 }
 
 // Algorithm names the parameters' algorithm.

@@ -42,9 +42,16 @@ func (e *Engine) inProcess(key string, n int64, mode Mode, now int64, ps []core.
 	c.N, c.Mode = n, mode
 	args := e.args
 	if e.scheduled || len(ps) > 0 {
-		// Memory the store lends for the call: the request's or the
-		// schedule's copy of the parameters allocates nothing.
-		args = e.appendArgs(Scratch(tx, len(e.args))[:0], now, ps)
+		// The request's or the schedule's copy of the parameters, on the
+		// stack (steps take theirs by value: Args): only as much zeroed
+		// as a policy of a few limits needs.
+		var small [4 * (2 + maxParams)]int64
+		buf := small[:0]
+		if len(e.args) > len(small) {
+			var large [MaxLimits * (2 + maxParams)]int64
+			buf = large[:0]
+		}
+		args = e.appendArgs(buf, now, ps)
 	}
 	var buf [MaxLimits + 1]string
 	out = e.sh.decidePolicy(tx, e.policyKeys(buf[:0], tx, first), c, args, reply)
@@ -55,9 +62,8 @@ func (e *Engine) inProcess(key string, n int64, mode Mode, now int64, ps []core.
 // inProcess1 is inProcess for an engine of one limit, the common
 // decision, written out (shape.decide's one limit) and returning its
 // reply in registers: one is the limit the request gave (nil: the
-// engine's own). Its arguments are the engine's, or a copy in memory the
-// store lends for the call (a step's arguments escape: a copy on the
-// stack would be allocated).
+// engine's own). The step takes its parameters by value (Args): the
+// engine's, the request's, or a schedule's copy of either.
 func (e *Engine) inProcess1(key string, n int64, mode Mode, now int64, one *Params) (r Reply, err error) {
 	tx, k, err := e.local.Lock(key, e.limits[0].Prefix)
 	if err != nil {
@@ -71,18 +77,15 @@ func (e *Engine) inProcess1(key string, n int64, mode Mode, now int64, one *Para
 	}()
 	c := call(tx, now)
 	c.N, c.Mode = n, mode
-	args := e.args
+	args := e.own
 	switch {
 	case one != nil:
-		// An array's copy: a few moves, where append calls memmove.
-		s := Scratch(tx, maxParams)
-		*(*[maxParams]int64)(s) = one.vals
-		args = s[:one.n]
+		args = one.vals
 		if one.sched != nil {
-			one.sched.Set(now, args)
+			args = one.sched.Set(now, args)
 		}
 	case e.scheduled:
-		args = e.appendArgs(Scratch(tx, len(e.args))[:0], now, nil)
+		args = e.limits[0].Schedule.Set(now, args)
 	}
 	r, st := e.sh.specs[0].Step(tx, k, c, args)
 	commit(tx, k, &st)

@@ -21,7 +21,7 @@ var scheduled = engine.NewSpec(engine.Spec{
 		{Name: "start_us", Field: "Start", Kind: engine.Scheduled},
 	},
 	Lua: "local function scheduled(key, now, client_clock, n, mode, limit, start_us) return 1, start_us, 0, 0 end",
-	Step: func(_ core.Tx, _ string, _ engine.Call, p []int64) (engine.Reply, engine.State) {
+	Step: func(_ core.Tx, _ string, _ engine.Call, p engine.Args) (engine.Reply, engine.State) {
 		return engine.Reply{1, p[1], 0, 0}, engine.State{}
 	},
 })
@@ -85,4 +85,7 @@ func TestSchedule(t *testing.T) {
 // halfNow schedules parameter 1 at half the call's time.
 type halfNow struct{}
 
-func (halfNow) Set(now int64, p []int64) { p[1] = now / 2 }
+func (halfNow) Set(now int64, p engine.Args) engine.Args {
+	p[1] = now / 2
+	return p
+}

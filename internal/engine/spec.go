@@ -111,9 +111,28 @@ func (s *State) Set(ttl time.Duration, vals ...int64) {
 }
 
 // StepFunc is the Go twin of an algorithm's Lua step: it decides key at
-// c with the parameters p (in the order of Spec.Params) and reads the key
-// through tx, and it never writes: it returns the state to write, if any.
-type StepFunc func(tx core.Tx, key string, c Call, p []int64) (Reply, State)
+// c with the parameters p and reads the key through tx, and it never
+// writes: it returns the state to write, if any.
+type StepFunc func(tx core.Tx, key string, c Call, p Args) (Reply, State)
+
+// maxParams is the most parameters a step takes, with the call's own
+// arguments (ArgsScript).
+const maxParams = 4
+
+// Args are a step's parameters, in the order of Spec.Params, then the
+// call's own arguments (ArgsScript); the rest are 0. A step takes them by
+// value: its copy is the call's own (a slice's array would escape through
+// the step's function value), so that a limit a request gives, or one its
+// schedule sets, needs no memory of its own.
+type Args [maxParams]int64
+
+// argsOf returns the Args that begin with p.
+func argsOf(p []int64) (a Args) {
+	for i, v := range p { // a few values: cheaper than copy's memmove
+		a[i] = v
+	}
+	return a
+}
 
 // Spec is one algorithm, declared once: its name, its parameters (names,
 // order, checks), its Lua step and the step's Go twin. Every script a
@@ -162,10 +181,14 @@ type Spec struct {
 	rw, ro *core.Script
 }
 
-// NewSpec checks s's Lua signature and composes the scripts of a limiter
-// of s alone. Specs are package variables: a mismatch panics when the
-// program starts, so that every test of the package fails.
+// NewSpec checks s's Lua signature and its count of parameters (at most
+// four: Args), and composes the scripts of a limiter of s alone. Specs
+// are package variables: a mismatch panics when the program starts, so
+// that every test of the package fails.
 func NewSpec(s Spec) *Spec {
+	if len(s.Params) > maxParams {
+		panic(fmt.Sprintf("engine: %s takes %d parameters, more than %d", s.Name, len(s.Params), maxParams))
+	}
 	checkSignature(&s, true)
 	checkStateLen(&s)
 	sh := shape{specs: []*Spec{&s}}
@@ -244,9 +267,9 @@ type Limit struct {
 // Schedule sets a limit's Scheduled parameters for each call. It is a
 // comparable value (a pointer), so that Params holding one compare.
 type Schedule interface {
-	// Set overwrites the scheduled entries of p, a copy of a limit's
-	// Params, for a call at now (µs).
-	Set(now int64, p []int64)
+	// Set returns p, a limit's parameters, with its scheduled entries
+	// set for a call at now (µs).
+	Set(now int64, p Args) Args
 }
 
 // Param returns the value of parameter i, as checked and converted.

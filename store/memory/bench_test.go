@@ -55,9 +55,7 @@ func BenchmarkParams(b *testing.B) {
 	}
 	ctx := context.Background()
 	for _, k := range keys {
-		// Every key known, and the store's scratch memory (which a
-		// request's limit is copied into) in every shard.
-		l.Decide(ctx, core.Request{Key: k, N: 1, Params: ps})
+		l.Decide(ctx, core.Request{Key: k, N: 1, Params: ps}) // every key known
 	}
 	b.Run("own", func(b *testing.B) {
 		b.ReportAllocs()

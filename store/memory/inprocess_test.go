@@ -112,14 +112,14 @@ var (
 	panics = engine.NewSpec(engine.Spec{
 		Name: "panics", Params: []engine.Param{{Name: "x", Field: "X", Kind: engine.Count}},
 		Lua: "local function panics(key, now, client_clock, n, mode, x) error('x') end",
-		Step: func(core.Tx, string, engine.Call, []int64) (engine.Reply, engine.State) {
+		Step: func(core.Tx, string, engine.Call, engine.Args) (engine.Reply, engine.State) {
 			panic("the step's bug")
 		},
 	})
 	noTTL = engine.NewSpec(engine.Spec{
 		Name: "nottl", Params: []engine.Param{{Name: "x", Field: "X", Kind: engine.Count}},
 		Lua: "local function nottl(key, now, client_clock, n, mode, x) return 1, 0, 0, 0 end",
-		Step: func(core.Tx, string, engine.Call, []int64) (engine.Reply, engine.State) {
+		Step: func(core.Tx, string, engine.Call, engine.Args) (engine.Reply, engine.State) {
 			var st engine.State
 			st.Set(0, 1)
 			return engine.Reply{1, 0, 0, 0}, st
