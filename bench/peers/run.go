@@ -167,30 +167,39 @@ type job struct {
 	beside caseKey
 }
 
-// measureUnit measures a unit's jobs for d each. A pair runs A B B A
-// pairCycles times, each for d/(2*pairCycles), and each job's sample is
-// the mean of its slices: a drift of the machine during the unit falls
-// on both alike.
+// measureUnit measures a unit's jobs for d each. The jobs of a unit run
+// in turn, forth and back (A B C C B A), pairCycles times, each for
+// d/(2*pairCycles), and each job's sample is the mean of its slices: a
+// drift of the machine during the unit falls on all of them alike.
 func measureUnit(ctx context.Context, jobs []job, unit []int, d time.Duration, keys []string) []sample {
-	run := func(i int, d time.Duration) sample {
-		jb := jobs[unit[i]]
-		return measure(ctx, jb.decide, jb.key.g, jb.per, d, keys)
-	}
 	if len(unit) == 1 {
-		return []sample{run(0, d)}
+		jb := jobs[unit[0]]
+		return []sample{measure(ctx, jb.decide, jb.key.g, jb.per, d, keys)}
 	}
 	slice := d / (2 * pairCycles)
-	var a, b []sample
-	for range pairCycles {
-		a, b = append(a, run(0, slice)), append(b, run(1, slice))
-		b, a = append(b, run(1, slice)), append(a, run(0, slice))
+	parts := make([][]sample, len(unit))
+	run := func(i int) {
+		jb := jobs[unit[i]]
+		parts[i] = append(parts[i], measure(ctx, jb.decide, jb.key.g, jb.per, slice, keys))
 	}
-	return []sample{meanSample(a), meanSample(b)}
+	for range pairCycles {
+		for i := range unit {
+			run(i)
+		}
+		for i := len(unit) - 1; i >= 0; i-- {
+			run(i)
+		}
+	}
+	out := make([]sample, len(unit))
+	for i, s := range parts {
+		out[i] = meanSample(s)
+	}
+	return out
 }
 
-// pairCycles is how many times a pair runs A B B A in a round: at one
-// goroutine a call's latency drifts over tens of milliseconds here, so
-// the pair alternates more often than once.
+// pairCycles is how many times a unit of several jobs runs forth and
+// back in a round: at one goroutine a call's latency drifts over tens of
+// milliseconds here, so the jobs alternate more often than once.
 const pairCycles = 4
 
 // meanSample is the mean of samples of one case of equal durations.
@@ -211,25 +220,36 @@ func meanSample(s []sample) sample {
 	return m
 }
 
-// units groups jobs (by index) into what a round shuffles: each job alone,
-// or with the job it runs beside.
+// units groups jobs (by index) into what a round shuffles: the jobs
+// joined by beside, each to the job it names, run together in one unit;
+// every other job alone. A unit's jobs keep the order of jobs.
 func units(jobs []job) [][]int {
 	at := map[caseKey]int{}
 	for i, j := range jobs {
 		at[j.key] = i
 	}
-	paired := map[int]bool{}
-	var out [][]int
-	for i, j := range jobs {
-		if p, ok := at[j.beside]; ok && j.beside != (caseKey{}) && !paired[p] && !paired[i] {
-			paired[i], paired[p] = true, true
-			out = append(out, []int{p, i})
+	// root follows beside to the first job of the chain.
+	root := func(i int) int {
+		for seen := 0; seen < len(jobs); seen++ {
+			p, ok := at[jobs[i].beside]
+			if jobs[i].beside == (caseKey{}) || !ok || p == i {
+				break
+			}
+			i = p
 		}
+		return i
 	}
+	group := map[int]int{} // a root's unit in out
+	var out [][]int
 	for i := range jobs {
-		if !paired[i] {
-			out = append(out, []int{i})
+		r := root(i)
+		g, ok := group[r]
+		if !ok {
+			g = len(out)
+			group[r] = g
+			out = append(out, nil)
 		}
+		out[g] = append(out[g], i)
 	}
 	return out
 }
@@ -285,8 +305,12 @@ func runAll(ctx context.Context, o options, t *target, m *meter) (*results, erro
 				if err != nil {
 					return nil, err
 				}
+				// The policy, Params and rules cases are read as ratios to
+				// the open limiter (and rules to Params): measured in one
+				// unit with it, a drift of the machine falls on all alike.
 				for _, g := range o.goroutines {
-					jobs = append(jobs, job{key: caseKey{"ratekit/" + st, a.name, "policy2", g}, decide: pol, per: 1})
+					jobs = append(jobs, job{key: caseKey{"ratekit/" + st, a.name, "policy2", g}, decide: pol, per: 1,
+						beside: caseKey{"ratekit/" + st, a.name, "open", g}})
 				}
 				given, err := paramsFunc(open)
 				if err != nil {
@@ -298,7 +322,7 @@ func runAll(ctx context.Context, o options, t *target, m *meter) (*results, erro
 				}
 				for _, g := range o.goroutines {
 					params := caseKey{"ratekit/" + st, a.name, "params", g}
-					jobs = append(jobs, job{key: params, decide: given, per: 1},
+					jobs = append(jobs, job{key: params, decide: given, per: 1, beside: caseKey{"ratekit/" + st, a.name, "open", g}},
 						job{key: caseKey{"ratekit/" + st, a.name, "rules", g}, decide: ru, per: 1, beside: params})
 				}
 				b, err := batchFunc(open, keys, batchSize)
@@ -361,8 +385,9 @@ func runAll(ctx context.Context, o options, t *target, m *meter) (*results, erro
 		us := units(jobs)
 		for i, u := range rand.Perm(len(us)) {
 			unit := us[u]
-			if len(unit) == 2 && rand.IntN(2) == 0 {
-				unit = []int{unit[1], unit[0]}
+			if rand.IntN(2) == 0 {
+				unit = slices.Clone(unit)
+				slices.Reverse(unit)
 			}
 			samples := measureUnit(ctx, jobs, unit, o.duration, keys)
 			if err := ctx.Err(); err != nil {

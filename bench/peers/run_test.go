@@ -6,30 +6,35 @@ import (
 )
 
 // Every job is in exactly one unit, and a job with beside set shares its
-// unit with that job, so the two always run next to each other.
-func TestUnitsPairJobsBeside(t *testing.T) {
+// unit with that job, so that they always run next to each other; jobs
+// joined through another (rules beside Params beside the plain limiter)
+// share one unit.
+func TestUnitsGroupJobsBeside(t *testing.T) {
 	plain := caseKey{"ratekit/rueidis", "tokenbucket", "open", 1}
+	params := caseKey{"ratekit/rueidis", "tokenbucket", "params", 1}
 	jobs := []job{
 		{key: plain},
 		{key: caseKey{"ratekit/rueidis", "tokenbucket", "open", 256}},
 		{key: caseKey{"ratekit/rueidis+coalesce", "tokenbucket", "open", 1}, beside: plain},
 		{key: caseKey{"redis_rate", "tokenbucket", "open", 1}},
 		{key: caseKey{"orphan", "tokenbucket", "open", 1}, beside: caseKey{"missing", "", "", 1}},
+		{key: caseKey{"ratekit/rueidis", "tokenbucket", "rules", 1}, beside: params},
+		{key: params, beside: plain},
 	}
 	var seen []int
 	for _, u := range units(jobs) {
 		seen = append(seen, u...)
-		if slices.Contains(u, 2) && !slices.Equal(u, []int{0, 2}) {
-			t.Fatalf("the coalesced job's unit is %v, want [0 2]", u)
+		if slices.Contains(u, 0) && !slices.Equal(u, []int{0, 2, 5, 6}) {
+			t.Fatalf("the plain limiter's unit is %v, want [0 2 5 6]", u)
 		}
 	}
 	slices.Sort(seen)
-	if !slices.Equal(seen, []int{0, 1, 2, 3, 4}) {
-		t.Fatalf("units hold jobs %v, want each of 0-4 once", seen)
+	if !slices.Equal(seen, []int{0, 1, 2, 3, 4, 5, 6}) {
+		t.Fatalf("units hold jobs %v, want each of 0-6 once", seen)
 	}
 }
 
-// A pair's sample is the mean of its slices; errors add up.
+// A unit's sample is the mean of its slices; errors add up.
 func TestMeanSample(t *testing.T) {
 	got := meanSample([]sample{{ops: 100, p99: 4, errors: 1}, {ops: 300, p99: 8, errors: 2}})
 	if got.ops != 200 || got.p99 != 6 || got.errors != 3 {

@@ -168,7 +168,7 @@ const why = `## Why targets are missed here
   store/rueidis alternating the two 25 times for 150 ms in one process
   read 0.99-1.01x, before and after concurrent calls had turned on the
   client's pipelining. Here each case is measured beside its plain
-  limiter, A B B A four times, but at about 13 000 calls per second a
+  limiter, forth and back four times, but at about 13 000 calls per second a
   round's figure moves by tens of percent: full runs have read
   0.87-1.30x on rueidis and 0.89-1.11x on the other clients, targeted
   runs 0.99-1.01x.
