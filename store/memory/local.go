@@ -60,12 +60,7 @@ func (s *Store) Key(ctx core.Tx, prefix string) string {
 
 // key is Key on the shard's tx.
 func (t *tx) key(prefix string) string {
-	// A limiter passes the same string at every call: the same bytes mean
-	// the same prefix, compared without reading them.
-	if unsafe.StringData(prefix) != unsafe.StringData(t.prefix) || len(prefix) != len(t.prefix) {
-		t.prefix, t.prefixHash = prefix, t.hash.prefix(prefix)
-	}
-	h := mix(t.prefixHash, t.tagHash, t.hash.none)
+	h := mix(t.prefixHash(prefix), t.tagHash, t.hash.none)
 	e, sure := t.sh.t.findParts(h, prefix, t.user)
 	skey := ""
 	if e != nil {
@@ -80,6 +75,24 @@ func (t *tx) key(prefix string) string {
 	}
 	t.found(skey, h, e)
 	return skey
+}
+
+// prefixHash returns the hash of prefix, hashing it only when it is not
+// one of the last few asked for. A limiter passes the same string at every
+// call: the same bytes mean the same prefix, compared without reading
+// them. An empty prefix is hashed every time (the cache's empty slots
+// hold no hash).
+func (t *tx) prefixHash(prefix string) uint64 {
+	for i := range t.prefixes {
+		c := &t.prefixes[i]
+		if unsafe.StringData(prefix) == unsafe.StringData(c.prefix) && len(prefix) == len(c.prefix) && len(prefix) > 0 {
+			return c.h
+		}
+	}
+	h := t.hash.prefix(prefix)
+	t.prefixes[t.nextPrefix] = prefixHash{prefix, h}
+	t.nextPrefix = (t.nextPrefix + 1) % maxPrefixes
+	return h
 }
 
 // Unlock ends the call Lock began on tx and unlocks its shard

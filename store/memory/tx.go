@@ -40,9 +40,11 @@ type tx struct {
 	sh       *shard
 	bad      error // the twin's misuse of Put: errBadTTL or errBadLen
 	hash     *hasher
-	// The last prefix Key was asked for, and its hash.
-	prefix     string
-	prefixHash uint64
+	// The last prefixes Key was asked for, with their hashes, replaced
+	// in turn: a policy's limits, or the limiters that share a shard,
+	// ask for a few prefixes in turn, each hashed once.
+	prefixes   [maxPrefixes]prefixHash
+	nextPrefix int
 	// The keys Key returned in this call, with their hashes and entries,
 	// once it has returned more than one (a policy's): a step's Get and
 	// the commit's Put of each then find it without hashing it again.
@@ -56,6 +58,15 @@ type tx struct {
 // three limits and its penalty block. Keys past them are hashed at each
 // lookup.
 const maxFound = 4
+
+// maxPrefixes is how many prefixes a tx keeps the hashes of.
+const maxPrefixes = 4
+
+// prefixHash is a prefix Key was asked for, and its hash.
+type prefixHash struct {
+	prefix string
+	h      uint64
+}
 
 // foundKey is a key Key returned, its hash and its entry (nil: absent).
 type foundKey struct {
