@@ -104,6 +104,45 @@ func TestPathsShareState(t *testing.T) {
 	}
 }
 
+// Limiters of more prefixes than a shard's tx keeps the hashes of, some
+// of them prefixes of one string (one address, other lengths), decide on
+// one key in turn, in process and through the script: each counts its
+// own key, whichever path decides it.
+func TestPathsShareStateManyPrefixes(t *testing.T) {
+	s := newStore(t, memory.WithSweepInterval(0))
+	base := "many:prefixes:of:one:string:"
+	prefixes := []string{base[:5], base[:14], base[:17], base, "other:", "more:", "last:"}
+	var direct, scripted []core.Limiter
+	for _, p := range prefixes {
+		cfg := tokenbucket.Config{Capacity: 100, RefillRate: 1, RefillInterval: time.Hour, Prefix: p}
+		d, err := tokenbucket.New(s, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := tokenbucket.New(scriptsOnly{s}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		direct, scripted = append(direct, d), append(scripted, sc)
+	}
+	ctx := context.Background()
+	for round := range 4 {
+		for i := range prefixes {
+			l := direct[i]
+			if (round+i)%2 == 1 {
+				l = scripted[i]
+			}
+			d, err := l.Allow(ctx, "alice")
+			if want := int64(99 - round); err != nil || d.Remaining != want {
+				t.Fatalf("round %d, prefix %q: %+v, %v; want %d remaining", round, prefixes[i], d, err, want)
+			}
+		}
+	}
+	if n := s.Len(); n != len(prefixes) {
+		t.Fatalf("%d keys stored, want %d", n, len(prefixes))
+	}
+}
+
 // steps that misbehave: one panics, one writes a state with no time to
 // live. Each fails the call, in process as through the script, with an
 // error wrapping core.ErrStore that says what went wrong, and the store
