@@ -220,6 +220,13 @@ func meanSample(s []sample) sample {
 	return m
 }
 
+// inProcessUnit is the case that the memory store's algorithms and the
+// in-process peers (inProcessPeers) run beside, at g goroutines: the
+// memory store's token bucket. Its unit then holds every case that
+// decides in process, each read against the peers (issue 33, item 3)
+// within one unit, where a drift of the machine falls on all alike.
+func inProcessUnit(g int) caseKey { return caseKey{"ratekit/memory", "tokenbucket", "open", g} }
+
 // units groups jobs (by index) into what a round shuffles: the jobs
 // joined by beside, each to the job it names, run together in one unit;
 // every other job alone. A unit's jobs keep the order of jobs.
@@ -293,7 +300,11 @@ func runAll(ctx context.Context, o options, t *target, m *meter) (*results, erro
 				return nil, err
 			}
 			for _, g := range o.goroutines {
-				jobs = append(jobs, job{key: caseKey{"ratekit/" + st, a.name, "open", g}, decide: allowFunc(open), per: 1})
+				jb := job{key: caseKey{"ratekit/" + st, a.name, "open", g}, decide: allowFunc(open), per: 1}
+				if st == "memory" && a.name != "tokenbucket" {
+					jb.beside = inProcessUnit(g) // read against the in-process peers
+				}
+				jobs = append(jobs, jb)
 			}
 			if a.name == "tokenbucket" {
 				cj, err := coalesceJobs(st, open, o.goroutines)
@@ -369,7 +380,11 @@ func runAll(ctx context.Context, o options, t *target, m *meter) (*results, erro
 			}
 			closers = append(closers, closeFn)
 			for _, g := range o.goroutines {
-				jobs = append(jobs, job{key: caseKey{p, "tokenbucket", "open", g}, decide: decide, per: 1})
+				jb := job{key: caseKey{p, "tokenbucket", "open", g}, decide: decide, per: 1}
+				if slices.Contains(inProcessPeers, p) {
+					jb.beside = inProcessUnit(g)
+				}
+				jobs = append(jobs, jb)
 			}
 		}
 	}

@@ -34,6 +34,24 @@ func TestUnitsGroupJobsBeside(t *testing.T) {
 	}
 }
 
+// The memory store's other algorithms and the in-process peers run in
+// the unit of the memory store's token bucket, at their goroutines.
+func TestInProcessCasesShareAUnit(t *testing.T) {
+	jobs := []job{
+		{key: inProcessUnit(1)},
+		{key: inProcessUnit(16)},
+		{key: caseKey{"ratekit/memory", "fixedwindow", "open", 1}, beside: inProcessUnit(1)},
+		{key: caseKey{"sethvargo", "tokenbucket", "open", 16}, beside: inProcessUnit(16)},
+		{key: caseKey{"x/time/rate", "tokenbucket", "open", 1}, beside: inProcessUnit(1)},
+		{key: caseKey{"redis_rate", "tokenbucket", "open", 1}},
+	}
+	got := units(jobs)
+	want := [][]int{{0, 2, 4}, {1, 3}, {5}}
+	if !slices.EqualFunc(got, want, slices.Equal[[]int]) {
+		t.Fatalf("units %v, want %v", got, want)
+	}
+}
+
 // A unit's sample is the mean of its slices; errors add up.
 func TestMeanSample(t *testing.T) {
 	got := meanSample([]sample{{ops: 100, p99: 4, errors: 1}, {ops: 300, p99: 8, errors: 2}})

@@ -339,6 +339,10 @@ func deny90(ctx context.Context, open, tight core.Limiter, keys []string) (decid
 
 var peerNames = []string{"redis_rate", "ulule", "throttled", "x/time/rate", "sethvargo"}
 
+// inProcessPeers are the peers of peerNames that decide in process, as
+// the memory store does.
+var inProcessPeers = []string{"x/time/rate", "sethvargo"}
+
 // openPeer returns a peer library's decision for a token-bucket-like limit
 // so high nothing is denied, its keys under t's prefix (t is nil for the
 // in-process peers).
