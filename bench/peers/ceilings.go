@@ -24,8 +24,21 @@ import (
 
 // ceiling is redis-benchmark's rate for one script, pipelined 16 deep and
 // not pipelined, from 50 connections, and the server's CPU time (INFO
-// cpu, user and system) per call during the -P 16 run, in µs.
-type ceiling struct{ p16, p1, cpu float64 }
+// cpu, user and system) per call during the -P 16 runs, in µs; and
+// guide, the rate of the guide's script (EVALSHA, -P 16) in the slices
+// that alternated with the -P 16 runs (measureCeilings), what its ratio
+// is taken to (guideRatio).
+type ceiling struct{ p16, p1, cpu, guide float64 }
+
+// guideRatio is the median over rounds of a script's -P 16 ceiling over
+// the guide's script's measured around it.
+func guideRatio(cs []ceiling) float64 {
+	var v []float64
+	for _, c := range cs {
+		v = append(v, c.p16/c.guide)
+	}
+	return median(v)
+}
 
 // The ceilings are measured per script and per way of running it: its
 // name for EVALSHA, its name and fcallSuffix for FCALL of its function
@@ -104,6 +117,13 @@ type benchScript struct {
 	keys int
 }
 
+// measureCeilings measures each script's ceilings (ceilingScripts), as
+// EVALSHA and as FCALL, and adds one round of them to res. Each -P 16
+// ceiling is measured in ceilingSlices slices, in turn with as many of
+// the guide's script (EVALSHA, -P 16), forth and back (G S S G ...), and
+// read against the guide's (ceiling.guide): two runs of a second each,
+// one after the other, read ratios from 0.7x to 1.0x of one pair of
+// scripts on this host, whose speed moves by a third within seconds.
 func measureCeilings(ctx context.Context, t *target, o options, res *results, m *meter) error {
 	bin, err := exec.LookPath("redis-benchmark")
 	if err != nil {
@@ -116,6 +136,29 @@ func measureCeilings(ctx context.Context, t *target, o options, res *results, m 
 	if err != nil {
 		return err
 	}
+	// run runs n calls of s by cmd (EVALSHA or FCALL of payload),
+	// pipelined p deep, and returns their rate and the server's CPU time
+	// per call.
+	run := func(s benchScript, cmd, payload string, p, n int) (rps, cpu float64, err error) {
+		args := append(slices.Clone(conn), "-n", strconv.Itoa(n), "-c", "50", "-P", strconv.Itoa(p), "-r", strconv.Itoa(o.keys), "--csv",
+			cmd, payload, strconv.Itoa(s.keys))
+		for i := range s.keys {
+			args = append(args, fmt.Sprintf("%sceil:%s:%d:%s", t.prefix, strings.ReplaceAll(s.name, " ", "-"), i, tag))
+		}
+		args = append(args, s.args...)
+		before, cpu0 := m.sample(), serverCPU(ctx, loader)
+		out, err := exec.CommandContext(ctx, bin, args...).Output() // killed, and waited for, when ctx ends
+		res.ceilingLoad = append(res.ceilingLoad, between(before, m.sample()))
+		if err != nil {
+			return 0, 0, fmt.Errorf("redis-benchmark %s: %w", s.name, err)
+		}
+		if rps, err = parseRPS(string(out)); err != nil {
+			return 0, 0, fmt.Errorf("redis-benchmark %s: %w: %s", s.name, err, out)
+		}
+		return rps, (serverCPU(ctx, loader) - cpu0) / float64(n) * 1e6, nil
+	}
+	guide := scripts[0] // ceilingScripts puts the guide's first
+	guideSHA := ""
 	for _, s := range scripts {
 		sha, err := loader.ScriptLoad(ctx, s.s.Lua()).Result()
 		if err != nil {
@@ -125,44 +168,43 @@ func measureCeilings(ctx context.Context, t *target, o options, res *results, m 
 		if err != nil {
 			return fmt.Errorf("FUNCTION LOAD %s: %w", s.name, err)
 		}
+		if s.name == guide.name {
+			guideSHA = sha
+		}
 		for _, way := range []struct{ suffix, cmd, payload string }{{"", "EVALSHA", sha}, {fcallSuffix, "FCALL", fn}} {
 			if way.payload == "" {
 				continue // a server without functions
 			}
 			var c ceiling
-			for _, p := range []int{16, 1} {
-				n := o.ceilingReqs
-				if p == 1 {
-					n /= 4
+			n := o.ceilingReqs / ceilingSlices
+			for k := range 2 * ceilingSlices {
+				// G S S G G S ...: k = 0, 3, 4, 7 ... run the guide's.
+				if (k+1)%4 < 2 {
+					rps, _, err := run(guide, "EVALSHA", guideSHA, 16, n)
+					if err != nil {
+						return err
+					}
+					c.guide += rps / ceilingSlices
+					continue
 				}
-				args := append(slices.Clone(conn), "-n", strconv.Itoa(n), "-c", "50", "-P", strconv.Itoa(p), "-r", strconv.Itoa(o.keys), "--csv",
-					way.cmd, way.payload, strconv.Itoa(s.keys))
-				for i := range s.keys {
-					args = append(args, fmt.Sprintf("%sceil:%s:%d:%s", t.prefix, strings.ReplaceAll(s.name, " ", "-"), i, tag))
-				}
-				args = append(args, s.args...)
-				before, cpu := m.sample(), serverCPU(ctx, loader)
-				out, err := exec.CommandContext(ctx, bin, args...).Output() // killed, and waited for, when ctx ends
-				res.ceilingLoad = append(res.ceilingLoad, between(before, m.sample()))
+				rps, cpu, err := run(s, way.cmd, way.payload, 16, n)
 				if err != nil {
-					return fmt.Errorf("redis-benchmark %s: %w", s.name, err)
+					return err
 				}
-				rps, err := parseRPS(string(out))
-				if err != nil {
-					return fmt.Errorf("redis-benchmark %s: %w: %s", s.name, err, out)
-				}
-				if p == 16 {
-					c.p16 = rps
-					c.cpu = (serverCPU(ctx, loader) - cpu) / float64(n) * 1e6
-				} else {
-					c.p1 = rps
-				}
+				c.p16, c.cpu = c.p16+rps/ceilingSlices, c.cpu+cpu/ceilingSlices
+			}
+			if c.p1, _, err = run(s, way.cmd, way.payload, 1, o.ceilingReqs/4); err != nil {
+				return err
 			}
 			res.ceilings[s.name+way.suffix] = append(res.ceilings[s.name+way.suffix], c)
 		}
 	}
 	return nil
 }
+
+// ceilingSlices is how many slices of a script's -P 16 run alternate
+// with as many of the guide's script.
+const ceilingSlices = 4
 
 // loadFunction loads s's function library (scriptproto.Library) on every
 // master and returns the name FCALL calls, or "" when the server has no

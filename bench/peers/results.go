@@ -196,26 +196,21 @@ func (r *results) markdown(o options, withChart bool) string {
 
 	if len(r.ceilings) > 0 {
 		w("\n## The server's ceiling per script (redis-benchmark, 50 connections, 10 000 keys)\n\n")
-		w("Each script as EVALSHA, and as FCALL of its function library (`scriptproto.Library`), as ratekit's Redis stores run it on a server with functions. The server's CPU time (INFO cpu, user and system) per call is that of the -P 16 run. The last column is the FCALL -P 16 ceiling over the guide's token bucket script's EVALSHA -P 16 ceiling, within each round.\n\n")
+		w("Each script as EVALSHA, and as FCALL of its function library (`scriptproto.Library`), as ratekit's Redis stores run it on a server with functions. The server's CPU time (INFO cpu, user and system) per call is that of the -P 16 runs. Each -P 16 ceiling is measured in 4 slices, in turn with as many of the guide's token bucket script (EVALSHA, -P 16), forth and back; the last column is the FCALL -P 16 ceiling over the guide's in those slices, the median over rounds.\n\n")
 		w("| script | EVALSHA -P 16 | -P 1 | server µs/call | FCALL -P 16 | -P 1 | server µs/call | FCALL -P 16 / the guide's |\n|---|---|---|---|---|---|---|---|\n")
 		names := []string{"seed tokenbucket"}
 		for _, a := range algos {
 			names = append(names, a.name)
 		}
 		names = append(names, policyCeiling)
-		seed := r.ceilings["seed tokenbucket"]
 		for _, n := range names {
 			cs, fs := r.ceilings[n], r.ceilings[n+fcallSuffix]
 			if len(cs) == 0 {
 				continue
 			}
-			var ratios []float64
-			for i := 0; i < len(fs) && i < len(seed); i++ {
-				ratios = append(ratios, fs[i].p16/seed[i].p16)
-			}
 			ratio := "–"
-			if len(ratios) > 0 {
-				ratio = fmt.Sprintf("%.2fx", median(ratios))
+			if len(fs) > 0 {
+				ratio = fmt.Sprintf("%.2fx", guideRatio(fs))
 			}
 			col := func(cs []ceiling, f func(c ceiling) float64) float64 {
 				if len(cs) == 0 {

@@ -59,3 +59,12 @@ func TestMeanSample(t *testing.T) {
 		t.Fatalf("meanSample = %+v, want ops 200, p99 6, errors 3", got)
 	}
 }
+
+// A script's ceiling is read against the guide's measured around it, in
+// each round, and the median over rounds is taken.
+func TestGuideRatio(t *testing.T) {
+	cs := []ceiling{{p16: 90, guide: 100}, {p16: 120, guide: 100}, {p16: 50, guide: 50}}
+	if got := guideRatio(cs); got != 1.0 {
+		t.Fatalf("guideRatio = %v, want 1 (the median of 0.9, 1.2 and 1)", got)
+	}
+}

@@ -50,7 +50,7 @@ func (r *results) targets(o options) string {
 			w("| %s allocations per decision <= 8 | %.2f | %s |\n", st, v, mark(v <= 8))
 		}
 	}
-	if seed := r.ceilings["seed tokenbucket"]; len(seed) > 0 {
+	if len(r.ceilings["seed tokenbucket"]) > 0 {
 		names := []string{policyCeiling}
 		for _, a := range algos {
 			names = append(names, a.name)
@@ -61,12 +61,6 @@ func (r *results) targets(o options) string {
 			if len(cs) == 0 {
 				cs, way = r.ceilings[n], "EVALSHA"
 			}
-			// Each round measures the seed's script and this one a few
-			// seconds apart: the ratio is taken within the round.
-			var ratios []float64
-			for i := 0; i < len(cs) && i < len(seed); i++ {
-				ratios = append(ratios, cs[i].p16/seed[i].p16)
-			}
 			// Issue 33's goals: 1.0x, the sliding log 0.7x (a sorted set),
 			// a policy of two limits 0.6x (two steps, two keys).
 			goal := 1.0
@@ -76,8 +70,8 @@ func (r *results) targets(o options) string {
 			case policyCeiling:
 				goal = 0.6
 			}
-			if len(ratios) > 0 {
-				v := median(ratios)
+			if len(cs) > 0 {
+				v := guideRatio(cs)
 				w("| %s script's -P16 ceiling (%s) >= %.1fx the seed token bucket's (EVALSHA) | %.2fx | %s |\n", n, way, goal, v, mark(v >= goal))
 			}
 		}
