@@ -146,9 +146,8 @@ func measureCeilings(ctx context.Context, t *target, o options, res *results, m 
 			args = append(args, fmt.Sprintf("%sceil:%s:%d:%s", t.prefix, strings.ReplaceAll(s.name, " ", "-"), i, tag))
 		}
 		args = append(args, s.args...)
-		before, cpu0 := m.sample(), serverCPU(ctx, loader)
+		cpu0 := serverCPU(ctx, loader)
 		out, err := exec.CommandContext(ctx, bin, args...).Output() // killed, and waited for, when ctx ends
-		res.ceilingLoad = append(res.ceilingLoad, between(before, m.sample()))
 		if err != nil {
 			return 0, 0, fmt.Errorf("redis-benchmark %s: %w", s.name, err)
 		}
@@ -175,8 +174,13 @@ func measureCeilings(ctx context.Context, t *target, o options, res *results, m 
 			if way.payload == "" {
 				continue // a server without functions
 			}
+			// The load is sampled over a whole measurement, its slices
+			// together, as over one run: over a slice of a fifth of a
+			// second, a burst of another process that a run of a second
+			// dilutes reads as a disturbance.
 			var c ceiling
 			n := o.ceilingReqs / ceilingSlices
+			before := m.sample()
 			for k := range 2 * ceilingSlices {
 				// G S S G G S ...: k = 0, 3, 4, 7 ... run the guide's.
 				if (k+1)%4 < 2 {
@@ -193,9 +197,12 @@ func measureCeilings(ctx context.Context, t *target, o options, res *results, m 
 				}
 				c.p16, c.cpu = c.p16+rps/ceilingSlices, c.cpu+cpu/ceilingSlices
 			}
+			res.ceilingLoad = append(res.ceilingLoad, between(before, m.sample()))
+			before = m.sample()
 			if c.p1, _, err = run(s, way.cmd, way.payload, 1, o.ceilingReqs/4); err != nil {
 				return err
 			}
+			res.ceilingLoad = append(res.ceilingLoad, between(before, m.sample()))
 			res.ceilings[s.name+way.suffix] = append(res.ceilings[s.name+way.suffix], c)
 		}
 	}

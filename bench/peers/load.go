@@ -157,7 +157,7 @@ func (m *meter) waitQuiet(ctx context.Context, limit time.Duration, logf func(st
 
 // conditions are a run's: the machine before it started and after it
 // ended (the harness idle), during the whole run, in each round of cases
-// and in each redis-benchmark run.
+// and in each redis-benchmark measurement (a ceiling's slices together).
 type conditions struct {
 	before, during, after usage
 	rounds, ceilings      []usage
@@ -177,7 +177,7 @@ func (c conditions) worst() string {
 		pick(fmt.Sprintf("in round %d", i+1), u)
 	}
 	for _, u := range c.ceilings {
-		pick("during a redis-benchmark run", u)
+		pick("during a redis-benchmark measurement", u)
 	}
 	return name + ": " + worst.String()
 }
@@ -220,12 +220,12 @@ func (c conditions) markdown() string {
 		row(fmt.Sprintf("round %d (cases)", i+1), u)
 	}
 	if len(c.ceilings) > 0 {
-		fmt.Fprintf(&b, "| redis-benchmark runs (worst of %d) | %s | %.1f%% | |\n", len(c.ceilings),
+		fmt.Fprintf(&b, "| redis-benchmark measurements (worst of %d) | %s | %.1f%% | |\n", len(c.ceilings),
 			pct(maxOf(c.ceilings, func(u usage) float64 { return u.foreign })), 100*maxOf(c.ceilings, func(u usage) float64 { return u.steal }))
 	}
 	row(fmt.Sprintf("after, harness idle (%v)", c.after.elapsed.Round(time.Second)), c.after)
 	if len(c.ceilings) > 0 {
-		fmt.Fprintf(&b, "\nThe harness process itself used at most %s of the CPU during a redis-benchmark run.\n", pct(maxOf(c.ceilings, func(u usage) float64 { return u.self })))
+		fmt.Fprintf(&b, "\nThe harness process itself used at most %s of the CPU during a redis-benchmark measurement.\n", pct(maxOf(c.ceilings, func(u usage) float64 { return u.self })))
 	}
 	b.WriteString("\n")
 	return b.String()

@@ -152,7 +152,7 @@ type results struct {
 	env      environment
 	elapsed  time.Duration
 	// The CPU usage of each round (cases only) and of each
-	// redis-benchmark run, and the run's conditions (load.go).
+	// redis-benchmark measurement, and the run's conditions (load.go).
 	roundLoad, ceilingLoad []usage
 	cond                   conditions
 }
