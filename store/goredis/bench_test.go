@@ -41,10 +41,7 @@ func BenchmarkCluster(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	keys := make([]string, benchutil.Keys)
-	for i := range keys {
-		keys[i] = "user:" + strconv.Itoa(i)
-	}
+	keys := benchutil.UserKeys(benchutil.Keys)
 	ctx := context.Background()
 	allow := func(b *testing.B, key string) bool {
 		if d, err := lim.Allow(ctx, key); err != nil || !d.Allowed {

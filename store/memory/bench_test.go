@@ -2,7 +2,6 @@ package memory_test
 
 import (
 	"context"
-	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,10 +48,7 @@ func BenchmarkParams(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	keys := make([]string, benchutil.Keys)
-	for i := range keys {
-		keys[i] = "user:" + strconv.Itoa(i)
-	}
+	keys := benchutil.UserKeys(benchutil.Keys)
 	ctx := context.Background()
 	for _, k := range keys {
 		l.Decide(ctx, core.Request{Key: k, N: 1, Params: ps}) // every key known
@@ -86,10 +82,7 @@ func BenchmarkAlgorithms(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	keys := make([]string, benchutil.Keys)
-	for i := range keys {
-		keys[i] = "user:" + strconv.Itoa(i)
-	}
+	keys := benchutil.UserKeys(benchutil.Keys)
 	ctx := context.Background()
 	for _, a := range algorithms.All {
 		p := algorithms.Params{}

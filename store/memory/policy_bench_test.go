@@ -2,7 +2,6 @@ package memory_test
 
 import (
 	"context"
-	"strconv"
 	"testing"
 	"time"
 
@@ -35,10 +34,7 @@ func BenchmarkPolicy(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	keys := make([]string, benchutil.Keys)
-	for i := range keys {
-		keys[i] = "user:" + strconv.Itoa(i)
-	}
+	keys := benchutil.UserKeys(benchutil.Keys)
 	ctx := context.Background()
 	for _, k := range keys {
 		p.Allow(ctx, k) // every key known to both limits

@@ -19,6 +19,16 @@ import (
 // Keys is the number of distinct keys the benchmarks spread requests over.
 const Keys = 10000
 
+// UserKeys returns n user keys, "user:0" to "user:<n-1>": the keys the
+// benchmarks decide on (n = Keys, unless a benchmark says otherwise).
+func UserKeys(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = "user:" + strconv.Itoa(i)
+	}
+	return keys
+}
+
 // TokenBucket benchmarks Allow on a token bucket so large that nothing is
 // denied: the cost of a decision. It runs serial and parallel sub-benchmarks
 // with -benchmem style allocation reports.
@@ -30,10 +40,7 @@ func TokenBucket(b *testing.B, runner core.ScriptRunner) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	keys := make([]string, Keys)
-	for i := range keys {
-		keys[i] = "user:" + strconv.Itoa(i)
-	}
+	keys := UserKeys(Keys)
 	ctx := context.Background()
 	b.Run("serial", func(b *testing.B) {
 		b.ReportAllocs()
