@@ -90,7 +90,7 @@ func (t *tx) prefixHash(prefix string) uint64 {
 		}
 	}
 	h := t.hash.prefix(prefix)
-	t.prefixes[t.nextPrefix] = prefixHash{prefix, h}
+	t.prefixes[t.nextPrefix] = hashedPrefix{prefix, h}
 	t.nextPrefix = (t.nextPrefix + 1) % maxPrefixes
 	return h
 }

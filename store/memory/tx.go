@@ -43,7 +43,7 @@ type tx struct {
 	// The last prefixes Key was asked for, with their hashes, replaced
 	// in turn: a policy's limits, or the limiters that share a shard,
 	// ask for a few prefixes in turn, each hashed once.
-	prefixes   [maxPrefixes]prefixHash
+	prefixes   [maxPrefixes]hashedPrefix
 	nextPrefix int
 	// The keys Key returned in this call, with their hashes and entries,
 	// once it has returned more than one (a policy's): a step's Get and
@@ -62,8 +62,8 @@ const maxFound = 4
 // maxPrefixes is how many prefixes a tx keeps the hashes of.
 const maxPrefixes = 4
 
-// prefixHash is a prefix Key was asked for, and its hash.
-type prefixHash struct {
+// hashedPrefix is a prefix Key was asked for, and its hash.
+type hashedPrefix struct {
 	prefix string
 	h      uint64
 }
